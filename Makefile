@@ -1,0 +1,85 @@
+# train_gpt: build, deps, tests. `make deps` once, then `make` (or `make test`).
+# Overridable: CUDA_HOME, GPU_ARCH, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, CUDNN_LIB,
+#              NCCL_INCLUDE, NCCL_LIB.
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CXX ?= g++
+GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
+BUILD := build
+
+first_dir_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/$(1)),$(d),)))
+INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr/local/include
+LIB_DIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/local/lib
+CUDNN_FRONTEND_INCLUDE ?= third_party/cudnn-frontend/include
+CLI11_INCLUDE ?= $(call first_dir_with,CLI/CLI.hpp,/usr/include /usr/local/include third_party/cli11/usr/include)
+CUDNN_INCLUDE ?= $(call first_dir_with,cudnn.h,$(INC_DIRS))
+CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
+NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
+NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
+
+INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) -I$(CUDA_HOME)/include \
+            $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
+            -I$(CUDNN_FRONTEND_INCLUDE)
+CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter $(INCLUDES)
+NVCCFLAGS := -std=c++17 -O3 --use_fast_math --expt-relaxed-constexpr -lineinfo $(GPU_ARCH) $(INCLUDES) \
+             -Xcompiler -Wall,-Wno-unused-parameter
+RPATHS := $(foreach d,$(sort $(CUDA_HOME)/lib64 $(CUDNN_LIB) $(NCCL_LIB)),-Xlinker -rpath=$(d))
+LDLIBS := -L$(CUDA_HOME)/lib64 $(if $(CUDNN_LIB),-L$(CUDNN_LIB)) $(if $(NCCL_LIB),-L$(NCCL_LIB)) \
+          -lcublasLt -lcublas -lcudnn -lnvrtc -lcuda -lnccl $(RPATHS)
+
+# Host-only sources (no CUDA): configuration, CLI, data loading. Also linked into the host tests.
+HOST_SRCS := $(wildcard llmc/*.cpp)
+HOST_SRCS := $(filter-out llmc/attention.cpp,$(HOST_SRCS))
+HOST_OBJS := $(HOST_SRCS:%.cpp=$(BUILD)/%.o)
+# GPU sources: kernels and launchers (+ the cudnn-frontend attention TU, slow to compile).
+GPU_SRCS := $(wildcard llmc/*.cu)
+GPU_OBJS := $(GPU_SRCS:%.cu=$(BUILD)/%.o) $(if $(wildcard llmc/attention.cpp),$(BUILD)/llmc/attention.o)
+
+HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
+GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
+             $(patsubst test/%.cu,$(BUILD)/test/%,$(wildcard test/gpu_*.cu))
+
+.PHONY: all deps test test-host test-gpu clean format
+all: train_gpt $(HOST_TESTS) $(GPU_TESTS)
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/%.o: %.cpp $(wildcard llmc/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/llmc/attention.o: llmc/attention.cpp $(wildcard llmc/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -x cu -c $< -o $@
+
+$(BUILD)/%.o: %.cu $(wildcard llmc/*.h llmc/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/libllmc.a: $(HOST_OBJS) $(GPU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS) test/testing.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $< $(HOST_OBJS) -o $@
+
+$(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+
+# Host tests always; GPU tests (dev/ kernels, test/ model) only where a CUDA device is present.
+test: all
+	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS)
+
+format:
+	clang-format -i train_gpt.cu llmc/*.h llmc/*.cuh llmc/*.cu llmc/*.cpp dev/*.cu dev/*.h test/*.cpp test/*.cu test/*.h 2>/dev/null || true
+
+clean:
+	rm -rf $(BUILD) train_gpt

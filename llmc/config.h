@@ -1,0 +1,72 @@
+// Model and training configuration: presets, validation, parameter/FLOP counts, LR schedule, JSON dump.
+// Host-only (no CUDA), so the host tests can exercise it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct ModelConfig {
+    int num_layers = 48;     // L
+    int channels = 1600;     // C
+    int num_heads = 25;      // H
+    int vocab_size = 50304;  // V (the seed's padded GPT-2 vocabulary)
+    int max_seq_len = 1024;  // maxT (rows of the position embedding)
+    bool gelu_tanh = false;  // false: exact erf GELU (nn.GELU() default); true: tanh approximation
+};
+
+enum class Precision { BF16, FP8 };
+enum class LrSchedule { Cosine, Constant };
+enum class Fp8Format { Hybrid, E4M3 };  // hybrid: E4M3 forward, E5M2 gradients
+enum class AmaxAlgo { Max, MostRecent };
+
+struct Fp8Config {
+    Fp8Format format = Fp8Format::Hybrid;  // Transformer Engine defaults
+    int history_len = 1024;
+    AmaxAlgo amax_algo = AmaxAlgo::Max;
+    int margin = 0;
+};
+
+struct TrainConfig {
+    std::string model_name = "1.5b";
+    ModelConfig model;
+    Precision precision = Precision::BF16;
+    Fp8Config fp8;
+    int batch = 12;  // B
+    int seq = 1024;  // T
+    int steps = 50;
+    std::string train_data = "random";  // glob of shards, or "random"
+    std::string val_data;               // empty: no validation
+    int val_every = 100;
+    int val_batches = 20;
+    float lr = 6e-4f;
+    int warmup = 0;
+    LrSchedule schedule = LrSchedule::Cosine;
+    float final_lr_frac = 0.1f;  // cosine decays to lr * final_lr_frac
+    float weight_decay = 0.1f;
+    float grad_clip = 1.0f;  // 0 disables clipping
+    float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
+    uint64_t seed = 3985;  // the seed script's seed
+    std::string log_dir = "logs";
+    int log_every = 1;
+};
+
+// Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.
+bool model_preset(const std::string& name, ModelConfig* out);
+// Empty string if valid, else a one-line message naming the offending setting and what was expected.
+std::string validate(const TrainConfig& cfg);
+
+size_t num_parameters(const ModelConfig& m);
+// Honest model FLOPs per token for one fwd+bwd: 6 * N + 12 * L * T * C (matmul weights + attention).
+double flops_per_token(const ModelConfig& m, int seq_len);
+// The seed script's figure for a step: 6 * N * 16 * 1024 regardless of the batch (overstates 4/3 at B=12).
+double seed_script_flops_per_step(const ModelConfig& m);
+
+// Learning rate for 0-based `step`: linear warmup over `warmup` steps to `lr`, then constant or cosine
+// decay to lr * final_lr_frac at the last step.
+float learning_rate(const TrainConfig& cfg, int step);
+
+const char* to_string(Precision p);
+const char* to_string(LrSchedule s);
+const char* to_string(Fp8Format f);
+const char* to_string(AmaxAlgo a);
+std::string to_json(const TrainConfig& cfg);

@@ -1,0 +1,29 @@
+// Per-process GPU state passed explicitly to every component (no globals): device properties, the stream,
+// library handles and their workspaces.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <string>
+
+struct GpuContext {
+    int device = 0;
+    cudaDeviceProp props{};
+    cudaStream_t stream = nullptr;
+    cublasLtHandle_t cublaslt = nullptr;
+    void* cublaslt_workspace = nullptr;  // 32 MiB, as Transformer Engine and llm.c use on Hopper
+    size_t cublaslt_workspace_size = 0;
+    cudnnHandle_t cudnn = nullptr;
+    void* cudnn_workspace = nullptr;  // grown on demand by the attention graphs
+    size_t cudnn_workspace_size = 0;
+};
+
+// Exits with a one-line error if there is no CUDA device or it is older than `min_sm` (e.g. 80).
+GpuContext create_gpu_context(int device, int min_sm);
+void destroy_gpu_context(GpuContext* ctx);
+// Returns a cuDNN workspace of at least `bytes`, reallocating (after a device sync) if needed.
+void* ensure_cudnn_workspace(GpuContext* ctx, size_t bytes);
+// True if a CUDA device is usable (used to print a clear message instead of failing deep inside).
+bool cuda_device_available(std::string* why);

@@ -1,0 +1,67 @@
+// The GPT model on the GPU: parameter/activation tables, forward, backward, AdamW update.
+//
+// Parameter order (the "canonical order", also the layout of reference files and checkpoints), each tensor
+// grouped across layers, weights in PyTorch's nn.Linear layout [out, in]:
+//   0 wte_VC  1 wpe_TC (maxT x C)  2 ln1w_LC  3 ln1b_LC  4 qkvw_L3CC  5 qkvb_L3C  6 attprojw_LCC  7 attprojb_LC
+//   8 ln2w_LC  9 ln2b_LC  10 fcw_L4CC  11 fcb_L4C  12 fcprojw_LC4C  13 fcprojb_LC  14 lnfw_C  15 lnfb_C
+// qkv output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llmc/config.h"
+
+struct GpuContext;
+
+constexpr int kNumParamTensors = 16;
+
+struct ParamTensorInfo {
+    std::string name;
+    std::vector<size_t> shape;  // full shape including the leading L for per-layer tensors
+    size_t offset;              // element offset into the flat parameter buffer
+    size_t numel;
+    bool weight_decay;  // matrices (2-D per layer: Linear weights, wte, wpe) are decayed; biases and LN are not
+};
+// The parameter table for `m` in canonical order.
+std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m);
+
+struct AdamWSettings {
+    float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip 0: no clipping
+};
+
+class GptModel {
+public:
+    // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
+    // (another allocation). Prints the memory plan.
+    GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx);
+    ~GptModel();
+    GptModel(const GptModel&) = delete;
+    GptModel& operator=(const GptModel&) = delete;
+
+    // GPT-2 initialization: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN weight 1.
+    void init_weights(uint64_t seed);
+    // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
+    void load_weights(const std::vector<float>& params);
+
+    // Forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy loss and
+    // leaves dlogits ready for backward(). Returns the loss (synchronizes), or 0 without targets.
+    float forward(const int* inputs_BT, const int* targets_BT);
+    // Backward pass after forward() with targets: writes all parameter gradients.
+    void backward();
+    // Global grad-norm (returned), clipping, AdamW step `step` (1-based, for bias correction).
+    float update(const AdamWSettings& s, int step);
+
+    // Host copies, canonical order, float32: master weights, gradients; logits of the first `rows` rows.
+    std::vector<float> weights_to_host() const;
+    std::vector<float> grads_to_host() const;
+    std::vector<float> logits_to_host(int rows) const;
+
+    size_t num_parameters() const;
+    size_t peak_memory_bytes() const;
+
+    struct Impl;
+
+private:
+    Impl* impl_;
+};

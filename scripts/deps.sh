@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `make deps`: fetch what is missing into third_party/ and check the CUDA toolchain.
+# Safe to run twice: anything already present is left alone.
+# Overrides (environment): CUDA_HOME, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, NCCL_INCLUDE.
+set -u
+cd "$(dirname "$0")/.."
+TP=third_party
+CUDNN_FRONTEND_VERSION=1.23.0
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+missing=()
+
+# --- CLI11 (header-only) ---
+cli11_found=""
+for d in ${CLI11_INCLUDE:-} /usr/include /usr/local/include "$TP/cli11/usr/include"; do
+  [ -n "$d" ] && [ -f "$d/CLI/CLI.hpp" ] && { cli11_found=$d; break; }
+done
+if [ -z "$cli11_found" ]; then
+  echo "deps: CLI11 not found, fetching Debian's libcli11-dev into $TP/cli11"
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download "libcli11-dev" >/dev/null 2>&1); then
+    mkdir -p "$TP/cli11" && dpkg -x "$tmp"/libcli11-dev_*.deb "$TP/cli11"
+  fi
+  rm -rf "$tmp"
+  [ -f "$TP/cli11/usr/include/CLI/CLI.hpp" ] && cli11_found="$TP/cli11/usr/include"
+fi
+[ -n "$cli11_found" ] && echo "deps: CLI11 headers: $cli11_found" || missing+=("CLI11 headers (apt-get install libcli11-dev, or set CLI11_INCLUDE=)")
+
+# --- cudnn-frontend (header-only, from PyPI's wheel) ---
+fe=${CUDNN_FRONTEND_INCLUDE:-$TP/cudnn-frontend/include}
+if [ ! -f "$fe/cudnn_frontend.h" ]; then
+  echo "deps: fetching nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION headers into $TP/cudnn-frontend"
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
+       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
+       -d "$tmp" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 ||
+     python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" \
+       "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1; then
+    mkdir -p "$TP/cudnn-frontend"
+    for f in "$tmp"/*; do
+      case "$f" in
+        *.whl) python3 -c "import sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith('include/')]" "$f" "$TP/cudnn-frontend" ;;
+        *.tar.gz) tar -xzf "$f" -C "$tmp" && cp -r "$tmp"/nvidia*cudnn*frontend*/include "$TP/cudnn-frontend/" ;;
+      esac
+    done
+  fi
+  rm -rf "$tmp"
+fi
+[ -f "$fe/cudnn_frontend.h" ] && echo "deps: cudnn-frontend headers: $fe" || missing+=("cudnn-frontend headers (pip nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION, or set CUDNN_FRONTEND_INCLUDE=)")
+
+# --- CUDA toolkit, cuBLASLt, cuDNN, NCCL: checked, never installed here ---
+[ -x "$CUDA_HOME/bin/nvcc" ] && echo "deps: nvcc: $CUDA_HOME/bin/nvcc" || missing+=("nvcc (CUDA toolkit; set CUDA_HOME=)")
+find_file() { # name, dirs...
+  local n=$1; shift
+  for d in "$@"; do [ -n "$d" ] && [ -e "$d/$n" ] && { echo "$d"; return 0; }; done
+  return 1
+}
+incs=("$CUDA_HOME/include" /usr/include/x86_64-linux-gnu /usr/include /usr/local/include)
+libs=("$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu /usr/local/lib)
+check() { # label header lib incoverride
+  local label=$1 h=$2 l=$3 ov=${4:-}
+  local hi li
+  hi=$(find_file "$h" "$ov" "${incs[@]}") || missing+=("$label header $h")
+  li=$(find_file "$l" "${libs[@]}") || missing+=("$label library $l")
+  [ -n "${hi:-}" ] && [ -n "${li:-}" ] && echo "deps: $label: $hi/$h, $li/$l"
+}
+check cuBLASLt cublasLt.h libcublasLt.so
+check cuDNN cudnn.h libcudnn.so "${CUDNN_INCLUDE:-}"
+check NCCL nccl.h libnccl.so "${NCCL_INCLUDE:-}"
+
+if [ ${#missing[@]} -gt 0 ]; then
+  for m in "${missing[@]}"; do echo "deps: MISSING: $m" >&2; done
+  exit 1
+fi
+echo "deps: all dependencies present"

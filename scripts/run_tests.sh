@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the host test binaries, then (where a CUDA device is present) the GPU test binaries, and prints
+# "N passed, N failed, N skipped". Usage: run_tests.sh HOST_BIN... -- GPU_BIN...
+set -u
+host=(); gpu=(); seen_sep=0
+for a in "$@"; do
+  if [ "$a" = "--" ]; then seen_sep=1; elif [ $seen_sep = 0 ]; then host+=("$a"); else gpu+=("$a"); fi
+done
+passed=0; failed=0; skipped=0
+run_one() {
+  local bin=$1 out rc
+  out=$("$bin" 2>&1); rc=$?
+  printf '%s\n' "$out" | grep -E '^\[(PASS|FAIL|SKIP)\]|^error' || true
+  local p f s
+  p=$(printf '%s\n' "$out" | grep -c '^\[PASS\]'); f=$(printf '%s\n' "$out" | grep -c '^\[FAIL\]')
+  s=$(printf '%s\n' "$out" | grep -c '^\[SKIP\]')
+  if [ "$rc" != 0 ] && [ "$f" = 0 ]; then  # crashed or exited early: count it as a failure
+    echo "[FAIL] $bin exited with status $rc"; printf '%s\n' "$out" | tail -5; f=1
+  fi
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+}
+echo "== host tests"
+for b in "${host[@]}"; do run_one "$b"; done
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "== GPU tests"
+  for b in "${gpu[@]}"; do echo "-- $b"; run_one "$b"; done
+else
+  for b in "${gpu[@]}"; do echo "[SKIP] $(basename "$b"): no CUDA device on this machine"; skipped=$((skipped + 1)); done
+  [ ${#gpu[@]} -gt 0 ] && echo "GPU tests skipped: run 'make test' on a machine with an NVIDIA GPU (sm_90) to run them."
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
