@@ -52,7 +52,8 @@ public:
     // Global grad-norm (returned), clipping, AdamW step `step` (1-based, for bias correction).
     float update(const AdamWSettings& s, int step);
 
-    // Host copies, canonical order, float32: master weights, gradients; logits of the first `rows` rows.
+    // Host copies, canonical order, float32: master weights, gradients; logits of the first `rows` rows
+    // (valid after a forward() without targets: with targets the buffer is overwritten by dlogits).
     std::vector<float> weights_to_host() const;
     std::vector<float> grads_to_host() const;
     std::vector<float> logits_to_host(int rows) const;

@@ -1,0 +1,208 @@
+#include "llmc/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// CLI11 messages can span lines; the user sees exactly one line.
+std::string one_line(const std::string& s) {
+    std::string out;
+    bool pending_space = false;
+    for (char c : s) {
+        if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+            pending_space = !out.empty();
+            continue;
+        }
+        if (pending_space) out += ' ';
+        pending_space = false;
+        out += c;
+    }
+    return out;
+}
+
+CliResult usage_error(const std::string& msg) {
+    CliResult r;
+    r.run = false;
+    r.exit_code = 2;
+    r.message = "error: " + one_line(msg) + "\n";
+    return r;
+}
+
+// A string flag restricted to a fixed set of names, mapped onto a value of type E.
+template <typename E>
+struct Choice {
+    const char* flag;
+    std::vector<std::pair<std::string, E>> names;
+
+    std::string list() const {  // "bf16, fp8"
+        std::string s;
+        for (size_t i = 0; i < names.size(); i++) s += (i ? ", " : "") + names[i].first;
+        return s;
+    }
+    std::string type_name() const {  // "bf16|fp8"
+        std::string s;
+        for (size_t i = 0; i < names.size(); i++) s += (i ? "|" : "") + names[i].first;
+        return s;
+    }
+    // Empty string on success, else the one-line error.
+    std::string parse(const std::string& value, E* out) const {
+        for (const auto& n : names) {
+            if (n.first == value) {
+                *out = n.second;
+                return "";
+            }
+        }
+        return std::string(flag) + ": '" + value + "' is not one of " + list();
+    }
+    std::string name_of(E v) const {
+        for (const auto& n : names)
+            if (n.second == v) return n.first;
+        return names.front().first;
+    }
+};
+
+}  // namespace
+
+CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
+    TrainConfig& c = *cfg;
+    ModelConfig& m = c.model;
+
+    const Choice<Precision> precision{"--precision", {{"bf16", Precision::BF16}, {"fp8", Precision::FP8}}};
+    const Choice<bool> gelu{"--gelu", {{"erf", false}, {"tanh", true}}};
+    const Choice<LrSchedule> schedule{"--schedule",
+                                      {{"cosine", LrSchedule::Cosine}, {"constant", LrSchedule::Constant}}};
+    const Choice<Fp8Format> fp8_format{"--fp8-format", {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
+    const Choice<AmaxAlgo> amax_algo{"--fp8-amax-algo",
+                                     {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
+    const Choice<int> model{"--model", {{"124m", 0}, {"350m", 1}, {"774m", 2}, {"1.5b", 3}}};
+
+    // Choice flags are read as strings (defaults from TrainConfig) and mapped after parsing, so their
+    // error messages are ours and name the flag and the accepted values.
+    std::string precision_s = precision.name_of(c.precision), gelu_s = gelu.name_of(m.gelu_tanh);
+    std::string schedule_s = schedule.name_of(c.schedule), fp8_format_s = fp8_format.name_of(c.fp8.format);
+    std::string amax_algo_s = amax_algo.name_of(c.fp8.amax_algo), model_s = c.model_name;
+    // Architecture overrides start from the preset, so they are only applied when given.
+    int layers = 0, channels = 0, heads = 0, vocab = 0, max_seq = 0;
+
+    CLI::App app{
+        "train_gpt: GPT-2 family trainer for NVIDIA Hopper GPUs, BF16 or FP8 (Transformer Engine style "
+        "delayed scaling) mixed precision.",
+        argc > 0 && argv[0] ? argv[0] : "train_gpt"};
+    app.get_formatter()->column_width(36);
+    app.option_defaults()->always_capture_default();
+
+    auto choice_opt = [&](const char* name, std::string* s, const std::string& desc, const std::string& tn) {
+        return app.add_option(name, *s, desc)->type_name(tn);
+    };
+
+    // Model.
+    choice_opt("--precision", &precision_s, "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)",
+               precision.type_name())
+        ->group("Model");
+    choice_opt("--model", &model_s, "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
+               model.type_name())
+        ->group("Model");
+    CLI::Option* o_layers =
+        app.add_option("--layers", layers, "override the preset's number of layers L")->group("Model");
+    CLI::Option* o_channels =
+        app.add_option("--channels", channels, "override the preset's channels C (multiple of 16)")->group("Model");
+    CLI::Option* o_heads = app.add_option("--heads", heads, "override the preset's attention heads H")->group("Model");
+    CLI::Option* o_vocab =
+        app.add_option("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")->group("Model");
+    CLI::Option* o_max_seq =
+        app.add_option("--max-seq", max_seq, "override the maximum sequence length (position embedding rows)")
+            ->group("Model");
+    for (CLI::Option* o : {o_layers, o_channels, o_heads, o_vocab, o_max_seq})
+        o->type_name("INT")->default_str("preset");
+    choice_opt("--gelu", &gelu_s, "GELU: exact erf (nn.GELU default) or tanh approximation", gelu.type_name())
+        ->group("Model");
+
+    // Training.
+    app.add_option("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")->group("Training");
+    app.add_option("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
+    app.add_option("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
+    app.add_option("--lr", c.lr, "peak learning rate")->group("Training");
+    app.add_option("--warmup", c.warmup, "linear warmup steps (from lr/warmup to lr)")->group("Training");
+    choice_opt("--schedule", &schedule_s, "learning-rate schedule after warmup", schedule.type_name())
+        ->group("Training");
+    app.add_option("--final-lr-frac", c.final_lr_frac, "cosine decays to lr * this at the last step")
+        ->group("Training");
+    app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)")->group("Training");
+    app.add_option("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")->group("Training");
+    app.add_option("--beta1", c.beta1, "AdamW beta1")->group("Training");
+    app.add_option("--beta2", c.beta2, "AdamW beta2")->group("Training");
+    app.add_option("--seed", c.seed, "seed for weight init and random tokens")
+        ->check(CLI::Validator(
+            [](std::string& v) { return v.find('-') != std::string::npos ? "must be a non-negative integer" : ""; },
+            ""))
+        ->group("Training");
+
+    // Data.
+    app.add_option("--train-data", c.train_data,
+                   "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens")
+        ->group("Data");
+    app.add_option("--val-data", c.val_data, "validation shards (glob); empty: no validation")->group("Data");
+    app.add_option("--val-every", c.val_every, "validate every N steps (and after the last)")->group("Data");
+    app.add_option("--val-batches", c.val_batches, "batches per validation")->group("Data");
+
+    // FP8 (only used with --precision fp8).
+    choice_opt("--fp8-format", &fp8_format_s, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
+               fp8_format.type_name())
+        ->group("FP8 (with --precision fp8)");
+    app.add_option("--fp8-history", c.fp8.history_len, "amax history length (delayed scaling window)")
+        ->group("FP8 (with --precision fp8)");
+    choice_opt("--fp8-amax-algo", &amax_algo_s, "scale from the max of the history, or the most recent amax",
+               amax_algo.type_name())
+        ->group("FP8 (with --precision fp8)");
+    app.add_option("--fp8-margin", c.fp8.margin, "scale = fp8_max / amax / 2^margin")
+        ->group("FP8 (with --precision fp8)");
+
+    // Logging.
+    app.add_option("--log-dir", c.log_dir, "directory for the config, metrics and logs")->group("Logging");
+    app.add_option("--log-every", c.log_every, "print a line every N steps")->group("Logging");
+
+    app.footer(
+        "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
+        "uint16 tokens; make them with scripts/prepare_data.py.");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        CliResult r;
+        r.exit_code = 0;
+        r.message = app.help();
+        return r;
+    } catch (const CLI::ParseError& e) {
+        return usage_error(e.what());
+    }
+
+    std::string err;
+    if (err.empty()) err = precision.parse(precision_s, &c.precision);
+    if (err.empty()) err = gelu.parse(gelu_s, &m.gelu_tanh);
+    if (err.empty()) err = schedule.parse(schedule_s, &c.schedule);
+    if (err.empty()) err = fp8_format.parse(fp8_format_s, &c.fp8.format);
+    if (err.empty()) err = amax_algo.parse(amax_algo_s, &c.fp8.amax_algo);
+    int model_index = 0;
+    if (err.empty()) err = model.parse(model_s, &model_index);
+    if (!err.empty()) return usage_error(err);
+
+    bool gelu_tanh = m.gelu_tanh;  // the preset does not touch it, but keep it explicit
+    if (!model_preset(model_s, &m)) return usage_error("--model: unknown preset '" + model_s + "'");
+    m.gelu_tanh = gelu_tanh;
+    c.model_name = model_s;
+    if (o_layers->count()) m.num_layers = layers;
+    if (o_channels->count()) m.channels = channels;
+    if (o_heads->count()) m.num_heads = heads;
+    if (o_vocab->count()) m.vocab_size = vocab;
+    if (o_max_seq->count()) m.max_seq_len = max_seq;
+
+    std::string invalid = validate(c);
+    if (!invalid.empty()) return usage_error(invalid);
+
+    CliResult r;
+    r.run = true;
+    r.exit_code = 0;
+    return r;
+}

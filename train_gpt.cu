@@ -1,0 +1,153 @@
+// train_gpt: trains a GPT-2-family model on one Hopper GPU in BF16 or FP8 (per-tensor delayed scaling).
+// The driver only: flags -> config -> data -> model -> training loop -> logs. Components live in llmc/.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "llmc/check.h"
+#include "llmc/cli.h"
+#include "llmc/config.h"
+#include "llmc/context.h"
+#include "llmc/dataloader.h"
+#include "llmc/gpt.h"
+#include "llmc/logger.h"
+
+namespace {
+
+constexpr double kBf16PeakTflops = 989.0;  // H100/H200 SXM dense BF16: the MFU denominator in both precisions
+constexpr double kFp8PeakTflops = 1979.0;  // dense FP8, shown beside it
+
+// A batch source: real shards or the seed's uniformly random tokens.
+class BatchSource {
+public:
+    BatchSource(const std::string& spec, int B, int T, int V, uint64_t seed) {
+        if (spec == "random")
+            random_ = std::make_unique<RandomTokenSource>(B, T, V, seed);
+        else
+            shards_ = std::make_unique<DataLoader>(spec, B, T, V);
+    }
+    void next(int* inputs, int* targets) {
+        if (random_)
+            random_->next_batch(inputs, targets);
+        else
+            shards_->next_batch(inputs, targets);
+    }
+    void reset() {
+        if (shards_) shards_->reset();
+    }
+
+private:
+    std::unique_ptr<RandomTokenSource> random_;
+    std::unique_ptr<DataLoader> shards_;
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return NAN;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    TrainConfig cfg;
+    CliResult cli = parse_cli(argc, argv, &cfg);
+    if (!cli.run) {
+        fprintf(cli.exit_code == 0 ? stdout : stderr, "%s\n", cli.message.c_str());
+        return cli.exit_code;
+    }
+    const ModelConfig& m = cfg.model;
+    const int B = cfg.batch, T = cfg.seq;
+    printf("train_gpt: resolved configuration\n%s", to_json(cfg).c_str());
+
+    std::string why;
+    if (!cuda_device_available(&why)) fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
+    // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
+    GpuContext ctx = create_gpu_context(0, cfg.precision == Precision::FP8 ? 89 : 80);
+    printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
+           ctx.props.totalGlobalMem / 1073741824.0);
+
+    std::unique_ptr<BatchSource> train_data, val_data;
+    try {
+        train_data = std::make_unique<BatchSource>(cfg.train_data, B, T, m.vocab_size, cfg.seed);
+        if (!cfg.val_data.empty())
+            val_data = std::make_unique<BatchSource>(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
+    } catch (const std::exception& e) {
+        fatal("%s", e.what());
+    }
+    RunLogger logger(cfg.log_dir, to_json(cfg));
+
+    GptModel model(m, B, T, cfg.precision, &ctx);
+    model.init_weights(cfg.seed);
+    const double flops_per_step = flops_per_token(m, T) * B * T;
+    printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n", model.num_parameters(),
+           flops_per_step / 1e12);
+
+    std::vector<int> inputs(B * T), targets(B * T);
+    std::vector<double> step_ms;
+    const int warmup_steps_skipped = std::min(3, cfg.steps / 2);
+    for (int step = 0; step < cfg.steps; step++) {
+        bool last = step == cfg.steps - 1;
+        if (val_data && (step % cfg.val_every == 0 || last)) {
+            val_data->reset();
+            double sum = 0;
+            for (int i = 0; i < cfg.val_batches; i++) {
+                val_data->next(inputs.data(), targets.data());
+                sum += model.forward(inputs.data(), targets.data());
+            }
+            double val_loss = sum / cfg.val_batches;
+            printf("step %5d | val loss %.6f\n", step, val_loss);
+            logger.record("val", {{"step", step}, {"val_loss", val_loss}});
+        }
+        try {
+            train_data->next(inputs.data(), targets.data());
+        } catch (const std::exception& e) {
+            fatal("%s", e.what());
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        float loss = model.forward(inputs.data(), targets.data());
+        model.backward();
+        float lr = learning_rate(cfg, step);
+        float grad_norm = model.update({lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip}, step + 1);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (step >= warmup_steps_skipped) step_ms.push_back(ms);
+        if (!std::isfinite(loss)) fatal("loss is %f at step %d: training diverged", loss, step);
+
+        double tokens_per_s = B * T / (ms / 1e3);
+        double tflops = flops_per_step / (ms / 1e3) / 1e12;
+        double peak_gb = model.peak_memory_bytes() / 1e9;
+        if (step % cfg.log_every == 0 || last) {
+            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU %.1f%% | "
+                   "peak %.1f GB\n",
+                   step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops, 100 * tflops / kBf16PeakTflops,
+                   peak_gb);
+            fflush(stdout);
+        }
+        logger.record("train", {{"step", step},
+                                {"loss", loss},
+                                {"lr", lr},
+                                {"grad_norm", grad_norm},
+                                {"step_ms", ms},
+                                {"tokens_per_s", tokens_per_s},
+                                {"tflops", tflops},
+                                {"mfu", tflops / kBf16PeakTflops},
+                                {"peak_mem_gb", peak_gb}});
+    }
+    double med = median(step_ms);
+    double tflops = flops_per_step / (med / 1e3) / 1e12;
+    printf("summary: %s B=%d T=%d | median step %.2f ms over %zu steps | %.0f tok/s | %.1f TFLOP/s honest "
+           "(MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script formula %.1f TFLOP/s | peak %.1f GB\n",
+           to_string(cfg.precision), B, T, med, step_ms.size(), B * T / (med / 1e3), tflops,
+           100 * tflops / kBf16PeakTflops, kBf16PeakTflops, 100 * tflops / kFp8PeakTflops, kFp8PeakTflops,
+           seed_script_flops_per_step(m) / (med / 1e3) / 1e12, model.peak_memory_bytes() / 1e9);
+    logger.record("summary", {{"median_step_ms", med},
+                              {"tokens_per_s", B * T / (med / 1e3)},
+                              {"tflops", tflops},
+                              {"mfu", tflops / kBf16PeakTflops},
+                              {"peak_mem_gb", model.peak_memory_bytes() / 1e9}});
+    destroy_gpu_context(&ctx);
+    return 0;
+}
