@@ -49,7 +49,7 @@ $(BUILD)/%.o: %.cpp $(wildcard llmc/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/llmc/attention.o: llmc/attention.cpp $(wildcard llmc/*.h)
+$(BUILD)/llmc/attention.o: llmc/attention.cpp llmc/attention.h llmc/context.h llmc/check.h llmc/cuda_common.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -x cu -c $< -o $@
 

@@ -73,7 +73,8 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     const Choice<bool> gelu{"--gelu", {{"erf", false}, {"tanh", true}}};
     const Choice<LrSchedule> schedule{"--schedule",
                                       {{"cosine", LrSchedule::Cosine}, {"constant", LrSchedule::Constant}}};
-    const Choice<Fp8Format> fp8_format{"--fp8-format", {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
+    const Choice<Fp8Format> fp8_format{"--fp8-format",
+                                       {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
     const Choice<AmaxAlgo> amax_algo{"--fp8-amax-algo",
                                      {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
     const Choice<int> model{"--model", {{"124m", 0}, {"350m", 1}, {"774m", 2}, {"1.5b", 3}}};
@@ -90,7 +91,7 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         "train_gpt: GPT-2 family trainer for NVIDIA Hopper GPUs, BF16 or FP8 (Transformer Engine style "
         "delayed scaling) mixed precision.",
         argc > 0 && argv[0] ? argv[0] : "train_gpt"};
-    app.get_formatter()->column_width(36);
+    app.get_formatter()->column_width(38);
     app.option_defaults()->always_capture_default();
 
     auto choice_opt = [&](const char* name, std::string* s, const std::string& desc, const std::string& tn) {
@@ -98,8 +99,8 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     };
 
     // Model.
-    choice_opt("--precision", &precision_s, "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)",
-               precision.type_name())
+    choice_opt("--precision", &precision_s,
+               "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)", precision.type_name())
         ->group("Model");
     choice_opt("--model", &model_s, "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
                model.type_name())
@@ -107,10 +108,13 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     CLI::Option* o_layers =
         app.add_option("--layers", layers, "override the preset's number of layers L")->group("Model");
     CLI::Option* o_channels =
-        app.add_option("--channels", channels, "override the preset's channels C (multiple of 16)")->group("Model");
-    CLI::Option* o_heads = app.add_option("--heads", heads, "override the preset's attention heads H")->group("Model");
+        app.add_option("--channels", channels, "override the preset's channels C (multiple of 16)")
+            ->group("Model");
+    CLI::Option* o_heads =
+        app.add_option("--heads", heads, "override the preset's attention heads H")->group("Model");
     CLI::Option* o_vocab =
-        app.add_option("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")->group("Model");
+        app.add_option("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")
+            ->group("Model");
     CLI::Option* o_max_seq =
         app.add_option("--max-seq", max_seq, "override the maximum sequence length (position embedding rows)")
             ->group("Model");
@@ -120,7 +124,8 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         ->group("Model");
 
     // Training.
-    app.add_option("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")->group("Training");
+    app.add_option("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")
+        ->group("Training");
     app.add_option("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
     app.add_option("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
     app.add_option("--lr", c.lr, "peak learning rate")->group("Training");
@@ -130,12 +135,15 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     app.add_option("--final-lr-frac", c.final_lr_frac, "cosine decays to lr * this at the last step")
         ->group("Training");
     app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)")->group("Training");
-    app.add_option("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")->group("Training");
+    app.add_option("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")
+        ->group("Training");
     app.add_option("--beta1", c.beta1, "AdamW beta1")->group("Training");
     app.add_option("--beta2", c.beta2, "AdamW beta2")->group("Training");
     app.add_option("--seed", c.seed, "seed for weight init and random tokens")
         ->check(CLI::Validator(
-            [](std::string& v) { return v.find('-') != std::string::npos ? "must be a non-negative integer" : ""; },
+            [](std::string& v) {
+                return v.find('-') != std::string::npos ? "must be a non-negative integer" : "";
+            },
             ""))
         ->group("Training");
 

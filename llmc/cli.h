@@ -10,9 +10,10 @@
 #include "llmc/config.h"
 
 struct CliResult {
-    bool run = false;     // true: cfg is filled and valid, go train
-    int exit_code = 0;    // when !run: 0 for --help, 2 for a usage error
-    std::string message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
+    bool run = false;   // true: cfg is filled and valid, go train
+    int exit_code = 0;  // when !run: 0 for --help, 2 for a usage error
+    std::string
+        message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
 };
 
 // Parses argv into *cfg (defaults: TrainConfig's). The model preset (--model) is applied first, then the

@@ -21,13 +21,13 @@ constexpr int kShardHeaderInts = 256;
 
 // A missing, unreadable or corrupt shard. what() is one line that names the file and what was expected.
 class DataError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 // Anything that yields batches of token ids: shard files or random tokens.
 class TokenSource {
-public:
+  public:
     virtual ~TokenSource() = default;
     // Fills inputs_BT and targets_BT (B*T ints each, row-major [B][T]).
     virtual void next_batch(int* inputs_BT, int* targets_BT) = 0;
@@ -40,11 +40,12 @@ public:
 // shard, so the ranks see disjoint token ranges. When the next batch would run past the end of the current
 // shard, it moves to the next shard.
 class DataLoader : public TokenSource {
-public:
+  public:
     // Checks every matching file's header and size up front and loads (and fully validates) the first shard.
     // Throws DataError if nothing matches or any shard is bad, including shards with fewer than
     // world_size*B*T+1 tokens (every rank must get at least one batch from each shard).
-    DataLoader(const std::string& glob_pattern, int B, int T, int vocab_size, int rank = 0, int world_size = 1);
+    DataLoader(const std::string& glob_pattern, int B, int T, int vocab_size, int rank = 0,
+               int world_size = 1);
 
     void next_batch(int* inputs_BT, int* targets_BT) override;
     void reset() override;
@@ -55,26 +56,26 @@ public:
     size_t shard_tokens(size_t i) const { return shard_sizes_[i]; }  // token count from the header
     size_t total_tokens() const;                                     // over all shards
 
-private:
+  private:
     void load_shard(size_t index);  // reads and validates every token id; throws DataError
 
     int B_, T_, vocab_size_, rank_, world_size_;
     std::vector<std::string> files_;
     std::vector<size_t> shard_sizes_;
-    size_t shard_ = 0;               // index of the shard in tokens_
-    size_t pos_ = 0;                 // offset of the next batch in tokens_
+    size_t shard_ = 0;              // index of the shard in tokens_
+    size_t pos_ = 0;                // offset of the next batch in tokens_
     std::vector<uint16_t> tokens_;  // the current shard
 };
 
 // Uniform random token ids in [0, V), deterministic from the seed (std::mt19937_64): inputs and targets are
 // independent draws, like the seed script's torch.randint(V, [B, T]) for both. Used for --train-data random.
 class RandomTokenSource : public TokenSource {
-public:
+  public:
     RandomTokenSource(int B, int T, int V, uint64_t seed);
     void next_batch(int* inputs_BT, int* targets_BT) override;
     void reset() override;
 
-private:
+  private:
     int B_, T_, V_;
     uint64_t seed_;
     std::mt19937_64 rng_;

@@ -1,0 +1,155 @@
+// Tests for llmc/adamw.cuh: several AdamW steps against a float64 CPU reference (each step from the GPU's
+// previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale != 1, a P that is
+// not a multiple of 8, misaligned views (head peeling and the element fallback), and the bandwidth at 1.5B.
+#include <cstring>
+
+#include "dev/dev_utils.h"
+#include "llmc/adamw.cuh"
+
+namespace {
+
+struct Hyper {
+    float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+};
+
+// float64 reference of one step from fp32 state, with g = grad * scale.
+void reference_step(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v,
+                    const std::vector<float>& grads, float scale, const Hyper& h, int t) {
+    const double b1 = h.beta1, b2 = h.beta2;
+    const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
+    for (size_t i = 0; i < grads.size(); i++) {
+        const double g = (double)grads[i] * scale;
+        const double mi = b1 * (*m)[i] + (1.0 - b1) * g;
+        const double vi = b2 * (*v)[i] + (1.0 - b2) * g * g;
+        double p = (double)(*master)[i] * (1.0 - (double)h.lr * h.weight_decay);
+        p -= (double)h.lr * (mi / bc1) / (std::sqrt(vi / bc2) + (double)h.eps);
+        (*master)[i] = (float)p;
+        (*m)[i] = (float)mi;
+        (*v)[i] = (float)vi;
+    }
+}
+
+// Runs `steps` steps on views that start `offset_*` elements into their allocations and checks each one.
+// grad_scale_value < 0: pass nullptr (scale 1).
+void check_adamw(size_t P, Hyper h, float grad_scale_value, size_t offset_master, size_t offset_rest,
+                 int steps) {
+    printf("  P=%zu wd=%g grad_scale=%g offsets master %zu / others %zu\n", P, h.weight_decay, grad_scale_value,
+           offset_master, offset_rest);
+    std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f);
+    // Nonzero moments (a kernel that ignored them would pass a zero start), sized like a few steps of history
+    // so that |mhat| / sqrt(vhat) stays O(1) and the update |u| <~ 10 lr.
+    std::vector<float> m = dev::random_normal(P, 0.0f, 0.01f);
+    std::vector<float> v = dev::random_uniform(P, 0.01f, 0.1f);
+    std::vector<float> pad_m(offset_master, 0.0f), pad_r(offset_rest, 0.0f);
+    auto with_pad = [](const std::vector<float>& pad, const std::vector<float>& x) {
+        std::vector<float> out(pad);
+        out.insert(out.end(), x.begin(), x.end());
+        return out;
+    };
+    float* d_master_alloc = dev::to_device(with_pad(pad_m, master));
+    float* d_m_alloc = dev::to_device(with_pad(pad_r, m));
+    float* d_v_alloc = dev::to_device(with_pad(pad_r, v));
+    bf16* d_params_alloc = dev::device_alloc<bf16>(P + offset_rest);  // poisoned: every element must be written
+    bf16* d_grads_alloc = dev::device_alloc<bf16>(P + offset_rest);
+    float* d_master = d_master_alloc + offset_master;
+    float *d_m = d_m_alloc + offset_rest, *d_v = d_v_alloc + offset_rest;
+    bf16 *d_params = d_params_alloc + offset_rest, *d_grads = d_grads_alloc + offset_rest;
+    float* d_scale = grad_scale_value < 0 ? nullptr : dev::to_device(std::vector<float>{grad_scale_value});
+    const float scale = grad_scale_value < 0 ? 1.0f : grad_scale_value;
+
+    for (int t = 1; t <= steps; t++) {
+        std::vector<float> grads = dev::random_normal(P);
+        dev::round_to_bf16(grads);
+        std::vector<__nv_bfloat16> gh(P);
+        for (size_t i = 0; i < P; i++) gh[i] = __float2bfloat16(grads[i]);
+        CHECK_CUDA(cudaMemcpy(d_grads, gh.data(), P * sizeof(bf16), cudaMemcpyHostToDevice));
+        // Reference from the GPU's current state.
+        std::vector<float> ref_master = dev::from_device(d_master, P), ref_m = dev::from_device(d_m, P),
+                           ref_v = dev::from_device(d_v, P);
+        reference_step(&ref_master, &ref_m, &ref_v, grads, scale, h, t);
+
+        adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, t,
+                     d_scale, 0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        const std::vector<float> got_master = dev::from_device(d_master, P), got_m = dev::from_device(d_m, P),
+                                 got_v = dev::from_device(d_v, P),
+                                 got_params = dev::from_device_bf16(d_params, P);
+        printf("  step %d\n", t);
+        // master: fp32 arithmetic, PyTorch's op order. The decay product and the final fma round at 2^-24
+        // relative of |p| each; the update u (|u| <~ 10 lr here) carries ~8 roundings (g*scale, m, v, sqrt,
+        // two divisions, eps add, the fp32 step_size/bc2_sqrt) ~ 5e-7 relative, plus a cancellation in m of
+        // at most 2^-24 * (|m| + |g|) absolute. -> rtol 1e-6 (8 ulp of p), atol 1e-5 * lr.
+        dev::expect_close("master", got_master, ref_master, 1e-5 * h.lr, 1e-6);
+        // m = lerp(m, g, 0.1): the fma rounds once at 2^-24 of |m| and g - m rounds at 2^-24 of |g - m| scaled
+        // by 0.1; |m|, |g| <~ 4 -> absolute <= ~3e-7 where m cancels -> atol 1e-6, rtol 1e-6.
+        dev::expect_close("m", got_m, ref_m, 1e-6, 1e-6);
+        // v = 0.95 v + 0.05 g^2: positive terms, no cancellation, <= 4 roundings -> rtol 1e-6.
+        dev::expect_close("v", got_v, ref_v, 1e-12, 1e-6);
+        // params must be exactly bf16_rn(new master) ...
+        size_t mismatches = 0;
+        for (size_t i = 0; i < P; i++)
+            if (!(got_params[i] == dev::bf16_round(got_master[i]))) mismatches++;
+        if (mismatches) testing::fail(__FILE__, __LINE__, std::to_string(mismatches) + " params != bf16(master)");
+        // ... hence within one bf16 rounding (2^-8 relative) of the reference master.
+        dev::expect_close("params vs ref master", got_params, ref_master, 1e-5 * h.lr, std::ldexp(1.0, -8) + 1e-6);
+    }
+    for (void* ptr : {(void*)d_master_alloc, (void*)d_m_alloc, (void*)d_v_alloc, (void*)d_params_alloc,
+                      (void*)d_grads_alloc, (void*)d_scale})
+        if (ptr) CHECK_CUDA(cudaFree(ptr));
+}
+
+}  // namespace
+
+TEST(adamw_weight_decay) { check_adamw(1000003, Hyper(), 0.37f, 0, 0, 3); }
+
+TEST(adamw_no_weight_decay) {
+    Hyper h;
+    h.weight_decay = 0.0f;
+    check_adamw(1000003, h, 0.37f, 0, 0, 3);
+}
+
+// Unit grad_scale through nullptr; beta1 < 0.5 takes torch.lerp's other branch.
+TEST(adamw_no_scale_small_beta1) {
+    Hyper h;
+    h.beta1 = 0.3f;
+    h.lr = 3e-3f;
+    check_adamw(4099, h, -1.0f, 0, 0, 2);
+}
+
+// Views 3 elements into their buffers: a 5-element head, then the vector path, then the tail.
+TEST(adamw_offset_views) { check_adamw(100003, Hyper(), 0.5f, 3, 3, 2); }
+
+// The master view is misaligned relative to the others: every element on the scalar path.
+TEST(adamw_misaligned_views) { check_adamw(100003, Hyper(), 0.5f, 1, 0, 2); }
+
+// Tiny P: fewer elements than one vector.
+TEST(adamw_tiny) { check_adamw(5, Hyper(), 2.0f, 0, 0, 2); }
+
+// GPT-2 1.5B-size update (P = 1.5e9; no CPU reference at this size). Bytes per parameter: read master, m, v
+// (fp32) and grad (bf16), write master, m, v (fp32) and params (bf16) = 28.
+TEST(adamw_timing) {
+    const size_t P = 1500000000ull;
+    float *d_master = nullptr, *d_m = nullptr, *d_v = nullptr, *d_scale = nullptr;
+    bf16 *d_params = nullptr, *d_grads = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_master, P * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&d_m, P * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&d_v, P * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&d_params, P * sizeof(bf16)));
+    CHECK_CUDA(cudaMalloc(&d_grads, P * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(d_master, 0, P * sizeof(float)));  // timing only: the values do not matter
+    CHECK_CUDA(cudaMemset(d_m, 0, P * sizeof(float)));
+    CHECK_CUDA(cudaMemset(d_v, 0, P * sizeof(float)));
+    CHECK_CUDA(cudaMemset(d_grads, 0x3C, P * sizeof(bf16)));  // 0x3C3C = 0.0115
+    d_scale = dev::to_device(std::vector<float>{0.5f});
+    int t = 1;
+    const float ms = dev::time_ms([&] {
+        adamw_update(d_master, d_params, d_m, d_v, d_grads, P, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, t++, d_scale, 0);
+    });
+    printf("  adamw_update P=%zu: %.3f ms, %.0f GB/s\n", P, ms, 28.0 * P / ms * 1e-6);
+    const std::vector<float> p = dev::from_device_bf16(d_params, 1);
+    EXPECT_TRUE(std::isfinite(p[0]));
+    for (void* ptr : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_params, (void*)d_grads, (void*)d_scale})
+        CHECK_CUDA(cudaFree(ptr));
+}
+
+TEST_MAIN()

@@ -1,0 +1,390 @@
+// Tests for llmc/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats, backward
+// dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; then timing at the
+// GPT-1.5B attention shape (B=12, H=25, T=1024, D=64).
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dev/dev_utils.h"
+#include "llmc/attention.h"
+#include "llmc/context.h"
+
+namespace {
+
+// bf16 unit roundoff: 8 significant bits, round-to-nearest -> relative error <= 2^-8.
+constexpr double kBf16Unit = 1.0 / 256.0;
+// Worst-case relative error of an fp32 dot product of D terms (linear growth, D * 2^-24), per unit of sum
+// |a||b|.
+inline double fp32_dot_error(int D) { return D * std::ldexp(1.0, -24); }
+
+GpuContext* test_context() {
+    static GpuContext ctx = create_gpu_context(0, 90);
+    return &ctx;
+}
+
+struct Shape {
+    int B, T, H, D;
+};
+
+// Float64 reference for one (b, h) head plus a rigorous per-element error bound for the GPU result. u = 2^-8.
+//   Forward: flash attention rounds the (unnormalized) probabilities P to bf16 before the P V product and
+//   rounds O to bf16: |dO_td| <= u * (sum_j p_tj |v_jd| + |o_td|). Stats: lse = max_j s + log sum_j exp(s -
+//   max) is 1-Lipschitz in the scores, so |d lse| <= max_j |d s_tj|, with |d s| <= D 2^-24 * scale * sum_d
+//   |q||k| (fp32 dot), plus exp2/log2 approximations (~2^-21 (1+|lse|)). Backward: D_t = dO_t . O_t uses the
+//   bf16-rounded O, so |d D_t| <= u sum_d |dO_td| (sum_j p_tj|v_jd| + |o_td|)
+//   (+ fp32 dot error); dS = P (dP - D) is rounded to bf16 before the dQ = dS K and dK = dS^T Q products, and
+//   P is rounded to bf16 before dV = P^T dO; every output is rounded to bf16. Per dS element the error is
+//   e_tj = p_tj (|d D_t| + D 2^-24 sum_d |dO_td||v_jd|) + u |dS_tj|; |d dQ_td| <= scale sum_j e_tj |k_jd| +
+//   u|dQ|, |d dK_jd| <= scale sum_t e_tj |q_td| + u|dK|, |d dV_jd| <= u (sum_t p_tj |dO_td| + |dV_jd|). The
+//   checks allow 2x these bounds, covering the fp32 accumulation terms over T (T 2^-24 << u) left out.
+struct HeadReference {
+    std::vector<double> o, o_bound, dq, dq_bound, dk, dk_bound, dv, dv_bound;  // [T][D]
+    std::vector<double> lse, lse_bound, row_max;                               // [T]
+};
+
+void reference_head(const std::vector<float>& qkv, const std::vector<float>& dout, const Shape& s, int b,
+                    int h, HeadReference* r) {
+    const int T = s.T, D = s.D;
+    const size_t C = (size_t)s.H * D;
+    const double scale = 1.0 / std::sqrt((double)D), u = kBf16Unit, e32 = fp32_dot_error(D);
+    std::vector<double> q(T * D), k(T * D), v(T * D), dO(T * D);
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++) {
+            const size_t row = ((size_t)b * T + t) * 3 * C + (size_t)h * D + d;
+            q[t * D + d] = qkv[row];
+            k[t * D + d] = qkv[row + C];
+            v[t * D + d] = qkv[row + 2 * C];
+            dO[t * D + d] = dout[((size_t)b * T + t) * C + (size_t)h * D + d];
+        }
+    auto zeros = [&](std::vector<double>& x, size_t n) { x.assign(n, 0.0); };
+    zeros(r->o, T * D), zeros(r->o_bound, T * D), zeros(r->dq, T * D), zeros(r->dq_bound, T * D);
+    zeros(r->dk, T * D), zeros(r->dk_bound, T * D), zeros(r->dv, T * D), zeros(r->dv_bound, T * D);
+    zeros(r->lse, T), zeros(r->lse_bound, T), zeros(r->row_max, T);
+    std::vector<double> P((size_t)T * T, 0.0), dS((size_t)T * T, 0.0), dS_err((size_t)T * T, 0.0);
+    std::vector<double> A(T * D, 0.0);  // sum_j p_tj |v_jd|
+    std::vector<double> srow(T);
+    for (int t = 0; t < T; t++) {
+        double m = -INFINITY, max_abs_dot = 0;
+        for (int j = 0; j <= t; j++) {
+            double dot = 0, abs_dot = 0;
+            for (int d = 0; d < D; d++) {
+                dot += q[t * D + d] * k[j * D + d];
+                abs_dot += std::fabs(q[t * D + d] * k[j * D + d]);
+            }
+            srow[j] = scale * dot;
+            max_abs_dot = std::fmax(max_abs_dot, scale * abs_dot);
+            m = std::fmax(m, srow[j]);
+        }
+        double l = 0;
+        for (int j = 0; j <= t; j++) l += std::exp(srow[j] - m);
+        for (int j = 0; j <= t; j++) P[(size_t)t * T + j] = std::exp(srow[j] - m) / l;
+        r->row_max[t] = m;
+        r->lse[t] = m + std::log(l);
+        r->lse_bound[t] = 2 * (e32 * max_abs_dot + std::ldexp(1.0, -21) * (1 + std::fabs(r->lse[t])));
+        for (int j = 0; j <= t; j++) {
+            const double p = P[(size_t)t * T + j];
+            for (int d = 0; d < D; d++) {
+                r->o[t * D + d] += p * v[j * D + d];
+                A[t * D + d] += p * std::fabs(v[j * D + d]);
+            }
+        }
+        for (int d = 0; d < D; d++)
+            r->o_bound[t * D + d] = 2 * u * (A[t * D + d] + std::fabs(r->o[t * D + d]));
+    }
+    // Backward.
+    for (int t = 0; t < T; t++) {
+        double Dt = 0, dDt = 0;
+        for (int d = 0; d < D; d++) {
+            Dt += dO[t * D + d] * r->o[t * D + d];
+            dDt += std::fabs(dO[t * D + d]) *
+                   (u * (A[t * D + d] + std::fabs(r->o[t * D + d])) + e32 * std::fabs(r->o[t * D + d]));
+        }
+        for (int j = 0; j <= t; j++) {
+            double dP = 0, abs_dP = 0;
+            for (int d = 0; d < D; d++) {
+                dP += dO[t * D + d] * v[j * D + d];
+                abs_dP += std::fabs(dO[t * D + d] * v[j * D + d]);
+            }
+            const double p = P[(size_t)t * T + j], ds = p * (dP - Dt);
+            dS[(size_t)t * T + j] = ds;
+            dS_err[(size_t)t * T + j] = p * (dDt + e32 * abs_dP) + u * std::fabs(ds);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j <= t; j++) {
+            const double p = P[(size_t)t * T + j], ds = dS[(size_t)t * T + j], de = dS_err[(size_t)t * T + j];
+            for (int d = 0; d < D; d++) {
+                r->dq[t * D + d] += scale * ds * k[j * D + d];
+                r->dq_bound[t * D + d] += scale * de * std::fabs(k[j * D + d]);
+                r->dk[j * D + d] += scale * ds * q[t * D + d];
+                r->dk_bound[j * D + d] += scale * de * std::fabs(q[t * D + d]);
+                r->dv[j * D + d] += p * dO[t * D + d];
+                r->dv_bound[j * D + d] += u * p * std::fabs(dO[t * D + d]);
+            }
+        }
+    for (int i = 0; i < T * D; i++) {
+        r->dq_bound[i] = 2 * (r->dq_bound[i] + u * std::fabs(r->dq[i]));
+        r->dk_bound[i] = 2 * (r->dk_bound[i] + u * std::fabs(r->dk[i]));
+        r->dv_bound[i] = 2 * (r->dv_bound[i] + u * std::fabs(r->dv[i]));
+    }
+}
+
+// Accumulates |got - ref| against a per-element bound, and the normwise error, over the checked heads.
+struct ErrorCheck {
+    const char* what;
+    double max_err = 0, max_ratio = 0, num = 0, den = 0;
+    long first_bad = -1;
+    double bad_got = 0, bad_ref = 0, bad_bound = 0;
+    explicit ErrorCheck(const char* w) : what(w) {}
+    void add(long index, double got, double ref, double bound) {
+        const double err = std::fabs(got - ref);
+        if (!std::isfinite(got) || !(err <= bound)) {
+            if (first_bad < 0) first_bad = index, bad_got = got, bad_ref = ref, bad_bound = bound;
+        }
+        if (std::isfinite(err)) {
+            max_err = std::fmax(max_err, err);
+            max_ratio = std::fmax(max_ratio, err / bound);
+        }
+        num += std::isfinite(err) ? err * err : INFINITY;
+        den += ref * ref;
+    }
+    // max_rel_l2 <= 0 disables the normwise check.
+    bool report(double max_rel_l2) {
+        const double rel_l2 = std::sqrt(num / (den + 1e-300));
+        printf("  %-22s max abs err %.3e  max err/bound %.3f  rel l2 err %.3e\n", what, max_err, max_ratio,
+               rel_l2);
+        char buf[256];
+        if (first_bad >= 0) {
+            snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g, bound %.3g", what, first_bad,
+                     bad_got, bad_ref, bad_bound);
+            testing::fail(__FILE__, __LINE__, buf);
+            return false;
+        }
+        if (max_rel_l2 > 0 && !(rel_l2 <= max_rel_l2)) {
+            snprintf(buf, sizeof buf, "%s: normwise relative error %.3e > %.1e", what, rel_l2, max_rel_l2);
+            testing::fail(__FILE__, __LINE__, buf);
+            return false;
+        }
+        return true;
+    }
+};
+
+// Normwise limit for O, dQ, dK, dV: bf16 output rounding alone gives ~u/sqrt(3) = 2.3e-3 (uniform rounding
+// error), the bf16 P / dS operands add about as much again; 1e-2 leaves margin yet catches any layout
+// mistake.
+constexpr double kMaxRelL2 = 1e-2;
+
+struct DeviceBuffers {
+    bf16 *qkv = nullptr, *dout = nullptr, *out = nullptr, *dqkv = nullptr;
+    float* stats = nullptr;
+    void swap(DeviceBuffers& o) {
+        std::swap(qkv, o.qkv), std::swap(dout, o.dout), std::swap(out, o.out), std::swap(dqkv, o.dqkv);
+        std::swap(stats, o.stats);
+    }
+    ~DeviceBuffers() {
+        for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats})
+            if (p) cudaFree(p);
+    }
+};
+
+std::vector<uint16_t> raw_bf16(const bf16* d, size_t n) {
+    std::vector<uint16_t> h(n);
+    CHECK_CUDA(cudaMemcpy(h.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+bool all_finite(const std::vector<float>& v) {
+    for (float x : v)
+        if (!std::isfinite(x)) return false;
+    return true;
+}
+
+// Checks forward (out, stats) and backward (dqkv) on the heads listed against the float64 reference.
+void check_heads(const Shape& s, const std::vector<float>& qkv, const std::vector<float>& dout,
+                 const std::vector<float>& out, const std::vector<float>& stats,
+                 const std::vector<float>& dqkv, const std::vector<std::pair<int, int>>& heads) {
+    const int T = s.T, D = s.D, H = s.H;
+    const size_t C = (size_t)H * D;
+    ErrorCheck c_o("out"), c_lse("stats (log-sum-exp)"), c_dq("dq"), c_dk("dk"), c_dv("dv");
+    HeadReference r;
+    long lse_diag_shown = 0;
+    for (auto [b, h] : heads) {
+        reference_head(qkv, dout, s, b, h, &r);
+        for (int t = 0; t < T; t++) {
+            const long si = ((long)b * H + h) * T + t;
+            c_lse.add(si, stats[si], r.lse[t], r.lse_bound[t]);
+            if (!(std::fabs(stats[si] - r.lse[t]) <= r.lse_bound[t]) && lse_diag_shown++ < 3)
+                printf(
+                    "    stats[b=%d h=%d t=%d] = %.7g; reference lse %.7g (log2 units %.7g, row max %.7g)\n",
+                    b, h, t, stats[si], r.lse[t], r.lse[t] / std::log(2.0), r.row_max[t]);
+            for (int d = 0; d < D; d++) {
+                const size_t oi = ((size_t)b * T + t) * C + (size_t)h * D + d;
+                const size_t qi = ((size_t)b * T + t) * 3 * C + (size_t)h * D + d;
+                c_o.add(oi, out[oi], r.o[t * D + d], r.o_bound[t * D + d]);
+                c_dq.add(qi, dqkv[qi], r.dq[t * D + d], r.dq_bound[t * D + d]);
+                c_dk.add(qi + C, dqkv[qi + C], r.dk[t * D + d], r.dk_bound[t * D + d]);
+                c_dv.add(qi + 2 * C, dqkv[qi + 2 * C], r.dv[t * D + d], r.dv_bound[t * D + d]);
+            }
+        }
+    }
+    c_o.report(kMaxRelL2);
+    c_lse.report(0);
+    c_dq.report(kMaxRelL2);
+    c_dk.report(kMaxRelL2);
+    c_dv.report(kMaxRelL2);
+}
+
+// Determinism (bitwise-equal reruns of forward and the deterministic backward), and the inference graph
+// (no stats) launched on a second stream, checked against the reference.
+void check_extras(AttentionGraphs* graphs, GpuContext* ctx, const Shape& s, const std::vector<float>& qkv,
+                  const std::vector<float>& dout, const DeviceBuffers& d) {
+    const int B = s.B, T = s.T, H = s.H, D = s.D;
+    const size_t C = (size_t)H * D, N = (size_t)B * T;
+    bf16* out2 = dev::device_alloc<bf16>(N * C);
+    bf16* dqkv2 = dev::device_alloc<bf16>(N * 3 * C);
+    float* stats2 = dev::device_alloc<float>((size_t)B * H * T);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    attention_forward(graphs, ctx, out2, stats2, d.qkv, B, T, H, D, ctx->stream);
+    attention_backward(graphs, ctx, dqkv2, d.dout, d.qkv, out2, stats2, B, T, H, D, ctx->stream);
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    const bool same_fwd = raw_bf16(out2, N * C) == raw_bf16(d.out, N * C);
+    const bool same_bwd = raw_bf16(dqkv2, N * 3 * C) == raw_bf16(d.dqkv, N * 3 * C);
+    printf("  reruns bitwise identical: forward %s, backward %s\n", same_fwd ? "yes" : "NO",
+           same_bwd ? "yes" : "NO");
+    EXPECT_TRUE(same_fwd);
+    EXPECT_TRUE(same_bwd);
+
+    cudaStream_t other;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMemset(out2, 0xFF, N * C * sizeof(bf16)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    attention_forward(graphs, ctx, out2, nullptr, d.qkv, B, T, H, D, other);
+    CHECK_CUDA(cudaStreamSynchronize(other));
+    std::vector<float> out_inf = dev::from_device_bf16(out2, N * C);
+    ErrorCheck c_inf("out (inference graph)");
+    HeadReference r;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            reference_head(qkv, dout, s, b, h, &r);
+            for (int t = 0; t < T; t++)
+                for (int dd = 0; dd < D; dd++) {
+                    const size_t oi = ((size_t)b * T + t) * C + (size_t)h * D + dd;
+                    c_inf.add(oi, out_inf[oi], r.o[t * D + dd], r.o_bound[t * D + dd]);
+                }
+        }
+    c_inf.report(kMaxRelL2);
+    CHECK_CUDA(cudaStreamDestroy(other));
+    CHECK_CUDA(cudaFree(out2));
+    CHECK_CUDA(cudaFree(dqkv2));
+    CHECK_CUDA(cudaFree(stats2));
+}
+
+// Runs forward + backward at shape s on fresh random inputs and checks them. qk_std scales q and k (score
+// standard deviation ~ qk_std^2): 1 gives a spread softmax, 2 a peaked one. heads empty = check every head.
+// extras: check_extras() too.
+// keep (optional) receives the device buffers (inputs and outputs) for further use.
+void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> heads, bool skip_if_unsupported,
+              bool extras, DeviceBuffers* keep = nullptr) {
+    std::string why;
+    if (!cuda_device_available(&why)) SKIP("no CUDA device: " + why);
+    GpuContext* ctx = test_context();
+    const int B = s.B, T = s.T, H = s.H, D = s.D;
+    const size_t C = (size_t)H * D, N = (size_t)B * T;
+    printf("  shape B=%d T=%d H=%d D=%d, q/k std %.1f\n", B, T, H, D, qk_std);
+    AttentionGraphs graphs(/*deterministic_backward=*/true);
+    size_t ws = 0;
+    if (!attention_prepare(&graphs, ctx, B, T, H, D, /*training=*/true, &ws, &why)) {
+        if (skip_if_unsupported) SKIP("cuDNN does not support this shape: " + why);
+        testing::fail(__FILE__, __LINE__, "attention_prepare failed: " + why);
+        return;
+    }
+    printf("  cuDNN workspace %.1f MB\n", ws / 1e6);
+
+    std::vector<float> qkv = dev::random_normal(N * 3 * C), dout = dev::random_normal(N * C);
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < 2 * C; c++) qkv[n * 3 * C + c] *= qk_std;
+    dev::round_to_bf16(qkv);
+    dev::round_to_bf16(dout);
+
+    DeviceBuffers d;
+    d.qkv = dev::to_device_bf16(qkv);
+    d.dout = dev::to_device_bf16(dout);
+    d.out = dev::device_alloc<bf16>(N * C);  // poisoned (NaN)
+    d.stats = dev::device_alloc<float>((size_t)B * H * T);
+    d.dqkv = dev::device_alloc<bf16>(N * 3 * C);
+    CHECK_CUDA(cudaDeviceSynchronize());  // poisoning runs on the legacy stream; ours is non-blocking
+
+    attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, ctx->stream);
+    attention_backward(&graphs, ctx, d.dqkv, d.dout, d.qkv, d.out, d.stats, B, T, H, D, ctx->stream);
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    std::vector<float> out = dev::from_device_bf16(d.out, N * C);
+    std::vector<float> stats = dev::from_device(d.stats, (size_t)B * H * T);
+    std::vector<float> dqkv = dev::from_device_bf16(d.dqkv, N * 3 * C);
+    // Every element written (poison gone), also in heads not compared with the reference.
+    EXPECT_TRUE(all_finite(out));
+    EXPECT_TRUE(all_finite(stats));
+    EXPECT_TRUE(all_finite(dqkv));
+
+    if (heads.empty())
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) heads.push_back({b, h});
+    check_heads(s, qkv, dout, out, stats, dqkv, heads);
+    if (extras) check_extras(&graphs, ctx, s, qkv, dout, d);
+    if (keep) keep->swap(d);
+}
+
+}  // namespace
+
+TEST(attention_B2_H4_T128_D64) { run_case({2, 128, 4, 64}, 1.0f, {}, false, true); }
+
+TEST(attention_B2_H3_T256_D64_peaked) { run_case({2, 256, 3, 64}, 2.0f, {}, false, false); }
+
+// T not a multiple of 128 (cuDNN <= 9.15 handles it through an internal padding mask).
+TEST(attention_B3_H2_T200_D64) { run_case({3, 200, 2, 64}, 1.0f, {}, true, false); }
+
+TEST(attention_B2_H4_T128_D32) { run_case({2, 128, 4, 32}, 1.0f, {}, true, false); }
+
+TEST(attention_B1_H2_T64_D128) { run_case({1, 64, 2, 128}, 1.0f, {}, true, false); }
+
+// GPT-1.5B shape: checks three heads against the reference (all heads for poison), then times.
+TEST(attention_gpt1p5b_timing) {
+    std::string why;
+    if (!cuda_device_available(&why)) SKIP("no CUDA device: " + why);
+    const Shape s{12, 1024, 25, 64};
+    DeviceBuffers d;  // random inputs and the outputs of the checked run, reused for timing
+    run_case(s, 1.0f, {{0, 0}, {5, 13}, {11, 24}}, false, false, &d);
+    if (testing::state().failed || !d.qkv) return;
+
+    GpuContext* ctx = test_context();
+    const int B = s.B, T = s.T, H = s.H, D = s.D;
+
+    // Causal: QK^T and PV each 2*T*T*D flops per (b, h), halved by the mask; backward has 5 such products.
+    const double fwd_flops = 2.0 * 2.0 * B * H * (double)T * T * D / 2, bwd_flops = 2.5 * fwd_flops;
+    for (bool deterministic : {true, false}) {
+        AttentionGraphs graphs(deterministic);
+        size_t ws = 0;
+        if (!attention_prepare(&graphs, ctx, B, T, H, D, true, &ws, &why)) {
+            testing::fail(__FILE__, __LINE__, "attention_prepare failed: " + why);
+            return;
+        }
+        // dev::time_ms records its events on the legacy default stream, so launch there (stream 0).
+        auto fwd = [&] { attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, 0); };
+        auto bwd = [&] {
+            attention_backward(&graphs, ctx, d.dqkv, d.dout, d.qkv, d.out, d.stats, B, T, H, D, 0);
+        };
+        const float ms_fwd = dev::time_ms(fwd);
+        const float ms_bwd = dev::time_ms(bwd);
+        const float ms_both = dev::time_ms([&] {
+            fwd();
+            bwd();
+        });
+        printf(
+            "  %s backward (workspace %.0f MB): forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f "
+            "TFLOP/s), forward+backward %.3f ms (%.0f TFLOP/s) per layer\n",
+            deterministic ? "deterministic" : "non-deterministic", ws / 1e6, ms_fwd, fwd_flops / ms_fwd / 1e9,
+            ms_bwd, bwd_flops / ms_bwd / 1e9, ms_both, (fwd_flops + bwd_flops) / ms_both / 1e9);
+    }
+}
+
+TEST_MAIN()

@@ -1,0 +1,195 @@
+// Tests for llmc/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU reference on
+// the same bf16 logits, the read-only mode, determinism, mean_loss, and the bandwidth at GPT-2 size.
+#include <cstring>
+
+#include "dev/dev_utils.h"
+#include "llmc/classifier.cuh"
+
+namespace {
+
+// Random logits with per-row scales 1..24 and a few large spikes (exercises the max subtraction: without it
+// exp overflows fp32 at logits ~ 89), rounded to bf16. Every 4th row's target is its argmax, so p_target is
+// close to 1 and p - 1 cancels; other targets are uniform.
+void make_inputs(int N, int V, std::vector<float>* logits, std::vector<int>* targets) {
+    const float scales[] = {1.0f, 5.0f, 12.0f, 20.0f};
+    *logits = dev::random_normal((size_t)N * V);
+    *targets = dev::random_ints(N, 0, V);
+    std::vector<int> spikes = dev::random_ints(3 * N, 0, V);
+    for (int n = 0; n < N; n++) {
+        float* row = logits->data() + (size_t)n * V;
+        const float scale = scales[n % 4] * (1.0f + 0.05f * (n % 5));
+        for (int v = 0; v < V; v++) row[v] *= scale;
+        for (int k = 0; k < 3; k++) row[spikes[3 * n + k]] = (k == 1 ? -4.0f : 4.0f) * scale;
+        for (int v = 0; v < V; v++) row[v] = dev::bf16_round(row[v]);
+        if (n % 4 == 3) (*targets)[n] = (int)(std::max_element(row, row + V) - row);
+    }
+}
+
+// float64 reference: loss_n = lse - x_t, dlogits = (exp(x - lse) - onehot) * dloss.
+void reference(const std::vector<float>& logits, const std::vector<int>& targets, float dloss, int N, int V,
+               std::vector<float>* losses, std::vector<float>* dlogits) {
+    losses->resize(N);
+    dlogits->resize((size_t)N * V);
+    for (int n = 0; n < N; n++) {
+        const float* x = logits.data() + (size_t)n * V;
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < V; v++) mx = std::max(mx, (double)x[v]);
+        for (int v = 0; v < V; v++) sum += std::exp((double)x[v] - mx);
+        const double lse = mx + std::log(sum);
+        (*losses)[n] = (float)(lse - x[targets[n]]);
+        for (int v = 0; v < V; v++)
+            (*dlogits)[(size_t)n * V + v] =
+                (float)((std::exp((double)x[v] - lse) - (v == targets[n] ? 1.0 : 0.0)) * (double)dloss);
+    }
+}
+
+void check_classifier(int N, int V) {
+    printf("  N=%d V=%d\n", N, V);
+    std::vector<float> logits;
+    std::vector<int> targets;
+    make_inputs(N, V, &logits, &targets);
+    const float dloss = 1.0f / N;
+    std::vector<float> ref_losses, ref_dlogits;
+    reference(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+
+    bf16* d_logits = dev::to_device_bf16(logits);
+    int* d_targets = dev::to_device(targets);
+    float* d_losses = dev::device_alloc<float>(N);
+
+    // Read-only mode first: the logits must come back bit-identical, the losses already right.
+    fused_classifier(d_logits, d_losses, d_targets, dloss, N, V, false, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> untouched = dev::from_device_bf16(d_logits, (size_t)N * V);
+    EXPECT_TRUE(memcmp(untouched.data(), logits.data(), logits.size() * sizeof(float)) == 0);
+    const std::vector<float> losses_ro = dev::from_device(d_losses, N);
+
+    CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
+    fused_classifier(d_logits, d_losses, d_targets, dloss, N, V, true, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> losses = dev::from_device(d_losses, N);
+    const std::vector<float> dlogits = dev::from_device_bf16(d_logits, (size_t)N * V);
+
+    // Loss tolerance: fp32 accumulation. The exp2 argument is one fma rounding (|arg| < 126 for any term that
+    // does not underflow: rel err <= 2^-18 * ln2 = 2.6e-6 per term, and only tiny terms reach that); the sum
+    // over <= 56 terms per thread + a 10-level tree is <= ~66 ulp = 4e-6 relative worst case (sqrt of that
+    // typically); log2/exp2 approx add 2^-22; float(log2e) is 1.3e-8 relative below log2e, which scales
+    // the logits by 1 - 1.3e-8 and moves the loss by <= 1.3e-8 * |E_p[x] - x_t| <= 1.3e-8 * ~220 = 3e-6 here
+    // (|logit| <= ~110). Sum of absolute terms < 1.2e-5 -> atol 3e-5; the final rounding of a loss up to ~110
+    // is covered by rtol 1e-5.
+    dev::expect_close("loss (read-only)", losses_ro, ref_losses, 3e-5, 1e-5);
+    dev::expect_close("loss", losses, ref_losses, 3e-5, 1e-5);
+    // The losses must not depend on whether dlogits are written (same code path up to the loss).
+    EXPECT_TRUE(memcmp(losses.data(), losses_ro.data(), N * sizeof(float)) == 0);
+    // dlogits tolerance: bf16 output rounding is <= 2^-8 relative; the fp32 value before rounding carries
+    // <= ~1e-5 relative error (see above + the 1/S and *dloss roundings), so rtol = 2^-8 + 2e-5. For the
+    // target, p - 1 cancels when p ~ 1: p's absolute error (<= 2^-21) survives, scaled by dloss -> atol
+    // 2^-20 * dloss (this also covers fp32 underflow to 0 of terms below 2^-126 * dloss).
+    dev::expect_close("dlogits", dlogits, ref_dlogits, std::ldexp(1.0, -20) * dloss, std::ldexp(1.0, -8) + 2e-5);
+
+    // mean_loss over the GPU losses: fp32 sum of N positive terms, <= N/1024 sequential adds + 10 tree levels
+    // -> rel err <= ~(N/1024 + 10) * 2^-24 < 2e-6 for the N used here.
+    float* d_mean = dev::device_alloc<float>(1);
+    mean_loss(d_mean, d_losses, N, 0);
+    const float mean = dev::from_device(d_mean, 1)[0];
+    double ref_mean = 0;
+    for (float l : losses) ref_mean += l;
+    ref_mean /= N;
+    dev::expect_close("mean_loss", {mean}, {(float)ref_mean}, 0.0, 2e-6);
+    mean_loss(d_mean, d_losses, N, 0);
+    const float mean2 = dev::from_device(d_mean, 1)[0];
+    EXPECT_TRUE(memcmp(&mean, &mean2, sizeof(float)) == 0);
+
+    CHECK_CUDA(cudaFree(d_logits));
+    CHECK_CUDA(cudaFree(d_targets));
+    CHECK_CUDA(cudaFree(d_losses));
+    CHECK_CUDA(cudaFree(d_mean));
+}
+
+}  // namespace
+
+TEST(classifier_small_vocab) {
+    check_classifier(37, 512);
+    check_classifier(1000, 256);
+    check_classifier(5, 16);  // fewer 16-byte vectors than one warp
+}
+
+TEST(classifier_gpt2_vocab) { check_classifier(37, 50304); }
+
+// Two runs on the same input give bitwise identical losses and dlogits (fixed reduction order).
+TEST(classifier_deterministic) {
+    const int N = 64, V = 50304;
+    std::vector<float> logits;
+    std::vector<int> targets;
+    make_inputs(N, V, &logits, &targets);
+    int* d_targets = dev::to_device(targets);
+    std::vector<float> out[2], loss[2];
+    for (int r = 0; r < 2; r++) {
+        bf16* d_logits = dev::to_device_bf16(logits);
+        float* d_losses = dev::device_alloc<float>(N);
+        fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, true, 0);
+        out[r] = dev::from_device_bf16(d_logits, (size_t)N * V);
+        loss[r] = dev::from_device(d_losses, N);
+        CHECK_CUDA(cudaFree(d_logits));
+        CHECK_CUDA(cudaFree(d_losses));
+    }
+    EXPECT_TRUE(memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
+    EXPECT_TRUE(memcmp(loss[0].data(), loss[1].data(), N * sizeof(float)) == 0);
+    CHECK_CUDA(cudaFree(d_targets));
+}
+
+// An out-of-range target yields a NaN loss (the trainer can detect it) instead of reading out of bounds; the
+// valid rows are unaffected.
+TEST(classifier_bad_target) {
+    const int N = 3, V = 256;
+    std::vector<float> logits;
+    std::vector<int> targets;
+    make_inputs(N, V, &logits, &targets);
+    targets[0] = 5;
+    targets[1] = -1;
+    targets[2] = V;
+    bf16* d_logits = dev::to_device_bf16(logits);
+    int* d_targets = dev::to_device(targets);
+    float* d_losses = dev::device_alloc<float>(N);
+    fused_classifier(d_logits, d_losses, d_targets, 1.0f, N, V, true, 0);
+    const std::vector<float> losses = dev::from_device(d_losses, N);
+    EXPECT_TRUE(std::isfinite(losses[0]));
+    EXPECT_TRUE(std::isnan(losses[1]));
+    EXPECT_TRUE(std::isnan(losses[2]));
+    CHECK_CUDA(cudaFree(d_logits));
+    CHECK_CUDA(cudaFree(d_targets));
+    CHECK_CUDA(cudaFree(d_losses));
+}
+
+// GPT-2 1.5B size: B*T = 12288 rows of V = 50304. Bytes: read + write of the bf16 logits (the second read of
+// each row is meant to hit L2; if it does not, the achieved figure drops toward 2/3 of the bandwidth).
+TEST(classifier_timing) {
+    const int N = 12288, V = 50304, R = 64;
+    std::vector<float> block;
+    std::vector<int> targets_r;
+    make_inputs(R, V, &block, &targets_r);
+    bf16* d_block = dev::to_device_bf16(block);
+    bf16* d_logits = dev::device_alloc<bf16>((size_t)N * V);
+    for (int n = 0; n < N; n += R)
+        CHECK_CUDA(cudaMemcpy(d_logits + (size_t)n * V, d_block, (size_t)R * V * sizeof(bf16),
+                              cudaMemcpyDeviceToDevice));
+    int* d_targets = dev::to_device(dev::random_ints(N, 0, V));
+    float* d_losses = dev::device_alloc<float>(N);
+    const double bytes = 2.0 * N * V * sizeof(bf16);
+    // Later repetitions run on the previous dlogits: finite values, same work.
+    float ms = dev::time_ms([&] { fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, true, 0); });
+    printf("  fused_classifier N=%d V=%d: %.3f ms, %.0f GB/s\n", N, V, ms, bytes / ms * 1e-6);
+    ms = dev::time_ms([&] { fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, false, 0); });
+    printf("  fused_classifier (loss only): %.3f ms, %.0f GB/s (read only)\n", ms, bytes / 2 / ms * 1e-6);
+    const std::vector<float> losses = dev::from_device(d_losses, N);
+    for (int n = 0; n < N; n++)
+        if (!std::isfinite(losses[n])) {
+            testing::fail(__FILE__, __LINE__, "non-finite loss in the timing run");
+            break;
+        }
+    CHECK_CUDA(cudaFree(d_block));
+    CHECK_CUDA(cudaFree(d_logits));
+    CHECK_CUDA(cudaFree(d_targets));
+    CHECK_CUDA(cudaFree(d_losses));
+}
+
+TEST_MAIN()

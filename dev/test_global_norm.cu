@@ -1,0 +1,146 @@
+// Tests for llmc/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients, both clip
+// branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P, and the
+// bandwidth at GPT-2 1.5B size.
+#include <cstring>
+
+#include "dev/dev_utils.h"
+#include "llmc/global_norm.cuh"
+
+namespace {
+
+struct NormResult {
+    float norm, scale;
+    std::vector<float> partials;
+};
+
+NormResult run_norm(const bf16* d_grads, size_t P, float max_norm) {
+    const size_t np = global_norm_num_partials();
+    float* d_partials = dev::device_alloc<float>(np);
+    float* d_out = dev::device_alloc<float>(2);
+    global_norm_squared(d_partials, d_grads, P, 0);
+    grad_clip_scale(d_out, d_out + 1, d_partials, (int)np, max_norm, 0);
+    const std::vector<float> out = dev::from_device(d_out, 2);
+    NormResult r{out[0], out[1], dev::from_device(d_partials, np)};
+    CHECK_CUDA(cudaFree(d_partials));
+    CHECK_CUDA(cudaFree(d_out));
+    return r;
+}
+
+// Random bf16 gradients with magnitudes spread over several decades (as across a model's tensors).
+std::vector<float> make_grads(size_t P) {
+    std::vector<float> g = dev::random_normal(P);
+    for (size_t i = 0; i < P; i++) g[i] *= std::ldexp(1.0f, -(int)((i / 4099) % 12));
+    dev::round_to_bf16(g);
+    return g;
+}
+
+double reference_norm(const std::vector<float>& g, size_t begin, size_t P) {
+    double sum = 0;
+    for (size_t i = begin; i < begin + P; i++) sum += (double)g[i] * g[i];
+    return std::sqrt(sum);
+}
+
+// Norm tolerance: the squares are exact in fp32 (8-bit significands); a vector's 8 squares are summed in fp32
+// (<= 7 roundings, 2^-24 each, relative to that positive sum), the rest in double, each partial is rounded to
+// fp32 once (2^-24) and the norm once (2^-24): <= ~9 * 2^-24 = 5.4e-7 relative on norm^2, half on the norm.
+// rtol 1e-5 leaves a wide margin yet catches any dropped, doubled or misindexed block (>= 1e-4 of the sum).
+constexpr double kNormRtol = 1e-5;
+
+}  // namespace
+
+TEST(global_norm_matches_reference) {
+    const size_t P = 10000019;
+    const std::vector<float> g = make_grads(P);
+    bf16* d_grads = dev::to_device_bf16(g);
+    const double ref = reference_norm(g, 0, P);
+    const NormResult r = run_norm(d_grads, P, 0.0f);
+    printf("  P=%zu norm %.9g reference %.9g\n", P, r.norm, ref);
+    dev::expect_close("norm", {r.norm}, {(float)ref}, 0.0, kNormRtol);
+    EXPECT_EQ(r.scale, 1.0f);  // max_norm 0: no clipping
+
+    // Clipping: max_norm below the norm -> max_norm / (norm + 1e-6), computed here in fp32 from the GPU's norm
+    // (the kernel uses IEEE fp32 add and divide, so it should agree to the last bit; rtol 1e-6 = 8 ulp).
+    const float max_norm = (float)(ref * 0.25);
+    const NormResult c = run_norm(d_grads, P, max_norm);
+    const float expect_scale = max_norm / (c.norm + 1e-6f);
+    dev::expect_close("clip scale", {c.scale}, {expect_scale}, 0.0, 1e-6);
+    EXPECT_TRUE(c.scale < 0.26f && c.scale > 0.24f);
+    // max_norm above the norm -> exactly 1.
+    const NormResult n = run_norm(d_grads, P, (float)(ref * 2.0));
+    EXPECT_EQ(n.scale, 1.0f);
+    EXPECT_TRUE(memcmp(&n.norm, &r.norm, sizeof(float)) == 0);
+    CHECK_CUDA(cudaFree(d_grads));
+}
+
+// Same input, two runs: bitwise identical partials and norm (fixed grid, fixed summation order).
+TEST(global_norm_deterministic) {
+    const size_t P = 10000019;
+    bf16* d_grads = dev::to_device_bf16(make_grads(P));
+    const NormResult a = run_norm(d_grads, P, 1.0f), b = run_norm(d_grads, P, 1.0f);
+    EXPECT_TRUE(memcmp(&a.norm, &b.norm, sizeof(float)) == 0);
+    EXPECT_TRUE(memcmp(&a.scale, &b.scale, sizeof(float)) == 0);
+    EXPECT_TRUE(memcmp(a.partials.data(), b.partials.data(), a.partials.size() * sizeof(float)) == 0);
+    CHECK_CUDA(cudaFree(d_grads));
+}
+
+// A NaN gradient gives a NaN norm (and, as in PyTorch, a NaN clip factor); an inf gives an inf norm.
+TEST(global_norm_non_finite) {
+    const size_t P = 1000003;
+    std::vector<float> g = make_grads(P);
+    g[P / 2] = NAN;
+    bf16* d_grads = dev::to_device_bf16(g);
+    const NormResult r = run_norm(d_grads, P, 1.0f);
+    EXPECT_TRUE(std::isnan(r.norm));
+    EXPECT_TRUE(std::isnan(r.scale));
+    CHECK_CUDA(cudaFree(d_grads));
+    g[P / 2] = 1.0f;
+    g[P - 1] = INFINITY;  // in the scalar tail
+    d_grads = dev::to_device_bf16(g);
+    const NormResult s = run_norm(d_grads, P, 1.0f);
+    EXPECT_TRUE(std::isinf(s.norm));
+    EXPECT_TRUE(s.scale == 0.0f);
+    const NormResult u = run_norm(d_grads, P, 0.0f);  // no clipping: the factor stays 1, the norm reports inf
+    EXPECT_TRUE(std::isinf(u.norm));
+    EXPECT_EQ(u.scale, 1.0f);
+    CHECK_CUDA(cudaFree(d_grads));
+}
+
+// Views that start off a 16-byte boundary (head + vectors + tail) and sizes below one vector.
+TEST(global_norm_views_and_tiny) {
+    const size_t total = 100000 + 16;
+    const std::vector<float> g = make_grads(total);
+    bf16* d_grads = dev::to_device_bf16(g);
+    for (size_t offset : {1, 3, 7}) {
+        for (size_t P : {(size_t)100003, (size_t)5, (size_t)1}) {
+            const double ref = reference_norm(g, offset, P);
+            const NormResult r = run_norm(d_grads + offset, P, 0.0f);
+            dev::expect_close("norm (view)", {r.norm}, {(float)ref}, 0.0, kNormRtol);
+        }
+    }
+    CHECK_CUDA(cudaFree(d_grads));
+}
+
+// GPT-2 1.5B-size gradient buffer: bytes = P bf16 reads.
+TEST(global_norm_timing) {
+    const size_t P = 1500000000ull;
+    bf16* d_grads = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_grads, P * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(d_grads, 0x3C, P * sizeof(bf16)));  // 0x3C3C = 0.011475 (bf16)
+    const size_t np = global_norm_num_partials();
+    float* d_partials = dev::device_alloc<float>(np);
+    float* d_out = dev::device_alloc<float>(2);
+    const float ms = dev::time_ms([&] {
+        global_norm_squared(d_partials, d_grads, P, 0);
+        grad_clip_scale(d_out, d_out + 1, d_partials, (int)np, 1.0f, 0);
+    });
+    printf("  global norm P=%zu: %.3f ms, %.0f GB/s\n", P, ms, 2.0 * P / ms * 1e-6);
+    // Every element is 0x3C3C: the norm is |x| * sqrt(P) (same tolerance argument as above).
+    const float x = __bfloat162float(__ushort_as_bfloat16((unsigned short)0x3C3C));
+    const float norm = dev::from_device(d_out, 1)[0];
+    dev::expect_close("norm (constant)", {norm}, {(float)(x * std::sqrt((double)P))}, 0.0, kNormRtol);
+    CHECK_CUDA(cudaFree(d_grads));
+    CHECK_CUDA(cudaFree(d_partials));
+    CHECK_CUDA(cudaFree(d_out));
+}
+
+TEST_MAIN()

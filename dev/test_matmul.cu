@@ -1,0 +1,677 @@
+// Tests for llmc/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random inputs and
+// compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded inputs, or
+// the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM
+// and a TFLOP/s table (BF16 fwd/dgrad/wgrad, dbias, FP8 fwd/dgrad/wgrad).
+//
+// Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i and
+// b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <= l2.
+// |a_i| |b_j| / sqrt(K) is the typical size of such a dot product (the rms of the output for uncorrelated
+// data), so tau is "accumulation error relative to the typical output"; it stays meaningful for outputs that
+// happen to be near zero. rel covers the one rounding of the FP32 result to the BF16 output (unit roundoff 2^-9,
+// we allow 2^-8).
+#include <cuda_fp8.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dev/dev_utils.h"
+#include "llmc/context.h"
+#include "llmc/matmul.cuh"
+
+namespace {
+
+GpuContext* gpu() {
+    static GpuContext ctx = create_gpu_context(0, 90);
+    return &ctx;
+}
+#define REQUIRE_GPU()                                                 \
+    do {                                                              \
+        std::string why_;                                             \
+        if (!cuda_device_available(&why_)) SKIP("no GPU: " + why_);   \
+    } while (0)
+
+const cudaStream_t kStream = 0;  // the legacy stream, which dev::time_ms records its events on
+
+struct Tol {
+    double rel, tau, l2;
+};
+// BF16 inputs: products are exact in FP32, accumulation is FP32 (tensor cores add with ~2^-23 relative error per
+// step, possibly truncating, i.e. biased); allow 2^-10 of the typical output plus a term growing like K * 2^-22
+// for the biased worst case at large K (K = 12288: 3.9e-3 in total). Normwise the error is the BF16 output
+// rounding, ~2^-9 / sqrt(3) rms; 2^-8 bounds it.
+Tol bf16_tol(int K) { return {std::ldexp(1.0, -8), std::ldexp(1.0, -10) + K * std::ldexp(1.0, -22), std::ldexp(1.0, -8)}; }
+// FP8 without fast accumulation (dgrad, wgrad): FP8 products are exact; the tensor core adds the 32 products of
+// one instruction with a ~2^-13 relative alignment error, and cuBLASLt promotes partial sums to true FP32 every
+// few instructions, so the error is a few 2^-13 of the typical output; 2^-7 leaves a wide margin.
+Tol fp8_tol() { return {std::ldexp(1.0, -8), std::ldexp(1.0, -7), std::ldexp(1.0, -7)}; }
+// FP8 with fast accumulation (forward): no promotion, so the ~2^-13 error of every one of the K/32 instruction
+// steps lands in the running sum (biased toward zero in the worst case): tau = max(2^-7, K/32 * 2^-12).
+// Normwise, K/32 * 2^-13 (K = 1600: 6e-3, K = 6400: 2.4e-2; Transformer Engine accepts ~1e-2 for this).
+Tol fp8_fast_tol(int K) {
+    return {std::ldexp(1.0, -8), std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -12)),
+            std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -13))};
+}
+
+using Mat = std::vector<double>;  // row-major
+
+Mat to_double(const std::vector<float>& v) { return Mat(v.begin(), v.end()); }
+template <class T>
+std::vector<T> transpose(const std::vector<T>& a, int rows, int cols) {
+    std::vector<T> t((size_t)rows * cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) t[(size_t)c * rows + r] = a[(size_t)r * cols + c];
+    return t;
+}
+
+// out[i, j] = sum_k A[i, k] B[j, k] (A [M, K], B [Nn, K], rows dot rows) in float64, with each element's atol
+// unit |a_i| |b_j| / sqrt(K).
+struct Ref {
+    Mat val, unit;
+};
+Ref ref_gemm(const Mat& A, const Mat& B, int M, int Nn, int K) {
+    Ref r;
+    r.val.resize((size_t)M * Nn);
+    r.unit.resize((size_t)M * Nn);
+    std::vector<double> an(M), bn(Nn);
+    for (int i = 0; i < M; i++) {
+        double s = 0;
+        for (int k = 0; k < K; k++) s += A[(size_t)i * K + k] * A[(size_t)i * K + k];
+        an[i] = std::sqrt(s);
+    }
+    for (int j = 0; j < Nn; j++) {
+        double s = 0;
+        for (int k = 0; k < K; k++) s += B[(size_t)j * K + k] * B[(size_t)j * K + k];
+        bn[j] = std::sqrt(s);
+    }
+    for (int i = 0; i < M; i++) {
+        const double* a = &A[(size_t)i * K];
+        for (int j = 0; j < Nn; j++) {
+            const double* b = &B[(size_t)j * K];
+            double s = 0;
+            for (int k = 0; k < K; k++) s += a[k] * b[k];
+            r.val[(size_t)i * Nn + j] = s;
+            r.unit[(size_t)i * Nn + j] = an[i] * bn[j] / std::sqrt((double)K);
+        }
+    }
+    return r;
+}
+
+// Elementwise |got - ref| <= tol.rel * |ref| + tol.tau * unit, and normwise rel_l2 <= tol.l2.
+bool check(const char* what, const std::vector<float>& got, const Mat& ref, const Mat& unit, Tol tol) {
+    if (got.size() != ref.size()) {
+        testing::fail(__FILE__, __LINE__, std::string(what) + ": size mismatch");
+        return false;
+    }
+    double max_abs = 0, max_ratio = 0;
+    long first_bad = -1;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double err = std::fabs((double)got[i] - ref[i]);
+        const double bound = tol.rel * std::fabs(ref[i]) + tol.tau * unit[i];
+        if (!std::isfinite((double)got[i]) || !(err <= bound)) {
+            if (first_bad < 0) first_bad = (long)i;
+        }
+        if (std::isfinite(err)) {
+            max_abs = std::max(max_abs, err);
+            max_ratio = std::max(max_ratio, err / (bound + 1e-300));
+        }
+    }
+    std::vector<float> reff(ref.begin(), ref.end());
+    const double l2 = dev::rel_l2_error(got, reff);
+    printf("  %-34s max abs err %.3e  max err/bound %.3f  rel_l2 %.3e (<= %.1e)\n", what, max_abs, max_ratio, l2,
+           tol.l2);
+    if (first_bad >= 0) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g (bound %.3g)", what, first_bad,
+                 got[first_bad], ref[first_bad], tol.rel * std::fabs(ref[first_bad]) + tol.tau * unit[first_bad]);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    if (!(l2 <= tol.l2)) {
+        char buf[160];
+        snprintf(buf, sizeof buf, "%s: normwise error %.3e above %.3e", what, l2, tol.l2);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    return true;
+}
+
+std::vector<float> randn_bf16(size_t n, float stddev = 1.0f) {
+    std::vector<float> v = dev::random_normal(n, 0.0f, stddev);
+    dev::round_to_bf16(v);
+    return v;
+}
+
+bool bitwise_equal(const bf16* a, const bf16* b, size_t n) {
+    std::vector<float> x = dev::from_device_bf16(a, n), y = dev::from_device_bf16(b, n);
+    return memcmp(x.data(), y.data(), n * sizeof(float)) == 0;
+}
+
+// FP8 quantization on the host with the same conversion the cast kernels use (round to nearest even,
+// saturate to the finite range), with scale = fp8_max / amax; deq = value the GEMM sees = fp8 * scale_inv.
+struct Quant {
+    std::vector<uint8_t> bytes;
+    float scale_inv;
+    Mat deq;
+};
+__nv_fp8_interpretation_t interp_of(cudaDataType_t t) { return t == CUDA_R_8F_E5M2 ? __NV_E5M2 : __NV_E4M3; }
+double fp8_max(cudaDataType_t t) { return t == CUDA_R_8F_E5M2 ? 57344.0 : 448.0; }
+float fp8_to_float(uint8_t b, cudaDataType_t t) {
+    if (t == CUDA_R_8F_E5M2) {
+        __nv_fp8_e5m2 v;
+        v.__x = b;
+        return (float)v;
+    }
+    __nv_fp8_e4m3 v;
+    v.__x = b;
+    return (float)v;
+}
+Quant quantize(const std::vector<float>& x, cudaDataType_t t) {
+    float amax = 0;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    const float scale = (float)fp8_max(t) / amax;
+    Quant q;
+    q.scale_inv = 1.0f / scale;
+    q.bytes.resize(x.size());
+    q.deq.resize(x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+        q.bytes[i] = __nv_cvt_float_to_fp8(x[i] * scale, __NV_SATFINITE, interp_of(t));
+        q.deq[i] = (double)fp8_to_float(q.bytes[i], t) * (double)q.scale_inv;  // exact in double
+    }
+    return q;
+}
+float* scalar_to_device(float v) { return dev::to_device(std::vector<float>{v}); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// BF16
+
+struct Shape {
+    int N, C, OC;
+};
+
+TEST(bf16_forward) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    // (100, 200, 264): N not a multiple of anything, C and OC multiples of 8 but not of 64/128 tiles.
+    for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}, Shape{64, 1600, 256}}) {
+        for (bool with_bias : {true, false}) {
+            printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
+            MatmulPlanCache cache;
+            auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 0.5f), b = randn_bf16(s.OC);
+            bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
+            bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+            for (int rep = 0; rep < 2; rep++)  // the second call must reuse the cached plan
+                matmul_forward(&cache, ctx, d_out, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C, s.OC, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            EXPECT_EQ(cache.size(), (size_t)1);
+            Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
+            if (with_bias)
+                for (int i = 0; i < s.N; i++)
+                    for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
+            check("out", dev::from_device_bf16(d_out, (size_t)s.N * s.OC), r.val, r.unit, bf16_tol(s.C));
+            cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out);
+        }
+    }
+}
+
+static double gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(bf16_forward_gelu_epilogue) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{256, 200, 384}, Shape{72, 1600, 128}}) {
+        for (bool with_bias : {true, false}) {
+            printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
+            MatmulPlanCache cache;
+            auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 1.0f / std::sqrt((float)s.C));
+            auto b = randn_bf16(s.OC, 0.5f);
+            bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
+            bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+            bf16* d_pre = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+            matmul_forward_gelu(&cache, ctx, d_out, d_pre, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C, s.OC,
+                                kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
+            Tol tol = bf16_tol(s.C);
+            Mat out_ref(r.val.size()), out_unit(r.val.size());
+            for (int i = 0; i < s.N; i++)
+                for (int j = 0; j < s.OC; j++) {
+                    const size_t e = (size_t)i * s.OC + j;
+                    if (with_bias) r.val[e] += b[j];
+                    out_ref[e] = gelu_tanh(r.val[e]);
+                    // gelu' <= 1.13 carries the pre-activation error; the GPU's tanh (approximate in the epilogue)
+                    // and a possible use of the bf16-rounded pre-activation add up to 2^-8 |pre|: in units of
+                    // tol.tau * unit, that is |pre| * 2^-8 / tol.tau / unit.
+                    out_unit[e] = 1.13 * r.unit[e] + std::fabs(r.val[e]) * std::ldexp(1.0, -8) / tol.tau;
+                }
+            check("pre_gelu", dev::from_device_bf16(d_pre, r.val.size()), r.val, r.unit, tol);
+            Tol out_tol = tol;
+            out_tol.l2 = std::ldexp(1.0, -7);  // output rounding + tanh approximation, normwise
+            check("out = gelu_tanh(pre)", dev::from_device_bf16(d_out, r.val.size()), out_ref, out_unit, out_tol);
+            cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_pre);
+        }
+    }
+}
+
+// Full backward: dinp, dweight (overwrite or accumulate onto random values), dbias; rerun for determinism.
+static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
+    GpuContext* ctx = gpu();
+    const int N = s.N, C = s.C, OC = s.OC;
+    printf(" N=%d C=%d OC=%d accumulate=%d dbias_epilogue=%d\n", N, C, OC, accumulate, dbias_epilogue);
+    MatmulPlanCache cache;
+    cache.dbias_via_epilogue = dbias_epilogue;
+    auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C), w = randn_bf16((size_t)OC * C, 0.5f);
+    auto dw0 = randn_bf16((size_t)OC * C, 4.0f);
+    bf16 *d_dout = dev::to_device_bf16(dout), *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w);
+    bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
+    bf16* d_dw = accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)OC * C);
+    bf16* d_db = dev::device_alloc<bf16>(OC);
+    float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
+    matmul_backward(&cache, ctx, d_dinp, d_dw, d_db, d_dout, d_x, d_w, N, C, OC, accumulate, d_scratch, kStream);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    if (dbias_epilogue) printf("  dbias from the BGRADB epilogue: %s\n", cache.dbias_epilogue_calls ? "yes" : "no (kernel)");
+
+    Mat dout_d = to_double(dout), doutT = transpose(dout_d, N, OC);
+    // dinp [N, C] = dout [N, OC] . (W^T [C, OC])^T, K = OC
+    Ref rd = ref_gemm(dout_d, transpose(to_double(w), OC, C), N, C, OC);
+    check("dinp", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
+    // dweight [OC, C] = dout^T [OC, N] . (X^T [C, N])^T (+ dw0), K = N
+    Ref rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
+    if (accumulate)
+        for (size_t e = 0; e < rw.val.size(); e++) rw.val[e] += dw0[e];
+    check("dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, bf16_tol(N));
+    // dbias [OC] = dout^T [OC, N] . ones [N]: unit = |column| (the typical size of a sum of N values).
+    Ref rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
+    check("dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
+
+    if (!accumulate) {  // rerun into fresh buffers: bitwise identical
+        bf16* d_dinp2 = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* d_dw2 = dev::device_alloc<bf16>((size_t)OC * C);
+        bf16* d_db2 = dev::device_alloc<bf16>(OC);
+        matmul_backward(&cache, ctx, d_dinp2, d_dw2, d_db2, d_dout, d_x, d_w, N, C, OC, false, d_scratch, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        EXPECT_TRUE(bitwise_equal(d_dinp, d_dinp2, (size_t)N * C));
+        EXPECT_TRUE(bitwise_equal(d_dw, d_dw2, (size_t)OC * C));
+        EXPECT_TRUE(bitwise_equal(d_db, d_db2, OC));
+        cudaFree(d_dinp2), cudaFree(d_dw2), cudaFree(d_db2);
+    }
+    cudaFree(d_dout), cudaFree(d_x), cudaFree(d_w), cudaFree(d_dinp), cudaFree(d_dw), cudaFree(d_db),
+        cudaFree(d_scratch);
+}
+
+TEST(bf16_backward) {
+    REQUIRE_GPU();
+    for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}, Shape{1000, 64, 1608}})
+        for (bool acc : {false, true}) backward_case(s, acc, false);
+}
+
+TEST(bf16_backward_dbias_epilogue) {
+    REQUIRE_GPU();
+    for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}})
+        for (bool acc : {false, true}) backward_case(s, acc, true);
+}
+
+// Optional outputs: dinp only; LM-head style (dinp + dweight, no bias); dweight + dbias without dinp.
+TEST(bf16_backward_partial_outputs) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    const int N = 192, C = 128, OC = 512;
+    MatmulPlanCache cache;
+    auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C), w = randn_bf16((size_t)OC * C);
+    bf16 *d_dout = dev::to_device_bf16(dout), *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w);
+    Mat doutT = transpose(to_double(dout), N, OC);
+    Ref rd = ref_gemm(to_double(dout), transpose(to_double(w), OC, C), N, C, OC);
+    Ref rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
+    Ref rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
+    float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
+    {
+        bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
+        matmul_backward(&cache, ctx, d_dinp, nullptr, nullptr, d_dout, nullptr, d_w, N, C, OC, false, nullptr, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        check("dinp only", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
+        cudaFree(d_dinp);
+    }
+    {
+        bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* d_dw = dev::device_alloc<bf16>((size_t)OC * C);
+        matmul_backward(&cache, ctx, d_dinp, d_dw, nullptr, d_dout, d_x, d_w, N, C, OC, false, nullptr, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        check("lm head: dinp", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
+        check("lm head: dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, bf16_tol(N));
+        cudaFree(d_dinp), cudaFree(d_dw);
+    }
+    {
+        bf16* d_dw = dev::device_alloc<bf16>((size_t)OC * C);
+        bf16* d_db = dev::device_alloc<bf16>(OC);
+        matmul_backward(&cache, ctx, nullptr, d_dw, d_db, d_dout, d_x, nullptr, N, C, OC, false, d_scratch, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        check("no dinp: dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, bf16_tol(N));
+        check("no dinp: dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
+        cudaFree(d_dw), cudaFree(d_db);
+    }
+    EXPECT_EQ(cache.size(), (size_t)2);  // one dgrad plan, one wgrad plan, reused across the three calls
+    cudaFree(d_dout), cudaFree(d_x), cudaFree(d_w), cudaFree(d_scratch);
+}
+
+// The standalone dbias reduction: few rows (fewer than the 8 row lanes), a partial last column block, many splits.
+TEST(dbias_kernel) {
+    REQUIRE_GPU();
+    const int sizes[][2] = {{5, 64}, {3000, 1608}, {12288, 1600}, {777, 4800}};
+    for (const auto& no : sizes) {
+        const int N = no[0], OC = no[1];
+        auto dout = randn_bf16((size_t)N * OC);
+        bf16* d_dout = dev::to_device_bf16(dout);
+        bf16* d_db = dev::device_alloc<bf16>(OC);
+        float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
+        matmul_dbias(d_db, d_dout, N, OC, d_scratch, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        Ref rb = ref_gemm(transpose(to_double(dout), N, OC), Mat(N, 1.0), OC, 1, N);
+        char what[64];
+        snprintf(what, sizeof what, "dbias N=%d OC=%d", N, OC);
+        check(what, dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
+        cudaFree(d_dout), cudaFree(d_db), cudaFree(d_scratch);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// FP8
+
+TEST(fp8_forward) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{208, 144, 400}, Shape{64, 1600, 256}, Shape{48, 6400, 128}}) {
+        for (bool with_bias : {true, false}) {
+            printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
+            MatmulPlanCache cache;
+            Quant qx = quantize(dev::random_normal((size_t)s.N * s.C), CUDA_R_8F_E4M3);
+            Quant qw = quantize(dev::random_normal((size_t)s.OC * s.C, 0.f, 0.05f), CUDA_R_8F_E4M3);
+            auto b = randn_bf16(s.OC);
+            auto* d_x = (__nv_fp8_e4m3*)dev::to_device(qx.bytes);
+            auto* d_w = (__nv_fp8_e4m3*)dev::to_device(qw.bytes);
+            float *d_xs = scalar_to_device(qx.scale_inv), *d_ws = scalar_to_device(qw.scale_inv);
+            bf16* d_b = dev::to_device_bf16(b);
+            bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+            matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, with_bias ? d_b : nullptr, s.N, s.C, s.OC,
+                               kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            Ref r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
+            if (with_bias)
+                for (int i = 0; i < s.N; i++)
+                    for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
+            check("fp8 out (fast accum)", dev::from_device_bf16(d_out, r.val.size()), r.val, r.unit, fp8_fast_tol(s.C));
+            cudaFree(d_x), cudaFree(d_w), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_b), cudaFree(d_out);
+        }
+    }
+}
+
+TEST(fp8_dgrad) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{208, 144, 400}, Shape{64, 256, 1600}, Shape{32, 128, 6400}}) {
+        for (cudaDataType_t gt : {CUDA_R_8F_E5M2, CUDA_R_8F_E4M3}) {
+            printf(" N=%d C=%d OC=%d dout %s\n", s.N, s.C, s.OC, gt == CUDA_R_8F_E5M2 ? "e5m2" : "e4m3");
+            MatmulPlanCache cache;
+            Quant qw = quantize(dev::random_normal((size_t)s.OC * s.C, 0.f, 0.05f), CUDA_R_8F_E4M3);
+            Quant qdy = quantize(dev::random_normal((size_t)s.N * s.OC, 0.f, 1e-3f), gt);
+            auto* d_wT = (__nv_fp8_e4m3*)dev::to_device(transpose(qw.bytes, s.OC, s.C));  // [C, OC]
+            uint8_t* d_dy = dev::to_device(qdy.bytes);
+            float *d_ws = scalar_to_device(qw.scale_inv), *d_dys = scalar_to_device(qdy.scale_inv);
+            bf16* d_dinp = dev::device_alloc<bf16>((size_t)s.N * s.C);
+            matmul_fp8_dgrad(&cache, ctx, d_dinp, d_wT, d_ws, d_dy, gt, d_dys, s.N, s.C, s.OC, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            Ref r = ref_gemm(qdy.deq, transpose(qw.deq, s.OC, s.C), s.N, s.C, s.OC);
+            check("fp8 dinp", dev::from_device_bf16(d_dinp, r.val.size()), r.val, r.unit, fp8_tol());
+            cudaFree(d_wT), cudaFree(d_dy), cudaFree(d_ws), cudaFree(d_dys), cudaFree(d_dinp);
+        }
+    }
+}
+
+TEST(fp8_wgrad) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{1024, 144, 400}, Shape{4096, 64, 96}}) {
+        for (cudaDataType_t gt : {CUDA_R_8F_E5M2, CUDA_R_8F_E4M3}) {
+            for (bool accumulate : {false, true}) {
+                printf(" N=%d C=%d OC=%d dout %s accumulate=%d\n", s.N, s.C, s.OC, gt == CUDA_R_8F_E5M2 ? "e5m2" : "e4m3",
+                       accumulate);
+                MatmulPlanCache cache;
+                Quant qx = quantize(dev::random_normal((size_t)s.N * s.C), CUDA_R_8F_E4M3);
+                Quant qdy = quantize(dev::random_normal((size_t)s.N * s.OC, 0.f, 1e-3f), gt);
+                auto dw0 = randn_bf16((size_t)s.OC * s.C, 0.05f);
+                auto* d_xT = (__nv_fp8_e4m3*)dev::to_device(transpose(qx.bytes, s.N, s.C));  // [C, N]
+                uint8_t* d_dyT = dev::to_device(transpose(qdy.bytes, s.N, s.OC));             // [OC, N]
+                float *d_xs = scalar_to_device(qx.scale_inv), *d_dys = scalar_to_device(qdy.scale_inv);
+                bf16* d_dw = accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)s.OC * s.C);
+                matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, gt, d_dys, s.N, s.C, s.OC, accumulate, kStream);
+                CHECK_CUDA(cudaDeviceSynchronize());
+                Ref r = ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
+                if (accumulate)
+                    for (size_t e = 0; e < r.val.size(); e++) r.val[e] += dw0[e];
+                check("fp8 dweight", dev::from_device_bf16(d_dw, r.val.size()), r.val, r.unit, fp8_tol());
+                cudaFree(d_xT), cudaFree(d_dyT), cudaFree(d_xs), cudaFree(d_dys), cudaFree(d_dw);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPT-1.5B shapes: sampled spot checks and timings
+
+__host__ __device__ inline float hash_unit(uint64_t seed, uint64_t i) {  // uniform in [-1, 1)
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 8388608.0f) - 1.0f;
+}
+// Unit-variance uniform values times `scale`, as bf16.
+__global__ void fill_bf16_kernel(bf16* p, size_t n, uint64_t seed, float scale) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __float2bfloat16(hash_unit(seed, i) * 1.7320508f * scale);
+}
+// Logical matrix [rows, cols] of unit-variance uniform values, quantized with `scale`, stored as is or
+// transposed ([cols, rows]); both layouts hold the same values for the same seed.
+__global__ void fill_fp8_kernel(uint8_t* p, int rows, int cols, bool transposed, uint64_t seed, float scale,
+                                __nv_fp8_interpretation_t interp) {
+    const size_t n = (size_t)rows * cols;
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < n; t += (size_t)gridDim.x * blockDim.x) {
+        size_t r = transposed ? t % rows : t / cols, c = transposed ? t / rows : t % cols;
+        p[t] = __nv_cvt_float_to_fp8(hash_unit(seed, r * cols + c) * 1.7320508f * scale, __NV_SATFINITE, interp);
+    }
+}
+
+namespace {
+
+void fill_bf16(bf16* p, size_t n, uint64_t seed, float scale) {
+    fill_bf16_kernel<<<1024, 256>>>(p, n, seed, scale);
+    CHECK_LAUNCH();
+}
+// Returns scale_inv (the amax of the values is at most sqrt(3), so scale = fp8_max / sqrt(3)).
+float fill_fp8(uint8_t* p, int rows, int cols, bool transposed, uint64_t seed, cudaDataType_t t) {
+    const float scale = (float)(fp8_max(t) / 1.7320508);
+    fill_fp8_kernel<<<1024, 256>>>(p, rows, cols, transposed, seed, scale, interp_of(t));
+    CHECK_LAUNCH();
+    return 1.0f / scale;
+}
+
+// Reads `count` elements spaced `stride` apart from device memory as doubles.
+Mat fetch_bf16(const bf16* base, size_t count, size_t stride) {
+    std::vector<bf16> h(count);
+    CHECK_CUDA(cudaMemcpy2D(h.data(), sizeof(bf16), base, stride * sizeof(bf16), sizeof(bf16), count,
+                            cudaMemcpyDeviceToHost));
+    Mat v(count);
+    for (size_t i = 0; i < count; i++) v[i] = __bfloat162float(h[i]);
+    return v;
+}
+Mat fetch_fp8(const uint8_t* base, size_t count, size_t stride, cudaDataType_t t, float scale_inv) {
+    std::vector<uint8_t> h(count);
+    CHECK_CUDA(cudaMemcpy2D(h.data(), 1, base, stride, 1, count, cudaMemcpyDeviceToHost));
+    Mat v(count);
+    for (size_t i = 0; i < count; i++) v[i] = (double)fp8_to_float(h[i], t) * (double)scale_inv;
+    return v;
+}
+
+// Spot check of `samples` random elements (i, j) of a row-major [M, Nn] bf16 output: element = dot(a_i, b_j)
+// (+ extra(i, j)), with a_i and b_j fetched by the callbacks (K values each).
+template <class FA, class FB, class FE>
+void spot_check(const char* what, const bf16* out, int M, int Nn, int K, FA fetch_a, FB fetch_b, FE extra, Tol tol,
+                int samples = 48) {
+    std::vector<float> got;
+    Mat ref, unit;
+    auto is = dev::random_ints(samples, 0, M), js = dev::random_ints(samples, 0, Nn);
+    for (int s = 0; s < samples; s++) {
+        const int i = is[s], j = js[s];
+        Mat a = fetch_a(i), b = fetch_b(j);
+        double dot = 0, na = 0, nb = 0;
+        for (int k = 0; k < K; k++) dot += a[k] * b[k], na += a[k] * a[k], nb += b[k] * b[k];
+        ref.push_back(dot + extra(i, j));
+        unit.push_back(std::sqrt(na * nb / K));
+        got.push_back((float)fetch_bf16(out + (size_t)i * Nn + j, 1, 1)[0]);
+    }
+    check(what, got, ref, unit, tol);
+}
+
+}  // namespace
+
+TEST(gpt15b_spot_check_and_timing) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    const int N = 12288;  // B*T = 12 x 1024
+    struct Layer {
+        const char* name;
+        int C, OC;
+        bool bias, fp8;
+    };
+    const Layer layers[] = {{"qkv", 1600, 4800, true, true},
+                            {"attn_proj", 1600, 1600, true, true},
+                            {"fc", 1600, 6400, true, true},
+                            {"fc_proj", 6400, 1600, true, true},
+                            {"lm_head", 1600, 50304, false, false}};
+    struct Row {
+        const char* name;
+        int C, OC;
+        float t[7];  // bf16 fwd, dgrad, wgrad(+=), dbias; fp8 fwd, dgrad, wgrad(+=), in ms
+    };
+    std::vector<Row> rows;
+    MatmulPlanCache cache;
+    const uint64_t seed = dev::run_seed();
+    for (const Layer& L : layers) {
+        const int C = L.C, OC = L.OC;
+        printf(" %s: N=%d C=%d OC=%d\n", L.name, N, C, OC);
+        Row row{L.name, C, OC, {0, 0, 0, 0, 0, 0, 0}};
+        bf16* x = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* w = dev::device_alloc<bf16>((size_t)OC * C);
+        bf16* b = dev::device_alloc<bf16>(OC);
+        bf16* y = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* dy = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* dx = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* dw = dev::device_alloc<bf16>((size_t)OC * C);
+        bf16* db = dev::device_alloc<bf16>(OC);
+        float* scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
+        fill_bf16(x, (size_t)N * C, seed + 1, 1.0f);
+        fill_bf16(w, (size_t)OC * C, seed + 2, 0.02f);
+        fill_bf16(b, OC, seed + 3, 0.1f);
+        fill_bf16(dy, (size_t)N * OC, seed + 4, 1e-4f);
+        const bf16* bias = L.bias ? b : nullptr;
+
+        auto row_of = [](const bf16* m, int ld) { return [=](int i) { return fetch_bf16(m + (size_t)i * ld, ld, 1); }; };
+        auto col_of = [](const bf16* m, int rows, int ld) {
+            return [=](int j) { return fetch_bf16(m + j, rows, ld); };
+        };
+        auto no_extra = [](int, int) { return 0.0; };
+        Mat b_host = fetch_bf16(b, OC, 1);
+        // BF16 forward
+        matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        spot_check("bf16 fwd", y, N, OC, C, row_of(x, C), row_of(w, C),
+                   [&](int, int j) { return L.bias ? b_host[j] : 0.0; }, bf16_tol(C));
+        row.t[0] = dev::time_ms([&] { matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream); });
+        // BF16 dgrad: dx[i, c] = dy row i . W column c
+        matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        spot_check("bf16 dgrad", dx, N, C, OC, row_of(dy, OC), col_of(w, OC, C), no_extra, bf16_tol(OC));
+        row.t[1] = dev::time_ms(
+            [&] { matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr, kStream); });
+        // BF16 wgrad: dw[o, c] = dy column o . x column c (checked overwritten, timed accumulating)
+        matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, false, nullptr, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        spot_check("bf16 wgrad", dw, OC, C, N, col_of(dy, N, OC), col_of(x, N, C), no_extra, bf16_tol(N));
+        row.t[2] = dev::time_ms(
+            [&] { matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, true, nullptr, kStream); });
+        if (L.bias) {
+            matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            spot_check("dbias", db, 1, OC, N, [&](int) { return Mat(N, 1.0); }, col_of(dy, N, OC), no_extra,
+                       bf16_tol(N), 32);
+            row.t[3] = dev::time_ms([&] {
+                matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch, kStream);
+            });
+        }
+        cudaFree(x), cudaFree(w), cudaFree(dy), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(scratch);
+
+        if (L.fp8) {  // hybrid format: E4M3 activations and weights, E5M2 gradients
+            const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
+            uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
+            uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
+            uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+            uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+            uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+            uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+            bf16* dx2 = dev::device_alloc<bf16>((size_t)N * C);
+            bf16* dw2 = dev::device_alloc<bf16>((size_t)OC * C);
+            const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
+            fill_fp8(xT8, N, C, true, seed + 5, e4);
+            const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
+            fill_fp8(wT8, OC, C, true, seed + 6, e4);
+            const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
+            fill_fp8(dyT8, N, OC, true, seed + 7, e5);
+            float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
+            auto x8c = (const __nv_fp8_e4m3*)x8, xT8c = (const __nv_fp8_e4m3*)xT8;
+            auto w8c = (const __nv_fp8_e4m3*)w8, wT8c = (const __nv_fp8_e4m3*)wT8;
+            auto row8 = [](const uint8_t* m, int ld, cudaDataType_t t, float si) {
+                return [=](int i) { return fetch_fp8(m + (size_t)i * ld, ld, 1, t, si); };
+            };
+            auto col8 = [](const uint8_t* m, int rows, int ld, cudaDataType_t t, float si) {
+                return [=](int j) { return fetch_fp8(m + j, rows, ld, t, si); };
+            };
+            matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            spot_check("fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
+                       [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
+            row.t[4] = dev::time_ms([&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
+            matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
+                       fp8_tol());
+            row.t[5] = dev::time_ms(
+                [&] { matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream); });
+            matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, false, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs), no_extra,
+                       fp8_tol());
+            row.t[6] = dev::time_ms(
+                [&] { matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream); });
+            cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(dx2),
+                cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+        }
+        cudaFree(y), cudaFree(b);
+        rows.push_back(row);
+    }
+    printf("\n  TFLOP/s at N=%d (2*N*C*OC per GEMM; wgrad timed with +=; dbias in GB/s read)\n", N);
+    printf("  %-10s %5s %6s | %8s %8s %8s %9s | %8s %8s %8s\n", "layer", "C", "OC", "bf16 fwd", "dgrad", "wgrad",
+           "dbias", "fp8 fwd", "dgrad", "wgrad");
+    for (const Row& r : rows) {
+        const double flop = 2.0 * N * r.C * r.OC;
+        auto tf = [&](float ms) { return ms > 0 ? flop / (ms * 1e-3) / 1e12 : 0.0; };
+        const double dbias_gbs = r.t[3] > 0 ? 2.0 * N * r.OC / (r.t[3] * 1e-3) / 1e9 : 0.0;
+        printf("  %-10s %5d %6d | %8.1f %8.1f %8.1f %9.0f | %8.1f %8.1f %8.1f\n", r.name, r.C, r.OC, tf(r.t[0]),
+               tf(r.t[1]), tf(r.t[2]), dbias_gbs, tf(r.t[4]), tf(r.t[5]), tf(r.t[6]));
+    }
+    printf("  plans cached: %zu\n", cache.size());
+}
+
+TEST_MAIN()

@@ -1,0 +1,131 @@
+// AdamW: one grid-stride kernel, 8 parameters per thread and iteration (x128 gradient/params, f128 master,
+// m, v), streaming loads/stores (nothing is reused within the step). A head (until the views are 16-byte
+// aligned) and a tail (P not a multiple of 8) are done element by element; views whose misalignments differ
+// fall back to the element path entirely.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "llmc/adamw.cuh"
+
+namespace {
+
+struct AdamWCoefs {
+    float lerp_weight;  // 1 - beta1
+    float beta2, one_minus_beta2, eps;
+    float decay;      // 1 - lr * weight_decay
+    float step_size;  // lr / (1 - beta1^t)
+    float bc2_sqrt;   // sqrt(1 - beta2^t)
+};
+
+template <class T>
+__device__ inline Packed128<T> load128_stream(const T* address) {
+    return load128cs(address);
+}
+template <class T>
+__device__ inline void store128_stream(T* target, Packed128<T> value) {
+    __stcs(reinterpret_cast<int4*>(target), *reinterpret_cast<int4*>(&value));
+}
+
+// The PyTorch op sequence, IEEE-rounded sqrt and divisions (the file is built with --use_fast_math).
+__device__ inline void adamw_element(float& p, float& m, float& v, float g, const AdamWCoefs& c) {
+    p = p * c.decay;
+    // torch.lerp: weight < 0.5 ? start + weight * (end - start) : end - (end - start) * (1 - weight)
+    const float diff = g - m;
+    m = c.lerp_weight < 0.5f ? fmaf(c.lerp_weight, diff, m) : fmaf(-diff, 1.0f - c.lerp_weight, g);
+    v = fmaf(c.one_minus_beta2, g * g, v * c.beta2);
+    const float denom = __fdiv_rn(__fsqrt_rn(v), c.bc2_sqrt) + c.eps;
+    p = fmaf(-c.step_size, __fdiv_rn(m, denom), p);
+}
+
+// ---------------------------------------------------------------------------------------------- kernels
+
+// Vectors [head, head + 8 * nvec) take the 16-byte path; elements [0, head) and [head + 8 * nvec, P) the
+// scalar one.
+__global__ void __launch_bounds__(256)
+    adamw_kernel(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                 size_t head, size_t nvec, AdamWCoefs c, const float* grad_scale) {
+    const float scale = grad_scale ? *grad_scale : 1.0f;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (size_t i = tid; i < nvec; i += stride) {
+        const size_t off = head + i * 8;
+        const x128 g = load128_stream(grads_P + off);
+        f128 p[2], m[2], v[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            p[h] = load128_stream(master_P + off + 4 * h);
+            m[h] = load128_stream(m_P + off + 4 * h);
+            v[h] = load128_stream(v_P + off + 4 * h);
+        }
+        x128 out;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float& pk = p[k / 4][k % 4];
+            adamw_element(pk, m[k / 4][k % 4], v[k / 4][k % 4], __bfloat162float(g[k]) * scale, c);
+            out[k] = __float2bfloat16_rn(pk);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            store128_stream(master_P + off + 4 * h, p[h]);
+            store128_stream(m_P + off + 4 * h, m[h]);
+            store128_stream(v_P + off + 4 * h, v[h]);
+        }
+        store128_stream(params_P + off, out);
+    }
+    const size_t nscalar = P - nvec * 8;
+    for (size_t j = tid; j < nscalar; j += stride) {
+        const size_t idx = j < head ? j : j + nvec * 8;
+        float p = master_P[idx], m = m_P[idx], v = v_P[idx];
+        adamw_element(p, m, v, __bfloat162float(grads_P[idx]) * scale, c);
+        master_P[idx] = p;
+        m_P[idx] = m;
+        v_P[idx] = v;
+        params_P[idx] = __float2bfloat16_rn(p);
+    }
+}
+
+bool aligned16(const void* ptr) { return ((uintptr_t)ptr & 15) == 0; }
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------- launchers
+
+void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
+                  const float* grad_scale, cudaStream_t stream) {
+    CHECK(t >= 1, "adamw_update: step t = %d must be >= 1", t);
+    if (P == 0) return;
+    AdamWCoefs c;
+    c.lerp_weight = (float)(1.0 - (double)beta1);
+    c.beta2 = beta2;
+    c.one_minus_beta2 = (float)(1.0 - (double)beta2);
+    c.eps = eps;
+    c.decay = (float)(1.0 - (double)lr * (double)weight_decay);
+    c.step_size = (float)((double)lr / (1.0 - std::pow((double)beta1, t)));
+    c.bc2_sqrt = (float)std::sqrt(1.0 - std::pow((double)beta2, t));
+
+    // Head: elements until the bf16 views are 16-byte aligned; the fp32 views must then be aligned too.
+    CHECK(((uintptr_t)params_P & 1) == 0 && ((uintptr_t)grads_P & 1) == 0 && ((uintptr_t)master_P & 3) == 0 &&
+              ((uintptr_t)m_P & 3) == 0 && ((uintptr_t)v_P & 3) == 0,
+          "adamw_update: misaligned pointer");
+    size_t head = ((16 - ((uintptr_t)params_P & 15)) & 15) / 2;
+    size_t nvec = 0;
+    if (head < P && aligned16(params_P + head) && aligned16(grads_P + head) && aligned16(master_P + head) &&
+        aligned16(m_P + head) && aligned16(v_P + head)) {
+        nvec = (P - head) / 8;
+    } else {
+        head = 0;
+    }
+    const size_t work = std::max(nvec, P - nvec * 8);  // threads that have something to do
+    // Grid-stride over exactly the blocks that are resident at once (no second wave to wait for).
+    const int block = 256;
+    int device = 0, num_sms = 0, blocks_per_sm = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, adamw_kernel, block, 0));
+    const int grid = (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
+    adamw_kernel<<<grid, block, 0, stream>>>(master_P, params_P, m_P, v_P, grads_P, P, head, nvec, c,
+                                             grad_scale);
+    CHECK_LAUNCH();
+}

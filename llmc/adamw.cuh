@@ -1,0 +1,21 @@
+// AdamW update with PyTorch semantics (torch.optim.AdamW), FP32 master weights and moments, BF16 gradients
+// and a BF16 working copy of the parameters written from the new master weights.
+#pragma once
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "llmc/cuda_common.cuh"
+
+// One optimizer step over P parameters (any P; any alignment, 16-byte aligned views take the fast path).
+// With g = grads_P * grad_scale[0] (fp32):
+//   p = p * (1 - lr * weight_decay)                       (decoupled decay, applied to the old p)
+//   m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+//   params_P = bf16(p)  (round to nearest)
+// t is the 1-based step. grad_scale is a device scalar (e.g. the grad-clip factor from grad_clip_scale(),
+// so no host sync is needed); nullptr means 1. The bias corrections are formed on the host in double, as
+// PyTorch does, and passed as fp32 scalars.
+void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
+                  const float* grad_scale, cudaStream_t stream);

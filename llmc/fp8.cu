@@ -1,0 +1,514 @@
+// FP8 delayed scaling: scale state, the one-launch amax-history/scale update, and the cast kernels
+// (plain, cast+transpose, +dbias, +dGELU). See llmc/fp8.cuh for the contracts.
+#include "llmc/fp8.cuh"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------------------------
+
+// d/dx GELU(x), the same formulas as the BF16 GELU backward: exact erf form, or the tanh approximation.
+__device__ inline float gelu_grad_erf(float x) {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);  // 1/sqrt(2 pi) exp(-x^2/2)
+    return cdf + x * pdf;
+}
+__device__ inline float gelu_grad_tanh(float x) {
+    const float k0 = 0.79788456080286536f, k1 = 0.044715f;  // sqrt(2/pi)
+    const float t = tanhf(k0 * (x + k1 * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k0 * (1.0f + 3.0f * k1 * x * x);
+}
+// Element operation applied before quantization: identity, or g = dout * gelu'(pre).
+enum ElemOp { kOpCopy = 0, kOpDgeluErf = 1, kOpDgeluTanh = 2 };
+template <int OP>
+__device__ inline float apply_op(float x, float pre) {
+    if constexpr (OP == kOpDgeluErf) return x * gelu_grad_erf(pre);
+    if constexpr (OP == kOpDgeluTanh) return x * gelu_grad_tanh(pre);
+    return x;
+}
+
+// 8 consecutive input elements as loaded (16 bytes of bf16, or 32 bytes of fp32).
+template <class T>
+struct Raw8;
+template <>
+struct Raw8<bf16> {
+    x128 a;
+};
+template <>
+struct Raw8<float> {
+    f128 a, b;
+};
+__device__ inline Raw8<bf16> load_raw8(const bf16* p) { return {load128cs(p)}; }
+__device__ inline Raw8<float> load_raw8(const float* p) { return {load128cs(p), load128cs(p + 4)}; }
+__device__ inline void unpack8(const Raw8<bf16>& r, float v[8]) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __bfloat162float(r.a[k]);
+}
+__device__ inline void unpack8(const Raw8<float>& r, float v[8]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        v[k] = r.a[k];
+        v[k + 4] = r.b[k];
+    }
+}
+
+// Four floats -> four saturated FP8 bytes (first element in the lowest byte, i.e. at the lowest address).
+template <__nv_fp8_interpretation_t FMT>
+__device__ inline uint32_t to_fp8x4(float a, float b, float c, float d) {
+    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, FMT);
+    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, FMT);
+    return lo | (hi << 16);
+}
+
+// Block max of |x| bits (1-D blocks), then one atomicMax into the staging amax. Non-negative float bit patterns
+// order like unsigned ints (NaN above +inf), so the integer max is the float max and keeps NaN. Contains a
+// __syncthreads (callers rely on it as a barrier).
+__device__ inline void block_amax_atomic(uint32_t bits, float* staging) {
+    __shared__ uint32_t warp_max[32];
+    bits = __reduce_max_sync(0xffffffffu, bits);
+    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = bits;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t m = 0;
+        for (int w = 0; w < (int)blockDim.x / 32; w++) m = max(m, warp_max[w]);
+        if (m != 0) atomicMax(reinterpret_cast<unsigned int*>(staging), m);
+    }
+}
+
+// ---- cast + transpose (+ dbias partials, + dGELU) ----
+// Tile of 128 rows x 128 columns per block of 256 threads. Phase 1: thread (rr = tid/16, cc = tid%16) loads
+// 8 columns [cc*8, cc*8+8) of rows rr + 16 i (i < 8) with 16-byte loads (all loads issued before any math),
+// quantizes them, stores 8 row-wise bytes per row and parks them in shared memory (128 rows x 33 words, the
+// pad word making both phases bank-conflict free). Phase 2: thread (g, s) gathers the 16 x 4 byte block of rows
+// [16s, 16s+16) and columns [4g, 4g+4) (16 word loads), transposes it in registers with byte permutes and
+// writes 4 rows of the transposed output, 16 bytes each; lane pairs write adjacent 16-byte halves of one
+// 32-byte sector. Partial tiles: N and C are multiples of 16, so 16-row segments and 8-column chunks are whole.
+constexpr int kTile = 128;
+constexpr int kCtThreads = 256;
+constexpr int kTileWords = kTile / 4 + 1;
+
+// 4x4 byte transpose: in[r] holds bytes (r, 0..3); out[c] gets bytes (0..3, c).
+__device__ inline void transpose4x4(const uint32_t in[4], uint32_t out[4]) {
+    const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140);  // a0 b0 a1 b1
+    const uint32_t t1 = __byte_perm(in[0], in[1], 0x7362);  // a2 b2 a3 b3
+    const uint32_t t2 = __byte_perm(in[2], in[3], 0x5140);  // c0 d0 c1 d1
+    const uint32_t t3 = __byte_perm(in[2], in[3], 0x7362);  // c2 d2 c3 d3
+    out[0] = __byte_perm(t0, t2, 0x5410);                   // a0 b0 c0 d0
+    out[1] = __byte_perm(t0, t2, 0x7632);                   // a1 b1 c1 d1
+    out[2] = __byte_perm(t1, t3, 0x5410);
+    out[3] = __byte_perm(t1, t3, 0x7632);
+}
+
+template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kCtThreads, 2)
+    cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,
+                          float* __restrict__ out_scale_inv, float* __restrict__ dbias_partial, float* staging,
+                          const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
+                          const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
+                          int C) {
+    __shared__ uint32_t tile[kTile * kTileWords];
+    const int tid = threadIdx.x;
+    const int n0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+    const int cc = tid % 16, rr = tid / 16;
+    const int c = c0 + cc * 8;
+    const bool col_ok = c < C;
+    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *out_scale_inv = *scale_inv_ptr;
+
+    Raw8<Tin> raw[8];
+    Raw8<bf16> raw_pre[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int n = n0 + rr + 16 * i;
+        if (col_ok && n < N) {
+            raw[i] = load_raw8(in_NC + (size_t)n * C + c);
+            if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre_NC + (size_t)n * C + c);
+        }
+    }
+    const float scale = *scale_ptr;
+
+    uint32_t amax_bits = 0;
+    float colsum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = rr + 16 * i, n = n0 + r;
+        uint32_t w0 = 0, w1 = 0;
+        if (col_ok && n < N) {
+            float v[8];
+            unpack8(raw[i], v);
+            if constexpr (OP != kOpCopy) {
+                float p[8];
+                unpack8(raw_pre[i], p);
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+                if constexpr (DBIAS) colsum[k] += v[k];
+            }
+            w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
+            w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
+            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = make_uint2(w0, w1);
+        }
+        tile[r * kTileWords + cc * 2] = w0;
+        tile[r * kTileWords + cc * 2 + 1] = w1;
+    }
+    __shared__ float red[DBIAS ? 16 : 1][kTile];
+    if constexpr (DBIAS) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) red[rr][cc * 8 + k] = colsum[k];
+    }
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[] and red[]
+
+    // Phase 2: transposed output.
+    const int warp = tid / 32, lane = tid % 32;
+    const int g = (warp % 2) * 16 + lane / 2;  // 4-column group, 0..31
+    const int s = (warp / 2) * 2 + (lane & 1);  // 16-row segment, 0..7
+    if (16 * s < N - n0 && 4 * g < C - c0) {
+        uint32_t w[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++) w[k] = tile[(16 * s + k) * kTileWords + g];
+        uint32_t o[4][4];  // o[q][j]: transposed row j (column 4g + j), bytes of rows 16s + 4q .. +4
+#pragma unroll
+        for (int q = 0; q < 4; q++) transpose4x4(&w[4 * q], o[q]);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint4 v = make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
+            *reinterpret_cast<uint4*>(out_T + (size_t)(c0 + 4 * g + j) * N + n0 + 16 * s) = v;
+        }
+    }
+
+    if constexpr (DBIAS) {
+        // Column sums of this tile in a fixed order (deterministic); partial row blockIdx.y of [gridDim.y][C].
+        if (tid < kTile && c0 + tid < C) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int r = 0; r < 16; r++) sum += red[r][tid];
+            dbias_partial[(size_t)blockIdx.y * C + c0 + tid] = sum;
+        }
+    }
+}
+
+// dbias[c] (+)= sum over `rows` partial rows, fixed order: block of 32 columns x 8 row-strided lanes.
+__global__ void __launch_bounds__(256)
+    dbias_reduce_kernel(bf16* dbias, const float* __restrict__ partial, int rows, int C, bool accumulate) {
+    __shared__ float red[8][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int c = blockIdx.x * 32 + tx;
+    float sum = 0.0f;
+    if (c < C)
+        for (int r = ty; r < rows; r += 8) sum += partial[(size_t)r * C + c];
+    red[ty][tx] = sum;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        float total = 0.0f;
+#pragma unroll
+        for (int y = 0; y < 8; y++) total += red[y][tx];
+        if (accumulate) total += __bfloat162float(dbias[c]);
+        dbias[c] = __float2bfloat16(total);
+    }
+}
+
+// ---- plain cast / amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first) ----
+constexpr int kEwThreads = 256;
+constexpr int kEwChunks = 4;
+constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
+
+template <class Tin, int OP, bool WRITE, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kEwThreads)
+    cast_kernel(__nv_fp8_storage_t* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
+                const Tin* __restrict__ in, const bf16* __restrict__ pre, const float* __restrict__ scale_ptr,
+                const float* __restrict__ scale_inv_ptr, long n) {
+    const long base = (long)blockIdx.x * kEwPerBlock;
+    if (WRITE && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+    Raw8<Tin> raw[kEwChunks];
+    Raw8<bf16> raw_pre[kEwChunks];
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+            raw[i] = load_raw8(in + idx);
+            if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre + idx);
+        }
+    }
+    const float scale = WRITE ? *scale_ptr : 0.0f;
+    uint32_t amax_bits = 0;
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+            float v[8];
+            unpack8(raw[i], v);
+            if constexpr (OP != kOpCopy) {
+                float p[8];
+                unpack8(raw_pre[i], p);
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+            if constexpr (WRITE) {
+                const uint32_t w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
+                const uint32_t w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
+                *reinterpret_cast<uint2*>(out + idx) = make_uint2(w0, w1);
+            }
+        }
+    }
+    block_amax_atomic(amax_bits, staging);
+}
+
+// ---- the scale update ----
+// Roll order (read from Transformer Engine's delayed_scaling.cu): the window amax is taken over ALL H rows
+// BEFORE the roll (staging row 0 = this step, rows 1..H-1 = the previous H-1 steps, including old row 1, the
+// oldest, which the roll then drops), so the window is always the last H step amaxes. The roll is TE's
+// torch.roll(-1) layout: new[i] = old[i+1] (1 <= i < H-1), new[H-1] = old[0] (this step), new[0] = 0. After the
+// update row H-1 holds this step's amax, row H-1-k the amax k steps ago, row 0 is zero. Unlike TE, slots with
+// staging 0 are skipped (fp8.md), and the window max propagates NaN (TE's fmaxf would drop it) so a NaN anywhere
+// in the window, like an inf, keeps the old scale.
+// Block: 32 slots (x, coalesced across slots) x 16 row lanes (y), 4 rows per lane per tile of 64 rows. In-place
+// roll with one barrier per tile: tile p reads rows [base+1, base+64] and, after the barrier, writes rows
+// [base, base+63]; row base+64 is next written by tile p+1 after its own barrier.
+constexpr int kUpdSlots = 32;
+constexpr int kUpdRowLanes = 16;
+constexpr int kUpdRowsPerLane = 4;
+
+__global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
+    update_scales_kernel(float* hist, float* scale, float* scale_inv, const float* __restrict__ fp8_max,
+                         int num_slots, int H, bool algo_max, int margin) {
+    __shared__ uint32_t red[kUpdRowLanes][kUpdSlots];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int slot = blockIdx.x * kUpdSlots + tx;
+    const float staged = slot < num_slots ? hist[slot] : 0.0f;
+    const bool active = slot < num_slots && fp8_abs_bits(staged) != 0;
+    uint32_t window = 0;
+    constexpr int kRowsPerTile = kUpdRowLanes * kUpdRowsPerLane;
+    for (int base = 0; base < H; base += kRowsPerTile) {
+        float a[kUpdRowsPerLane];
+#pragma unroll
+        for (int r = 0; r < kUpdRowsPerLane; r++) {
+            const int i = base + r * kUpdRowLanes + ty;
+            a[r] = 0.0f;
+            if (active && i < H) {
+                a[r] = i < H - 1 ? hist[(size_t)(i + 1) * num_slots + slot] : staged;
+                window = max(window, fp8_abs_bits(a[r]));
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < kUpdRowsPerLane; r++) {
+            const int i = base + r * kUpdRowLanes + ty;
+            if (active && i < H) hist[(size_t)i * num_slots + slot] = i > 0 ? a[r] : 0.0f;
+        }
+    }
+    red[ty][tx] = window;
+    __syncthreads();
+    if (ty == 0 && active) {
+        uint32_t m = 0;
+#pragma unroll
+        for (int y = 0; y < kUpdRowLanes; y++) m = max(m, red[y][tx]);
+        const float amax = fp8_bits_float(algo_max ? m : fp8_abs_bits(staged));
+        const float s = fp8_compute_scale(amax, fp8_max[slot], margin, scale[slot]);
+        scale[slot] = s;
+        scale_inv[slot] = fp8_compute_scale_inv(s);
+    }
+}
+
+__global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const float* staging, const float* fp8_max,
+                                        int first, int count, int margin) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const int s = first + i;
+    const float amax = fp8_bits_float(fp8_abs_bits(staging[s]));
+    const float sc = fp8_compute_scale(amax, fp8_max[s], margin, scale[s]);
+    scale[s] = sc;
+    scale_inv[s] = fp8_compute_scale_inv(sc);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------------------------------------
+
+template <__nv_fp8_interpretation_t F>
+using FmtTag = std::integral_constant<__nv_fp8_interpretation_t, F>;
+
+// Calls fn(FmtTag<...>{}) with the slot's format.
+template <class Fn>
+void dispatch_format(const Fp8ScaleState* st, int slot, Fn fn) {
+    CHECK(slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range [0, %d)", slot, st->num_slots);
+    if (st->dtypes[slot] == Fp8Dtype::E4M3)
+        fn(FmtTag<__NV_E4M3>{});
+    else
+        fn(FmtTag<__NV_E5M2>{});
+}
+
+inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+template <class Tin, int OP, bool WRITE>
+void launch_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const Tin* in,
+                 const bf16* pre, long n, cudaStream_t stream) {
+    CHECK(n % 8 == 0, "fp8 cast: n = %ld must be a multiple of 8", n);
+    CHECK(aligned16(in) && aligned16(pre) && (!WRITE || aligned16(out)), "fp8 cast: pointers must be 16-byte aligned");
+    if (n == 0) return;
+    const int grid = ceil_div(n, kEwPerBlock);
+    dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        cast_kernel<Tin, OP, WRITE, FMT><<<grid, kEwThreads, 0, stream>>>(
+            out, out_scale_inv, st->amax_history + slot, in, pre, st->scale + slot, st->scale_inv + slot, n);
+        CHECK_LAUNCH();
+    });
+}
+
+template <class Tin, int OP, bool DBIAS>
+void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T, float* out_scale_inv,
+                           float* dbias_partial, Fp8ScaleState* st, int slot, const Tin* in_NC, const bf16* pre_NC,
+                           int N, int C, cudaStream_t stream) {
+    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0, "fp8 cast_transpose: N = %d and C = %d must be positive "
+          "multiples of 16", N, C);
+    CHECK(out_T != nullptr, "fp8 cast_transpose: the transposed output is required");
+    CHECK(aligned16(out_NC) && aligned16(out_T) && aligned16(in_NC) && aligned16(pre_NC),
+          "fp8 cast_transpose: pointers must be 16-byte aligned");
+    const dim3 grid(ceil_div(C, kTile), ceil_div(N, kTile));
+    CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
+    dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
+            out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC, st->scale + slot,
+            st->scale_inv + slot, N, C);
+        CHECK_LAUNCH();
+    });
+}
+
+void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool accumulate, cudaStream_t stream) {
+    const int rows = ceil_div(N, kTile);
+    dbias_reduce_kernel<<<ceil_div(C, 32), dim3(32, 8), 0, stream>>>(dbias, partial, rows, C, accumulate);
+    CHECK_LAUNCH();
+}
+
+}  // namespace
+
+Fp8ScaleState fp8_scale_state_create(const std::vector<Fp8Dtype>& dtypes, int history_len) {
+    CHECK(!dtypes.empty(), "fp8 scale state needs at least one slot");
+    CHECK(history_len >= 1, "fp8 amax history length must be >= 1, got %d", history_len);
+    Fp8ScaleState st;
+    st.num_slots = (int)dtypes.size();
+    st.history_len = history_len;
+    st.dtypes = dtypes;
+    const size_t S = dtypes.size(), hist = (size_t)history_len * S;
+    st.storage_floats = hist + 3 * S;
+    std::vector<float> init(st.storage_floats, 0.0f);
+    for (size_t s = 0; s < S; s++) {
+        init[hist + s] = 1.0f;          // scale
+        init[hist + S + s] = 1.0f;      // scale_inv
+        init[hist + 2 * S + s] = fp8_dtype_max(dtypes[s]);
+    }
+    CHECK_CUDA(cudaMalloc(&st.storage, st.storage_floats * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(st.storage, init.data(), st.storage_floats * sizeof(float), cudaMemcpyHostToDevice));
+    st.amax_history = st.storage;
+    st.scale = st.storage + hist;
+    st.scale_inv = st.scale + S;
+    st.fp8_max = st.scale_inv + S;
+    return st;
+}
+
+void fp8_scale_state_destroy(Fp8ScaleState* st) {
+    if (st->storage) CHECK_CUDA(cudaFree(st->storage));
+    *st = Fp8ScaleState();
+}
+
+float* fp8_staging_amax(Fp8ScaleState* st) { return st->amax_history; }
+
+void fp8_set_scales(Fp8ScaleState* st, const std::vector<float>& scales) {
+    CHECK((int)scales.size() == st->num_slots, "fp8_set_scales: %zu scales for %d slots", scales.size(),
+          st->num_slots);
+    std::vector<float> inv(scales.size());
+    for (size_t i = 0; i < scales.size(); i++) inv[i] = fp8_compute_scale_inv(scales[i]);
+    CHECK_CUDA(cudaMemcpy(st->scale, scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(st->scale_inv, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream) {
+    CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
+    update_scales_kernel<<<ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0, stream>>>(
+        st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots, st->history_len,
+        algo == AmaxAlgo::Max, margin);
+    CHECK_LAUNCH();
+}
+
+void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int margin, cudaStream_t stream) {
+    CHECK(first_slot >= 0 && count >= 0 && first_slot + count <= st->num_slots,
+          "fp8_calibrate_scales: slots [%d, %d) out of range [0, %d)", first_slot, first_slot + count, st->num_slots);
+    CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
+    if (count == 0) return;
+    calibrate_scales_kernel<<<ceil_div(count, 128), 128, 0, stream>>>(st->scale, st->scale_inv, st->amax_history,
+                                                                      st->fp8_max, first_slot, count, margin);
+    CHECK_LAUNCH();
+}
+
+void fp8_amax(Fp8ScaleState* st, int slot, const bf16* in, long n, cudaStream_t stream) {
+    launch_cast<bf16, kOpCopy, false>(nullptr, nullptr, st, slot, in, nullptr, n, stream);
+}
+void fp8_amax(Fp8ScaleState* st, int slot, const float* in, long n, cudaStream_t stream) {
+    launch_cast<float, kOpCopy, false>(nullptr, nullptr, st, slot, in, nullptr, n, stream);
+}
+void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* pre, long n, bool gelu_tanh,
+                    cudaStream_t stream) {
+    CHECK(pre != nullptr, "fp8_amax_dgelu: pre is required");
+    if (gelu_tanh)
+        launch_cast<bf16, kOpDgeluTanh, false>(nullptr, nullptr, st, slot, dout, pre, n, stream);
+    else
+        launch_cast<bf16, kOpDgeluErf, false>(nullptr, nullptr, st, slot, dout, pre, n, stream);
+}
+
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in, long n,
+              cudaStream_t stream) {
+    launch_cast<bf16, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
+}
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in, long n,
+              cudaStream_t stream) {
+    launch_cast<float, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
+}
+
+void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
+                        Fp8ScaleState* st, int slot, const bf16* in_NC, int N, int C, cudaStream_t stream) {
+    launch_cast_transpose<bf16, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC, nullptr,
+                                                N, C, stream);
+}
+void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
+                        Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream) {
+    launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC, nullptr,
+                                                 N, C, stream);
+}
+
+size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kTile) * OC * sizeof(float); }
+
+void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN, float* out_scale_inv,
+                              bf16* dbias_OC, void* scratch, Fp8ScaleState* st, int slot, const bf16* dY_NOC, int N,
+                              int OC, bool accumulate, cudaStream_t stream) {
+    CHECK(dbias_OC != nullptr && scratch != nullptr && aligned16(scratch), "fp8 dbias: dbias and an aligned "
+          "scratch are required");
+    float* partial = static_cast<float*>(scratch);
+    launch_cast_transpose<bf16, kOpCopy, true>(out_NOC, out_T_OCN, out_scale_inv, partial, st, slot, dY_NOC, nullptr,
+                                               N, OC, stream);
+    launch_dbias_reduce(dbias_OC, partial, N, OC, accumulate, stream);
+}
+
+void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storage_t* out_T_C4N,
+                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st, int slot,
+                                    const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4, bool gelu_tanh,
+                                    bool accumulate, cudaStream_t stream) {
+    CHECK(dbias_C4 != nullptr && scratch != nullptr && aligned16(scratch), "fp8 dbias: dbias and an aligned "
+          "scratch are required");
+    CHECK(pre_NC4 != nullptr, "fp8 dgelu: pre is required");
+    float* partial = static_cast<float*>(scratch);
+    if (gelu_tanh)
+        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out_NC4, out_T_C4N, out_scale_inv, partial, st, slot,
+                                                        dout_NC4, pre_NC4, N, C4, stream);
+    else
+        launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NC4, out_T_C4N, out_scale_inv, partial, st, slot,
+                                                       dout_NC4, pre_NC4, N, C4, stream);
+    launch_dbias_reduce(dbias_C4, partial, N, C4, accumulate, stream);
+}

@@ -1,0 +1,447 @@
+// Whole-model test: our BF16 GptModel against the float64 PyTorch reference (scripts/reference_gpt.py).
+//
+// For each config it loads (or, if absent, generates with python3 + torch) a reference file from
+// $MODEL_REF_DIR (default build/ref): small.bin, small_tanh.bin, gpt1p5b_2layer.bin. The file holds the
+// bf16-representable GPT-2 initial weights, one fixed random batch, the step-0 loss, logits and gradients,
+// and the losses and pre-clip grad norms of 10 AdamW steps on that batch (format in reference_gpt.py).
+// The test loads the same weights, runs forward/backward/update and compares everything, printing a table of
+// errors either way so the tolerances can be tightened after seeing real numbers. It also checks that
+// training is bitwise deterministic and that init_weights() follows the GPT-2 recipe.
+//
+// Environment: MODEL_REF_DIR (reference files), MODEL_REF_PYTHON (interpreter, default python3). Run from
+// the repository root (the generator is scripts/reference_gpt.py, relative to the working directory).
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "llmc/check.h"
+#include "llmc/config.h"
+#include "llmc/context.h"
+#include "llmc/gpt.h"
+#include "test/testing.h"
+
+namespace {
+
+constexpr int kMagic = 20241130;
+constexpr int kVersion = 1;
+
+// Must match CONFIGS in scripts/reference_gpt.py.
+struct RefConfig {
+    const char* name;  // file stem and --config
+    const char* python_config;
+    bool gelu_tanh;
+    int L, C, H, V, maxT, B, T;
+    // Step-0 loss tolerance relative to the loss (see the comment at kLossRtol below).
+    double loss0_rtol;
+};
+const RefConfig kSmall = {"small", "small", false, 2, 128, 4, 512, 64, 4, 64, 2e-3};
+const RefConfig kSmallTanh = {"small_tanh", "small", true, 2, 128, 4, 512, 64, 4, 64, 2e-3};
+const RefConfig kBig = {"gpt1p5b_2layer", "gpt1p5b_2layer", false, 2, 1600, 25, 50304, 1024, 2, 1024, 3e-3};
+
+// ---- Tolerances -------------------------------------------------------------------------------------------
+// Our model keeps bf16 activations (each stored tensor carries a rounding of up to 2^-8 relative, rms about
+// 2^-9 / sqrt(3)) with fp32 accumulation inside GEMMs, LayerNorm, softmax and reductions, bf16 working
+// weights (the reference weights are bf16-representable at step 0, so only later steps see weight
+// rounding) and bf16 gradients; the reference is float64. Errors from independent roundings add in
+// quadrature along the ~15 stored tensors of a 2-layer forward and ~30 of the backward. A float32 torch
+// emulation of exactly that rounding scheme (bf16 at every stored activation and gradient) against the
+// reference gave, for the small config (3 seeds, erf and tanh): step-0 loss 2e-5 relative, logits 0.6%
+// normwise, gradients 0.3-0.7% normwise per tensor, later losses <= 0.1%, step-1 grad norm <= 0.05%,
+// later grad norms <= 2.7%. The tolerances leave room for kernels that round at other points (e.g. cuDNN's
+// bf16 attention probabilities) while still catching any real bug (a wrong layout, a missing bias, a wrong
+// scale all give errors of order 1).
+//
+// Step-0 loss: the loss is a mean over N = B*T rows of -log softmax; each row's error is dominated by the
+// bf16 rounding of its target logit and the logsumexp (~2^-9 x |logit|), random across rows, so the mean's
+// error is far below 2^-9 x loss; we allow 2e-3 x loss (small). For the 1.5B-width config the reductions
+// are longer (K = 1600 / 6400 instead of 128 / 512, error ~sqrt(K)) and the logits larger (|logit| grows
+// like 0.02 x sqrt(C)), so 3e-3 x loss.
+// Logits: normwise ||l - l_ref|| / ||l_ref|| over the first rows; ~15 roundings in quadrature ~ 0.6%: 2e-2.
+constexpr double kLogitsRtol = 2e-2;
+// Gradients per tensor, normwise: twice the chain of the forward plus bf16 gradient storage; LN and bias
+// gradients sum a bf16 dY over N rows (random errors, relative error stays that of the rows): 5e-2.
+// Note the k-part of qkvb's gradient is exactly 0 in theory (softmax is invariant to a shift of all keys);
+// ours is bf16 noise there, which the normwise measure over the whole tensor absorbs.
+constexpr double kGradRtol = 5e-2;
+// Losses of steps 1..10, relative: the trajectories drift apart through the bf16 weight copies and Adam's
+// normalization (which turns small gradient differences into lr-sized steps), emulation <= 0.1%: 1e-2.
+constexpr double kLossRtol = 1e-2;
+// Pre-clip grad norm: at step 1 it is the norm of the gradients compared above (emulation 0.05%): 1e-2.
+// Later steps measure the norm at slightly different weights, and the norm is the most trajectory-sensitive
+// number (emulation up to 2.7% after 9 steps): 5e-2.
+constexpr double kNorm1Rtol = 1e-2;
+constexpr double kNormRtol = 5e-2;
+
+std::string env_or(const char* name, const char* fallback) {
+    const char* v = getenv(name);
+    return v && *v ? std::string(v) : std::string(fallback);
+}
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+struct Reference {
+    ModelConfig model;
+    int B = 0, T = 0, steps = 0, logit_rows = 0;
+    AdamWSettings adamw{};
+    std::vector<float> params, logits, grads, losses, grad_norms;
+    std::vector<int> inputs, targets;
+    float loss = 0;
+};
+
+// Reads and validates a reference file. Empty string on success, else why it is unusable.
+std::string read_reference(const std::string& path, const RefConfig& cfg, Reference* ref) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return "cannot open " + path;
+    std::vector<int32_t> h(256);
+    std::vector<float> h2(16);
+    f.read(reinterpret_cast<char*>(h.data()), 256 * 4);
+    f.read(reinterpret_cast<char*>(h2.data()), 16 * 4);
+    if (!f) return path + ": truncated header";
+    if (h[0] != kMagic || h[1] != kVersion)
+        return path + ": bad magic/version " + std::to_string(h[0]) + "/" + std::to_string(h[1]) +
+               " (expected " + std::to_string(kMagic) + "/" + std::to_string(kVersion) + ")";
+    const int want[] = {cfg.L, cfg.C, cfg.H, cfg.V, cfg.maxT, cfg.B, cfg.T};
+    for (int i = 0; i < 7; i++)
+        if (h[2 + i] != want[i])
+            return path + ": header field " + std::to_string(2 + i) + " is " + std::to_string(h[2 + i]) +
+                   ", expected " + std::to_string(want[i]) + " for config " + cfg.name +
+                   " (stale file? delete it to regenerate)";
+    if ((h[10] != 0) != cfg.gelu_tanh) return path + ": GELU form does not match config " + cfg.name;
+    ref->model.num_layers = h[2];
+    ref->model.channels = h[3];
+    ref->model.num_heads = h[4];
+    ref->model.vocab_size = h[5];
+    ref->model.max_seq_len = h[6];
+    ref->model.gelu_tanh = h[10] != 0;
+    ref->B = h[7];
+    ref->T = h[8];
+    ref->steps = h[9];
+    ref->logit_rows = h[11];
+    if (ref->steps < 1 || ref->logit_rows < 1 || ref->logit_rows > ref->B * ref->T)
+        return path + ": bad steps/logit rows in header";
+    ref->adamw = AdamWSettings{h2[0], h2[1], h2[2], h2[3], h2[4], h2[5]};
+
+    const size_t N = num_parameters(ref->model), BT = (size_t)ref->B * ref->T;
+    auto rd = [&](auto& v, size_t n) {
+        v.resize(n);
+        f.read(reinterpret_cast<char*>(v.data()), n * 4);
+    };
+    rd(ref->params, N);
+    rd(ref->inputs, BT);
+    rd(ref->targets, BT);
+    std::vector<float> loss;
+    rd(loss, 1);
+    rd(ref->logits, (size_t)ref->logit_rows * ref->model.vocab_size);
+    rd(ref->grads, N);
+    rd(ref->losses, ref->steps);
+    rd(ref->grad_norms, ref->steps);
+    if (!f) return path + ": truncated (expected " + std::to_string(N) + " parameters)";
+    f.peek();
+    if (!f.eof()) return path + ": trailing bytes after the expected content";
+    ref->loss = loss[0];
+    for (int t : ref->inputs)
+        if (t < 0 || t >= ref->model.vocab_size) return path + ": input token out of range";
+    for (int t : ref->targets)
+        if (t < 0 || t >= ref->model.vocab_size) return path + ": target token out of range";
+    return "";
+}
+
+// Where the reference file for `cfg` is; generates it with python if absent. Sets *skip (a reason) when
+// python3 + torch are not available, *error when generation failed.
+std::string ensure_reference(const RefConfig& cfg, std::string* skip, std::string* error) {
+    const std::string dir = env_or("MODEL_REF_DIR", "build/ref");
+    const std::string path = dir + "/" + cfg.name + ".bin";
+    if (std::filesystem::exists(path)) return path;
+    const std::string script = "scripts/reference_gpt.py";
+    if (!std::filesystem::exists(script)) {
+        *skip = path + " is absent and " + script + " is not found (run from the repository root)";
+        return path;
+    }
+    const std::string py = env_or("MODEL_REF_PYTHON", "python3");
+    const std::string probe = shell_quote(py) + " -c 'import torch, numpy' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) != 0) {
+        *skip = path + " is absent and '" + py +
+                "' cannot import torch and numpy (pip install torch numpy, or set MODEL_REF_PYTHON, or put a "
+                "reference file in MODEL_REF_DIR)";
+        return path;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::string cmd = shell_quote(py) + " " + script + " --config " + cfg.python_config + " --gelu " +
+                      (cfg.gelu_tanh ? "tanh" : "erf") + " --out " + shell_quote(path);
+    printf("generating the reference: %s\n", cmd.c_str());
+    fflush(stdout);
+    if (std::system(cmd.c_str()) != 0 || !std::filesystem::exists(path))
+        *error = "reference generation failed: " + cmd;
+    return path;
+}
+
+double normwise_rel(const float* a, const float* ref, size_t n, double* max_abs) {
+    double num = 0, den = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+        if (!(std::fabs(d) <= mx)) mx = std::fabs(d);  // also catches NaN
+    }
+    if (max_abs) *max_abs = mx;
+    if (!std::isfinite(num)) return INFINITY;
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+double rel_diff(double a, double ref) { return std::fabs(a - ref) / std::fabs(ref); }
+
+struct ContextGuard {
+    GpuContext ctx;
+    ContextGuard() : ctx(create_gpu_context(0, 80)) {}
+    ~ContextGuard() { destroy_gpu_context(&ctx); }
+};
+
+#define REQUIRE_GPU()                                                       \
+    do {                                                                    \
+        std::string why_;                                                   \
+        if (!cuda_device_available(&why_)) SKIP("no CUDA device: " + why_); \
+    } while (0)
+
+void run_reference_test(const RefConfig& cfg) {
+    REQUIRE_GPU();
+    std::string skip, error;
+    const std::string path = ensure_reference(cfg, &skip, &error);
+    if (!skip.empty()) SKIP(skip);
+    if (!error.empty()) {
+        testing::fail(__FILE__, __LINE__, error);
+        return;
+    }
+    Reference ref;
+    std::string why = read_reference(path, cfg, &ref);
+    if (!why.empty()) {
+        testing::fail(__FILE__, __LINE__, why);
+        return;
+    }
+    const ModelConfig& m = ref.model;
+    const int V = m.vocab_size, k = ref.logit_rows;
+    const std::vector<ParamTensorInfo> table = parameter_table(m);
+    EXPECT_EQ((int)table.size(), kNumParamTensors);
+    EXPECT_EQ(table.back().offset + table.back().numel, ref.params.size());
+    if (testing::state().failed) return;
+    printf(
+        "%s: L=%d C=%d H=%d V=%d maxT=%d B=%d T=%d gelu %s, %zu parameters; AdamW lr %g betas (%g, %g) eps "
+        "%g "
+        "wd %g clip %g\n",
+        cfg.name, m.num_layers, m.channels, m.num_heads, V, m.max_seq_len, ref.B, ref.T,
+        m.gelu_tanh ? "tanh" : "erf", ref.params.size(), ref.adamw.lr, ref.adamw.beta1, ref.adamw.beta2,
+        ref.adamw.eps, ref.adamw.weight_decay, ref.adamw.grad_clip);
+
+    ContextGuard guard;
+    std::vector<float> weights, logits, grads;
+    std::vector<float> losses(ref.steps), norms(ref.steps);
+    double ms = 0;
+    {
+        GptModel model(m, ref.B, ref.T, Precision::BF16, &guard.ctx);
+        EXPECT_EQ(model.num_parameters(), ref.params.size());
+        model.load_weights(ref.params);
+        weights = model.weights_to_host();
+        // Logits from a forward pass without targets: with targets the fused classifier may overwrite the
+        // logits with dlogits in place.
+        model.forward(ref.inputs.data(), nullptr);
+        logits = model.logits_to_host(k);
+        auto t0 = std::chrono::steady_clock::now();
+        for (int s = 1; s <= ref.steps; s++) {
+            losses[s - 1] = model.forward(ref.inputs.data(), ref.targets.data());
+            model.backward();
+            if (s == 1) grads = model.grads_to_host();
+            norms[s - 1] = model.update(ref.adamw, s);
+        }
+        CHECK_CUDA(cudaDeviceSynchronize());
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    // load_weights -> weights_to_host must round-trip exactly (the reference weights are bf16 values).
+    EXPECT_EQ(weights.size(), ref.params.size());
+    if (weights.size() == ref.params.size())
+        EXPECT_TRUE(memcmp(weights.data(), ref.params.data(), weights.size() * sizeof(float)) == 0);
+
+    // Step-0 loss and logits.
+    printf("  loss      ours %.6f  ref %.6f  rel %.2e  (tol %.1e)\n", losses[0], ref.loss,
+           rel_diff(losses[0], ref.loss), cfg.loss0_rtol);
+    EXPECT_TRUE(std::isfinite(losses[0]));
+    EXPECT_NEAR(losses[0], ref.loss, cfg.loss0_rtol * ref.loss);
+    double lmax = 0, lrel = INFINITY;
+    if (logits.size() == (size_t)k * V)
+        lrel = normwise_rel(logits.data(), ref.logits.data(), logits.size(), &lmax);
+    printf("  logits    %d rows: normwise rel %.2e  max |diff| %.3e  (tol %.1e)\n", k, lrel, lmax,
+           kLogitsRtol);
+    EXPECT_EQ(logits.size(), (size_t)k * V);
+    EXPECT_TRUE(lrel <= kLogitsRtol);
+
+    // Step-0 gradients, per tensor.
+    EXPECT_EQ(grads.size(), ref.grads.size());
+    if (grads.size() == ref.grads.size()) {
+        printf("  %-10s %12s %12s %12s %12s\n", "gradient", "numel", "|g_ref|", "rel err", "max |diff|");
+        for (const ParamTensorInfo& p : table) {
+            double mx = 0;
+            double rel = normwise_rel(grads.data() + p.offset, ref.grads.data() + p.offset, p.numel, &mx);
+            double gn = 0;
+            for (size_t i = 0; i < p.numel; i++)
+                gn += (double)ref.grads[p.offset + i] * ref.grads[p.offset + i];
+            bool ok = rel <= kGradRtol;
+            printf("  %-10s %12zu %12.4e %12.3e %12.3e%s\n", p.name.c_str(), p.numel, std::sqrt(gn), rel, mx,
+                   ok ? "" : "  <-- exceeds tol");
+            if (!ok)
+                testing::fail(__FILE__, __LINE__,
+                              "gradient of " + p.name + ": normwise rel error " + std::to_string(rel) +
+                                  " > " + std::to_string(kGradRtol));
+        }
+        printf("  (gradient tol %.1e normwise per tensor)\n", kGradRtol);
+    }
+
+    // The training trajectory.
+    printf("  %4s %12s %12s %10s %12s %12s %10s\n", "step", "loss", "ref loss", "rel", "grad norm",
+           "ref norm", "rel");
+    for (int s = 0; s < ref.steps; s++) {
+        double lr = rel_diff(losses[s], ref.losses[s]), nr = rel_diff(norms[s], ref.grad_norms[s]);
+        double ntol = s == 0 ? kNorm1Rtol : kNormRtol;
+        bool ok = lr <= kLossRtol && nr <= ntol;  // false for NaN too
+        printf("  %4d %12.6f %12.6f %10.2e %12.6f %12.6f %10.2e%s\n", s + 1, losses[s], ref.losses[s], lr,
+               norms[s], ref.grad_norms[s], nr, ok ? "" : "  <-- exceeds tol");
+        if (!(lr <= kLossRtol))
+            testing::fail(__FILE__, __LINE__,
+                          "loss at step " + std::to_string(s + 1) + ": " + std::to_string(losses[s]) +
+                              " vs " + std::to_string(ref.losses[s]));
+        if (!(nr <= ntol))
+            testing::fail(__FILE__, __LINE__,
+                          "grad norm at step " + std::to_string(s + 1) + ": " + std::to_string(norms[s]) +
+                              " vs " + std::to_string(ref.grad_norms[s]));
+    }
+    printf("  (loss tol %.0e relative; grad norm tol %.0e at step 1, %.0e after)\n", kLossRtol, kNorm1Rtol,
+           kNormRtol);
+    printf("  %d steps in %.1f ms (%.2f ms/step, first step includes plan/graph setup)\n", ref.steps, ms,
+           ms / ref.steps);
+    // The reference itself must have trained (guards against a degenerate reference file).
+    EXPECT_TRUE(ref.losses.back() < ref.losses.front());
+}
+
+TEST(model_reference_small) { run_reference_test(kSmall); }
+TEST(model_reference_small_tanh) { run_reference_test(kSmallTanh); }
+TEST(model_reference_gpt1p5b_2layer) { run_reference_test(kBig); }
+
+// ---- Determinism: the same 3 steps from the same weights, twice, in two fresh models --------------------
+struct Run {
+    std::vector<float> losses, norms, weights;
+};
+Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w, const std::vector<int>& in,
+                const std::vector<int>& tg, GpuContext* ctx, int steps) {
+    Run r;
+    GptModel model(m, B, T, Precision::BF16, ctx);
+    model.load_weights(w);
+    const AdamWSettings s{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    for (int i = 1; i <= steps; i++) {
+        r.losses.push_back(model.forward(in.data(), tg.data()));
+        model.backward();
+        r.norms.push_back(model.update(s, i));
+    }
+    r.weights = model.weights_to_host();
+    return r;
+}
+
+ModelConfig model_of(const RefConfig& c) {
+    ModelConfig m;
+    m.num_layers = c.L;
+    m.channels = c.C;
+    m.num_heads = c.H;
+    m.vocab_size = c.V;
+    m.max_seq_len = c.maxT;
+    m.gelu_tanh = c.gelu_tanh;
+    return m;
+}
+
+void run_determinism_test(const RefConfig& cfg) {
+    REQUIRE_GPU();
+    ContextGuard guard;
+    const ModelConfig m = model_of(cfg);
+    std::vector<float> w;
+    {
+        GptModel init(m, cfg.B, cfg.T, Precision::BF16, &guard.ctx);
+        init.init_weights(1234);
+        w = init.weights_to_host();
+    }
+    std::mt19937 gen(42);
+    std::uniform_int_distribution<int> tok(0, cfg.V - 1);
+    std::vector<int> in(cfg.B * cfg.T), tg(cfg.B * cfg.T);
+    for (int& t : in) t = tok(gen);
+    for (int& t : tg) t = tok(gen);
+    const int steps = 3;
+    Run a = train_steps(m, cfg.B, cfg.T, w, in, tg, &guard.ctx, steps);
+    Run b = train_steps(m, cfg.B, cfg.T, w, in, tg, &guard.ctx, steps);
+    for (int i = 0; i < steps; i++)
+        printf("  step %d: loss %.9g / %.9g  grad norm %.9g / %.9g\n", i + 1, a.losses[i], b.losses[i],
+               a.norms[i], b.norms[i]);
+    EXPECT_TRUE(std::isfinite(a.losses[0]) && a.losses[steps - 1] < a.losses[0]);
+    EXPECT_TRUE(memcmp(a.losses.data(), b.losses.data(), steps * sizeof(float)) == 0);
+    EXPECT_TRUE(memcmp(a.norms.data(), b.norms.data(), steps * sizeof(float)) == 0);
+    EXPECT_EQ(a.weights.size(), b.weights.size());
+    if (a.weights.size() == b.weights.size()) {
+        size_t diff = 0;
+        for (size_t i = 0; i < a.weights.size(); i++) diff += memcmp(&a.weights[i], &b.weights[i], 4) != 0;
+        printf("  weights after %d steps: %zu of %zu differ bitwise\n", steps, diff, a.weights.size());
+        EXPECT_EQ(diff, (size_t)0);
+    }
+}
+
+TEST(model_determinism_small) { run_determinism_test(kSmall); }
+TEST(model_determinism_gpt1p5b_2layer) { run_determinism_test(kBig); }
+
+// ---- init_weights follows GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN 1 ----
+TEST(model_init_gpt2) {
+    REQUIRE_GPU();
+    ContextGuard guard;
+    const RefConfig& cfg = kSmall;
+    const ModelConfig m = model_of(cfg);
+    std::vector<float> w;
+    {
+        GptModel model(m, cfg.B, cfg.T, Precision::BF16, &guard.ctx);
+        model.init_weights(7);
+        w = model.weights_to_host();
+    }
+    const double resid = 0.02 / std::sqrt(2.0 * m.num_layers);
+    for (const ParamTensorInfo& p : parameter_table(m)) {
+        const float* x = w.data() + p.offset;
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < p.numel; i++) sum += x[i], sq += (double)x[i] * x[i];
+        double mean = sum / p.numel, std = std::sqrt(sq / p.numel - mean * mean);
+        printf("  %-10s mean %+.3e std %.4e\n", p.name.c_str(), mean, std);
+        const std::string& n = p.name;
+        if (n == "attprojw" || n == "fcprojw" || n == "wte" || n == "wpe" || n == "qkvw" || n == "fcw") {
+            double want = (n == "attprojw" || n == "fcprojw") ? resid : 0.02;
+            // Sample std of n >= 8192 normals has relative error ~1/sqrt(2n) <= 0.8%; 5% is >6 sigma.
+            if (!(std::fabs(std - want) <= 0.05 * want))
+                testing::fail(__FILE__, __LINE__,
+                              n + " std " + std::to_string(std) + ", expected " + std::to_string(want));
+            // Mean of n normals: ~std/sqrt(n) <= 1.1e-2 std; 6 sigma.
+            if (!(std::fabs(mean) <= 6 * want / std::sqrt((double)p.numel)))
+                testing::fail(__FILE__, __LINE__, n + " mean " + std::to_string(mean) + " not ~0");
+        } else {
+            float want = (n == "ln1w" || n == "ln2w" || n == "lnfw") ? 1.f : 0.f;
+            for (size_t i = 0; i < p.numel; i++)
+                if (x[i] != want) {
+                    testing::fail(__FILE__, __LINE__, n + " must be all " + std::to_string(want));
+                    break;
+                }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_MAIN()

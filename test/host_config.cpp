@@ -1,0 +1,231 @@
+// Host tests for llmc/config: parameter and FLOP counts, the learning-rate schedule, the JSON dump.
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "llmc/config.h"
+#include "test/testing.h"
+
+namespace {
+
+// Parameter count from the tensor shapes, written out independently of config.cpp.
+size_t count_from_shapes(size_t L, size_t C, size_t V, size_t maxT) {
+    std::vector<std::vector<size_t>> shapes = {
+        {V, C},         // wte
+        {maxT, C},      // wpe
+        {L, C},         // ln1 weight
+        {L, C},         // ln1 bias
+        {L, 3 * C, C},  // qkv weight
+        {L, 3 * C},     // qkv bias
+        {L, C, C},      // attention projection weight
+        {L, C},         // attention projection bias
+        {L, C},         // ln2 weight
+        {L, C},         // ln2 bias
+        {L, 4 * C, C},  // fc weight
+        {L, 4 * C},     // fc bias
+        {L, C, 4 * C},  // fc projection weight
+        {L, C},         // fc projection bias
+        {C},            // final ln weight
+        {C},            // final ln bias
+    };
+    size_t total = 0;
+    for (const auto& s : shapes) {
+        size_t n = 1;
+        for (size_t d : s) n *= d;
+        total += n;
+    }
+    return total;
+}
+
+// The number that follows "\"key\": " in a JSON dump (NaN if the key is absent).
+double json_number(const std::string& json, const std::string& key) {
+    std::string k = "\"" + key + "\": ";
+    size_t p = json.find(k);
+    if (p == std::string::npos) return NAN;
+    return std::strtod(json.c_str() + p + k.size(), nullptr);
+}
+
+}  // namespace
+
+TEST(num_parameters_presets) {
+    ModelConfig m;
+    EXPECT_TRUE(model_preset("1.5b", &m));
+    EXPECT_EQ(num_parameters(m), (size_t)1557686400);  // the spec's count for GPT-2 1.5B with V = 50304
+    EXPECT_EQ(num_parameters(m), count_from_shapes(48, 1600, 50304, 1024));
+    EXPECT_TRUE(model_preset("124m", &m));
+    EXPECT_EQ(num_parameters(m), count_from_shapes(12, 768, 50304, 1024));
+    EXPECT_TRUE(model_preset("350m", &m));
+    EXPECT_EQ(num_parameters(m), count_from_shapes(24, 1024, 50304, 1024));
+    EXPECT_TRUE(model_preset("774m", &m));
+    EXPECT_EQ(num_parameters(m), count_from_shapes(36, 1280, 50304, 1024));
+    // A small custom shape, so a formula that only matches the presets by accident fails.
+    m.num_layers = 3;
+    m.channels = 48;
+    m.num_heads = 6;
+    m.vocab_size = 272;
+    m.max_seq_len = 40;
+    EXPECT_EQ(num_parameters(m), count_from_shapes(3, 48, 272, 40));
+    EXPECT_TRUE(!model_preset("2b", &m));
+}
+
+TEST(flops_per_token_formula) {
+    for (const char* name : {"124m", "1.5b"}) {
+        ModelConfig m;
+        EXPECT_TRUE(model_preset(name, &m));
+        double N = (double)count_from_shapes(m.num_layers, m.channels, m.vocab_size, m.max_seq_len);
+        for (int T : {64, 1024}) {
+            double expect = 6.0 * N + 12.0 * m.num_layers * T * m.channels;
+            EXPECT_NEAR(flops_per_token(m, T), expect, 1e-9 * expect);
+        }
+    }
+}
+
+TEST(seed_script_flops_overstate) {
+    ModelConfig m;
+    EXPECT_TRUE(model_preset("1.5b", &m));
+    double N = (double)num_parameters(m);
+    double seed = seed_script_flops_per_step(m);
+    // The 6N part exactly: 6 * N * 16 * 1024, i.e. 16/12 = 4/3 of 6N over the real 12 x 1024 tokens.
+    EXPECT_EQ(seed, 6.0 * N * 16 * 1024);
+    EXPECT_NEAR(seed / (6.0 * N * 12 * 1024), 4.0 / 3.0, 1e-12);
+    // Against the honest count (which adds the attention term 12 L T C) the ratio is 4/3 shrunk by
+    // 6N / (6N + 12 L T C): about 1.21 for 1.5B at T = 1024, i.e. between 1 and 4/3.
+    double honest_step = flops_per_token(m, 1024) * 12 * 1024;
+    double ratio = seed / honest_step;
+    double attn = 12.0 * m.num_layers * 1024 * m.channels;
+    EXPECT_NEAR(ratio, 4.0 / 3.0 * 6.0 * N / (6.0 * N + attn), 1e-12);
+    EXPECT_TRUE(ratio > 1.0 && ratio < 4.0 / 3.0);
+    EXPECT_NEAR(ratio, 4.0 / 3.0, 4.0 / 3.0 * attn / (6.0 * N + attn) + 1e-12);
+}
+
+TEST(learning_rate_warmup_is_linear) {
+    TrainConfig c;
+    c.lr = 1e-3f;
+    c.warmup = 10;
+    c.steps = 100;
+    for (LrSchedule s : {LrSchedule::Cosine, LrSchedule::Constant}) {
+        c.schedule = s;
+        EXPECT_NEAR(learning_rate(c, 0), c.lr / c.warmup, 1e-9);  // starts at lr / warmup
+        for (int step = 0; step < c.warmup; step++)
+            EXPECT_NEAR(learning_rate(c, step), (double)c.lr * (step + 1) / c.warmup, 1e-9);
+        EXPECT_NEAR(learning_rate(c, c.warmup - 1), c.lr, 1e-9);  // reaches lr on the last warmup step
+    }
+    c.warmup = 0;
+    EXPECT_NEAR(learning_rate(c, 0), c.lr, 1e-9);  // no warmup: lr from step 0
+}
+
+TEST(learning_rate_cosine) {
+    TrainConfig c;
+    c.lr = 6e-4f;
+    c.final_lr_frac = 0.1f;
+    c.schedule = LrSchedule::Cosine;
+    for (int warmup : {0, 1, 7}) {
+        for (int steps : {warmup + 2, 50, 1000}) {
+            c.warmup = warmup;
+            c.steps = steps;
+            EXPECT_NEAR(learning_rate(c, warmup), c.lr, 1e-9);  // the first step after warmup is at lr
+            EXPECT_NEAR(learning_rate(c, steps - 1), (double)c.lr * c.final_lr_frac, 1e-9);  // the last step
+            float prev = learning_rate(c, warmup);
+            for (int step = warmup + 1; step < steps; step++) {
+                float cur = learning_rate(c, step);
+                if (cur > prev) {
+                    testing::fail(__FILE__, __LINE__, "lr increases at step " + std::to_string(step));
+                    break;
+                }
+                prev = cur;
+            }
+            // Halfway through the decay the cosine is at the midpoint of lr and the final lr.
+            if ((steps - warmup - 1) % 2 == 0 && steps - warmup > 2)
+                EXPECT_NEAR(learning_rate(c, warmup + (steps - warmup - 1) / 2),
+                            0.5 * (c.lr + (double)c.lr * c.final_lr_frac), 1e-9);
+        }
+    }
+}
+
+TEST(learning_rate_constant) {
+    TrainConfig c;
+    c.lr = 3e-4f;
+    c.steps = 40;
+    c.schedule = LrSchedule::Constant;
+    c.warmup = 0;
+    for (int step = 0; step < c.steps; step++) EXPECT_EQ(learning_rate(c, step), c.lr);
+    c.warmup = 5;
+    for (int step = c.warmup; step < c.steps; step++) EXPECT_EQ(learning_rate(c, step), c.lr);
+}
+
+TEST(to_json_has_every_field) {
+    TrainConfig c;
+    EXPECT_TRUE(model_preset("350m", &c.model));
+    c.model_name = "350m";
+    c.model.gelu_tanh = true;
+    c.precision = Precision::FP8;
+    c.fp8.format = Fp8Format::E4M3;
+    c.fp8.history_len = 17;
+    c.fp8.amax_algo = AmaxAlgo::MostRecent;
+    c.fp8.margin = 3;
+    c.batch = 7;
+    c.seq = 96;
+    c.steps = 123;
+    c.train_data = "data/t_*.bin";
+    c.val_data = "data/v_*.bin";
+    c.val_every = 11;
+    c.val_batches = 13;
+    c.lr = 2.5e-4f;
+    c.warmup = 19;
+    c.schedule = LrSchedule::Constant;
+    c.final_lr_frac = 0.05f;
+    c.weight_decay = 0.01f;
+    c.grad_clip = 0.5f;
+    c.beta1 = 0.85f;
+    c.beta2 = 0.97f;
+    c.adam_eps = 1e-6f;
+    c.seed = 987654321012ull;
+    c.log_dir = "runs/x";
+    c.log_every = 29;
+    std::string j = to_json(c);
+    for (const char* s :
+         {"\"model\": \"350m\"", "\"gelu\": \"tanh\"", "\"precision\": \"fp8\"", "\"fp8_format\": \"e4m3\"",
+          "\"fp8_amax_algo\": \"most_recent\"", "\"train_data\": \"data/t_*.bin\"",
+          "\"val_data\": \"data/v_*.bin\"", "\"schedule\": \"constant\"", "\"log_dir\": \"runs/x\""})
+        EXPECT_CONTAINS(j, s);
+    struct Num {
+        const char* key;
+        double value;
+    };
+    for (const Num& n : std::vector<Num>{{"layers", 24},
+                                         {"channels", 1024},
+                                         {"heads", 16},
+                                         {"vocab", 50304},
+                                         {"max_seq", 1024},
+                                         {"parameters", (double)num_parameters(c.model)},
+                                         {"fp8_history", 17},
+                                         {"fp8_margin", 3},
+                                         {"batch", 7},
+                                         {"seq", 96},
+                                         {"steps", 123},
+                                         {"val_every", 11},
+                                         {"val_batches", 13},
+                                         {"lr", 2.5e-4f},
+                                         {"warmup", 19},
+                                         {"final_lr_frac", 0.05f},
+                                         {"weight_decay", 0.01f},
+                                         {"grad_clip", 0.5f},
+                                         {"beta1", 0.85f},
+                                         {"beta2", 0.97f},
+                                         {"adam_eps", 1e-6f},
+                                         {"seed", 987654321012.0},
+                                         {"log_every", 29}}) {
+        double v = json_number(j, n.key);
+        // Floats are printed with 9 significant digits, enough to round-trip a float exactly.
+        if (!(std::fabs(v - n.value) <= 1e-8 * std::fabs(n.value)))
+            testing::fail(__FILE__, __LINE__,
+                          std::string("json field ") + n.key + " = " + std::to_string(v) + ", expected " +
+                              std::to_string(n.value));
+    }
+    // Strings are escaped.
+    c.log_dir = "a\"b\\c";
+    EXPECT_CONTAINS(to_json(c), "\"log_dir\": \"a\\\"b\\\\c\"");
+}
+
+TEST_MAIN()
