@@ -20,45 +20,13 @@ namespace {
 constexpr double kBf16PeakTflops = 989.0;  // H100/H200 SXM dense BF16: the MFU denominator in both precisions
 constexpr double kFp8PeakTflops = 1979.0;  // dense FP8, shown beside it
 
-// A batch source: real shards or the seed's uniformly random tokens.
-class BatchSource {
-public:
-    BatchSource(const std::string& spec, int B, int T, int V, uint64_t seed) {
-        if (spec == "random")
-            random_ = std::make_unique<RandomTokenSource>(B, T, V, seed);
-        else
-            shards_ = std::make_unique<DataLoader>(spec, B, T, V);
-    }
-    void next(int* inputs, int* targets) {
-        if (random_)
-            random_->next_batch(inputs, targets);
-        else
-            shards_->next_batch(inputs, targets);
-    }
-    void reset() {
-        if (shards_) shards_->reset();
-    }
-
-private:
-    std::unique_ptr<RandomTokenSource> random_;
-    std::unique_ptr<DataLoader> shards_;
-};
-
 double median(std::vector<double> v) {
     if (v.empty()) return NAN;
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    TrainConfig cfg;
-    CliResult cli = parse_cli(argc, argv, &cfg);
-    if (!cli.run) {
-        fprintf(cli.exit_code == 0 ? stdout : stderr, "%s\n", cli.message.c_str());
-        return cli.exit_code;
-    }
+int train(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     const int B = cfg.batch, T = cfg.seq;
     printf("train_gpt: resolved configuration\n%s", to_json(cfg).c_str());
@@ -70,14 +38,9 @@ int main(int argc, char** argv) {
     printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
            ctx.props.totalGlobalMem / 1073741824.0);
 
-    std::unique_ptr<BatchSource> train_data, val_data;
-    try {
-        train_data = std::make_unique<BatchSource>(cfg.train_data, B, T, m.vocab_size, cfg.seed);
-        if (!cfg.val_data.empty())
-            val_data = std::make_unique<BatchSource>(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
-    } catch (const std::exception& e) {
-        fatal("%s", e.what());
-    }
+    std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
+    std::unique_ptr<TokenSource> val_data;
+    if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     RunLogger logger(cfg.log_dir, to_json(cfg));
 
     GptModel model(m, B, T, cfg.precision, &ctx);
@@ -95,18 +58,14 @@ int main(int argc, char** argv) {
             val_data->reset();
             double sum = 0;
             for (int i = 0; i < cfg.val_batches; i++) {
-                val_data->next(inputs.data(), targets.data());
+                val_data->next_batch(inputs.data(), targets.data());
                 sum += model.forward(inputs.data(), targets.data());
             }
             double val_loss = sum / cfg.val_batches;
             printf("step %5d | val loss %.6f\n", step, val_loss);
             logger.record("val", {{"step", step}, {"val_loss", val_loss}});
         }
-        try {
-            train_data->next(inputs.data(), targets.data());
-        } catch (const std::exception& e) {
-            fatal("%s", e.what());
-        }
+        train_data->next_batch(inputs.data(), targets.data());
         auto t0 = std::chrono::steady_clock::now();
         float loss = model.forward(inputs.data(), targets.data());
         model.backward();
@@ -150,4 +109,20 @@ int main(int argc, char** argv) {
                               {"peak_mem_gb", model.peak_memory_bytes() / 1e9}});
     destroy_gpu_context(&ctx);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    TrainConfig cfg;
+    CliResult cli = parse_cli(argc, argv, &cfg);
+    if (!cli.run) {
+        fprintf(cli.exit_code == 0 ? stdout : stderr, "%s", cli.message.c_str());
+        return cli.exit_code;
+    }
+    try {
+        return train(cfg);
+    } catch (const std::exception& e) {  // data errors: one line naming the file
+        fatal("%s", e.what());
+    }
 }

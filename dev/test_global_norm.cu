@@ -58,8 +58,8 @@ TEST(global_norm_matches_reference) {
     dev::expect_close("norm", {r.norm}, {(float)ref}, 0.0, kNormRtol);
     EXPECT_EQ(r.scale, 1.0f);  // max_norm 0: no clipping
 
-    // Clipping: max_norm below the norm -> max_norm / (norm + 1e-6), computed here in fp32 from the GPU's norm
-    // (the kernel uses IEEE fp32 add and divide, so it should agree to the last bit; rtol 1e-6 = 8 ulp).
+    // Clipping: max_norm below the norm -> max_norm / (norm + 1e-6), computed here in fp32 from the GPU's
+    // norm (the kernel uses IEEE fp32 add and divide, so it should agree to the last bit; rtol 1e-6 = 8 ulp).
     const float max_norm = (float)(ref * 0.25);
     const NormResult c = run_norm(d_grads, P, max_norm);
     const float expect_scale = max_norm / (c.norm + 1e-6f);

@@ -3,12 +3,12 @@
 // the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM
 // and a TFLOP/s table (BF16 fwd/dgrad/wgrad, dbias, FP8 fwd/dgrad/wgrad).
 //
-// Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i and
-// b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <= l2.
-// |a_i| |b_j| / sqrt(K) is the typical size of such a dot product (the rms of the output for uncorrelated
+// Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i
+// and b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <=
+// l2. |a_i| |b_j| / sqrt(K) is the typical size of such a dot product (the rms of the output for uncorrelated
 // data), so tau is "accumulation error relative to the typical output"; it stays meaningful for outputs that
-// happen to be near zero. rel covers the one rounding of the FP32 result to the BF16 output (unit roundoff 2^-9,
-// we allow 2^-8).
+// happen to be near zero. rel covers the one rounding of the FP32 result to the BF16 output (unit roundoff
+// 2^-9, we allow 2^-8).
 #include <cuda_fp8.h>
 
 #include <cmath>
@@ -25,10 +25,10 @@ GpuContext* gpu() {
     static GpuContext ctx = create_gpu_context(0, 90);
     return &ctx;
 }
-#define REQUIRE_GPU()                                                 \
-    do {                                                              \
-        std::string why_;                                             \
-        if (!cuda_device_available(&why_)) SKIP("no GPU: " + why_);   \
+#define REQUIRE_GPU()                                               \
+    do {                                                            \
+        std::string why_;                                           \
+        if (!cuda_device_available(&why_)) SKIP("no GPU: " + why_); \
     } while (0)
 
 const cudaStream_t kStream = 0;  // the legacy stream, which dev::time_ms records its events on
@@ -36,18 +36,21 @@ const cudaStream_t kStream = 0;  // the legacy stream, which dev::time_ms record
 struct Tol {
     double rel, tau, l2;
 };
-// BF16 inputs: products are exact in FP32, accumulation is FP32 (tensor cores add with ~2^-23 relative error per
-// step, possibly truncating, i.e. biased); allow 2^-10 of the typical output plus a term growing like K * 2^-22
-// for the biased worst case at large K (K = 12288: 3.9e-3 in total). Normwise the error is the BF16 output
-// rounding, ~2^-9 / sqrt(3) rms; 2^-8 bounds it.
-Tol bf16_tol(int K) { return {std::ldexp(1.0, -8), std::ldexp(1.0, -10) + K * std::ldexp(1.0, -22), std::ldexp(1.0, -8)}; }
-// FP8 without fast accumulation (dgrad, wgrad): FP8 products are exact; the tensor core adds the 32 products of
-// one instruction with a ~2^-13 relative alignment error, and cuBLASLt promotes partial sums to true FP32 every
-// few instructions, so the error is a few 2^-13 of the typical output; 2^-7 leaves a wide margin.
+// BF16 inputs: products are exact in FP32, accumulation is FP32 (tensor cores add with ~2^-23 relative error
+// per step, possibly truncating, i.e. biased); allow 2^-10 of the typical output plus a term growing like K *
+// 2^-22 for the biased worst case at large K (K = 12288: 3.9e-3 in total). Normwise the error is the BF16
+// output rounding, ~2^-9 / sqrt(3) rms; 2^-8 bounds it.
+Tol bf16_tol(int K) {
+    return {std::ldexp(1.0, -8), std::ldexp(1.0, -10) + K * std::ldexp(1.0, -22), std::ldexp(1.0, -8)};
+}
+// FP8 without fast accumulation (dgrad, wgrad): FP8 products are exact; the tensor core adds the 32 products
+// of one instruction with a ~2^-13 relative alignment error, and cuBLASLt promotes partial sums to true FP32
+// every few instructions, so the error is a few 2^-13 of the typical output; 2^-7 leaves a wide margin.
 Tol fp8_tol() { return {std::ldexp(1.0, -8), std::ldexp(1.0, -7), std::ldexp(1.0, -7)}; }
-// FP8 with fast accumulation (forward): no promotion, so the ~2^-13 error of every one of the K/32 instruction
-// steps lands in the running sum (biased toward zero in the worst case): tau = max(2^-7, K/32 * 2^-12).
-// Normwise, K/32 * 2^-13 (K = 1600: 6e-3, K = 6400: 2.4e-2; Transformer Engine accepts ~1e-2 for this).
+// FP8 with fast accumulation (forward): no promotion, so the ~2^-13 error of every one of the K/32
+// instruction steps lands in the running sum (biased toward zero in the worst case): tau = max(2^-7, K/32 *
+// 2^-12). Normwise, K/32 * 2^-13 (K = 1600: 6e-3, K = 6400: 2.4e-2; Transformer Engine accepts ~1e-2 for
+// this).
 Tol fp8_fast_tol(int K) {
     return {std::ldexp(1.0, -8), std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -12)),
             std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -13))};
@@ -118,12 +121,13 @@ bool check(const char* what, const std::vector<float>& got, const Mat& ref, cons
     }
     std::vector<float> reff(ref.begin(), ref.end());
     const double l2 = dev::rel_l2_error(got, reff);
-    printf("  %-34s max abs err %.3e  max err/bound %.3f  rel_l2 %.3e (<= %.1e)\n", what, max_abs, max_ratio, l2,
-           tol.l2);
+    printf("  %-34s max abs err %.3e  max err/bound %.3f  rel_l2 %.3e (<= %.1e)\n", what, max_abs, max_ratio,
+           l2, tol.l2);
     if (first_bad >= 0) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g (bound %.3g)", what, first_bad,
-                 got[first_bad], ref[first_bad], tol.rel * std::fabs(ref[first_bad]) + tol.tau * unit[first_bad]);
+                 got[first_bad], ref[first_bad],
+                 tol.rel * std::fabs(ref[first_bad]) + tol.tau * unit[first_bad]);
         testing::fail(__FILE__, __LINE__, buf);
         return false;
     }
@@ -199,11 +203,13 @@ TEST(bf16_forward) {
         for (bool with_bias : {true, false}) {
             printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
             MatmulPlanCache cache;
-            auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 0.5f), b = randn_bf16(s.OC);
+            auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 0.5f),
+                 b = randn_bf16(s.OC);
             bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
             bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
             for (int rep = 0; rep < 2; rep++)  // the second call must reuse the cached plan
-                matmul_forward(&cache, ctx, d_out, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C, s.OC, kStream);
+                matmul_forward(&cache, ctx, d_out, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C, s.OC,
+                               kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             EXPECT_EQ(cache.size(), (size_t)1);
             Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
@@ -227,13 +233,14 @@ TEST(bf16_forward_gelu_epilogue) {
         for (bool with_bias : {true, false}) {
             printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
             MatmulPlanCache cache;
-            auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 1.0f / std::sqrt((float)s.C));
+            auto x = randn_bf16((size_t)s.N * s.C),
+                 w = randn_bf16((size_t)s.OC * s.C, 1.0f / std::sqrt((float)s.C));
             auto b = randn_bf16(s.OC, 0.5f);
             bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
             bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
             bf16* d_pre = dev::device_alloc<bf16>((size_t)s.N * s.OC);
-            matmul_forward_gelu(&cache, ctx, d_out, d_pre, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C, s.OC,
-                                kStream);
+            matmul_forward_gelu(&cache, ctx, d_out, d_pre, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C,
+                                s.OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
             Tol tol = bf16_tol(s.C);
@@ -243,15 +250,16 @@ TEST(bf16_forward_gelu_epilogue) {
                     const size_t e = (size_t)i * s.OC + j;
                     if (with_bias) r.val[e] += b[j];
                     out_ref[e] = gelu_tanh(r.val[e]);
-                    // gelu' <= 1.13 carries the pre-activation error; the GPU's tanh (approximate in the epilogue)
-                    // and a possible use of the bf16-rounded pre-activation add up to 2^-8 |pre|: in units of
-                    // tol.tau * unit, that is |pre| * 2^-8 / tol.tau / unit.
+                    // gelu' <= 1.13 carries the pre-activation error; the GPU's tanh (approximate in the
+                    // epilogue) and a possible use of the bf16-rounded pre-activation add up to 2^-8 |pre|:
+                    // in units of tol.tau * unit, that is |pre| * 2^-8 / tol.tau / unit.
                     out_unit[e] = 1.13 * r.unit[e] + std::fabs(r.val[e]) * std::ldexp(1.0, -8) / tol.tau;
                 }
             check("pre_gelu", dev::from_device_bf16(d_pre, r.val.size()), r.val, r.unit, tol);
             Tol out_tol = tol;
             out_tol.l2 = std::ldexp(1.0, -7);  // output rounding + tanh approximation, normwise
-            check("out = gelu_tanh(pre)", dev::from_device_bf16(d_out, r.val.size()), out_ref, out_unit, out_tol);
+            check("out = gelu_tanh(pre)", dev::from_device_bf16(d_out, r.val.size()), out_ref, out_unit,
+                  out_tol);
             cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_pre);
         }
     }
@@ -264,16 +272,19 @@ static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
     printf(" N=%d C=%d OC=%d accumulate=%d dbias_epilogue=%d\n", N, C, OC, accumulate, dbias_epilogue);
     MatmulPlanCache cache;
     cache.dbias_via_epilogue = dbias_epilogue;
-    auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C), w = randn_bf16((size_t)OC * C, 0.5f);
+    auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C),
+         w = randn_bf16((size_t)OC * C, 0.5f);
     auto dw0 = randn_bf16((size_t)OC * C, 4.0f);
     bf16 *d_dout = dev::to_device_bf16(dout), *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w);
     bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
     bf16* d_dw = accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)OC * C);
     bf16* d_db = dev::device_alloc<bf16>(OC);
     float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
-    matmul_backward(&cache, ctx, d_dinp, d_dw, d_db, d_dout, d_x, d_w, N, C, OC, accumulate, d_scratch, kStream);
+    matmul_backward(&cache, ctx, d_dinp, d_dw, d_db, d_dout, d_x, d_w, N, C, OC, accumulate, d_scratch,
+                    kStream);
     CHECK_CUDA(cudaDeviceSynchronize());
-    if (dbias_epilogue) printf("  dbias from the BGRADB epilogue: %s\n", cache.dbias_epilogue_calls ? "yes" : "no (kernel)");
+    if (dbias_epilogue)
+        printf("  dbias from the BGRADB epilogue: %s\n", cache.dbias_epilogue_calls ? "yes" : "no (kernel)");
 
     Mat dout_d = to_double(dout), doutT = transpose(dout_d, N, OC);
     // dinp [N, C] = dout [N, OC] . (W^T [C, OC])^T, K = OC
@@ -292,7 +303,8 @@ static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
         bf16* d_dinp2 = dev::device_alloc<bf16>((size_t)N * C);
         bf16* d_dw2 = dev::device_alloc<bf16>((size_t)OC * C);
         bf16* d_db2 = dev::device_alloc<bf16>(OC);
-        matmul_backward(&cache, ctx, d_dinp2, d_dw2, d_db2, d_dout, d_x, d_w, N, C, OC, false, d_scratch, kStream);
+        matmul_backward(&cache, ctx, d_dinp2, d_dw2, d_db2, d_dout, d_x, d_w, N, C, OC, false, d_scratch,
+                        kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         EXPECT_TRUE(bitwise_equal(d_dinp, d_dinp2, (size_t)N * C));
         EXPECT_TRUE(bitwise_equal(d_dw, d_dw2, (size_t)OC * C));
@@ -330,7 +342,8 @@ TEST(bf16_backward_partial_outputs) {
     float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
     {
         bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
-        matmul_backward(&cache, ctx, d_dinp, nullptr, nullptr, d_dout, nullptr, d_w, N, C, OC, false, nullptr, kStream);
+        matmul_backward(&cache, ctx, d_dinp, nullptr, nullptr, d_dout, nullptr, d_w, N, C, OC, false, nullptr,
+                        kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         check("dinp only", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
         cudaFree(d_dinp);
@@ -338,7 +351,8 @@ TEST(bf16_backward_partial_outputs) {
     {
         bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
         bf16* d_dw = dev::device_alloc<bf16>((size_t)OC * C);
-        matmul_backward(&cache, ctx, d_dinp, d_dw, nullptr, d_dout, d_x, d_w, N, C, OC, false, nullptr, kStream);
+        matmul_backward(&cache, ctx, d_dinp, d_dw, nullptr, d_dout, d_x, d_w, N, C, OC, false, nullptr,
+                        kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         check("lm head: dinp", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
         check("lm head: dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, bf16_tol(N));
@@ -347,7 +361,8 @@ TEST(bf16_backward_partial_outputs) {
     {
         bf16* d_dw = dev::device_alloc<bf16>((size_t)OC * C);
         bf16* d_db = dev::device_alloc<bf16>(OC);
-        matmul_backward(&cache, ctx, nullptr, d_dw, d_db, d_dout, d_x, nullptr, N, C, OC, false, d_scratch, kStream);
+        matmul_backward(&cache, ctx, nullptr, d_dw, d_db, d_dout, d_x, nullptr, N, C, OC, false, d_scratch,
+                        kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         check("no dinp: dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, bf16_tol(N));
         check("no dinp: dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
@@ -357,7 +372,8 @@ TEST(bf16_backward_partial_outputs) {
     cudaFree(d_dout), cudaFree(d_x), cudaFree(d_w), cudaFree(d_scratch);
 }
 
-// The standalone dbias reduction: few rows (fewer than the 8 row lanes), a partial last column block, many splits.
+// The standalone dbias reduction: few rows (fewer than the 8 row lanes), a partial last column block, many
+// splits.
 TEST(dbias_kernel) {
     REQUIRE_GPU();
     const int sizes[][2] = {{5, 64}, {3000, 1608}, {12288, 1600}, {777, 4800}};
@@ -395,14 +411,15 @@ TEST(fp8_forward) {
             float *d_xs = scalar_to_device(qx.scale_inv), *d_ws = scalar_to_device(qw.scale_inv);
             bf16* d_b = dev::to_device_bf16(b);
             bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
-            matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, with_bias ? d_b : nullptr, s.N, s.C, s.OC,
-                               kStream);
+            matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, with_bias ? d_b : nullptr, s.N, s.C,
+                               s.OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             Ref r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
             if (with_bias)
                 for (int i = 0; i < s.N; i++)
                     for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
-            check("fp8 out (fast accum)", dev::from_device_bf16(d_out, r.val.size()), r.val, r.unit, fp8_fast_tol(s.C));
+            check("fp8 out (fast accum)", dev::from_device_bf16(d_out, r.val.size()), r.val, r.unit,
+                  fp8_fast_tol(s.C));
             cudaFree(d_x), cudaFree(d_w), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_b), cudaFree(d_out);
         }
     }
@@ -436,17 +453,19 @@ TEST(fp8_wgrad) {
     for (Shape s : {Shape{1024, 144, 400}, Shape{4096, 64, 96}}) {
         for (cudaDataType_t gt : {CUDA_R_8F_E5M2, CUDA_R_8F_E4M3}) {
             for (bool accumulate : {false, true}) {
-                printf(" N=%d C=%d OC=%d dout %s accumulate=%d\n", s.N, s.C, s.OC, gt == CUDA_R_8F_E5M2 ? "e5m2" : "e4m3",
-                       accumulate);
+                printf(" N=%d C=%d OC=%d dout %s accumulate=%d\n", s.N, s.C, s.OC,
+                       gt == CUDA_R_8F_E5M2 ? "e5m2" : "e4m3", accumulate);
                 MatmulPlanCache cache;
                 Quant qx = quantize(dev::random_normal((size_t)s.N * s.C), CUDA_R_8F_E4M3);
                 Quant qdy = quantize(dev::random_normal((size_t)s.N * s.OC, 0.f, 1e-3f), gt);
                 auto dw0 = randn_bf16((size_t)s.OC * s.C, 0.05f);
                 auto* d_xT = (__nv_fp8_e4m3*)dev::to_device(transpose(qx.bytes, s.N, s.C));  // [C, N]
-                uint8_t* d_dyT = dev::to_device(transpose(qdy.bytes, s.N, s.OC));             // [OC, N]
+                uint8_t* d_dyT = dev::to_device(transpose(qdy.bytes, s.N, s.OC));            // [OC, N]
                 float *d_xs = scalar_to_device(qx.scale_inv), *d_dys = scalar_to_device(qdy.scale_inv);
-                bf16* d_dw = accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)s.OC * s.C);
-                matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, gt, d_dys, s.N, s.C, s.OC, accumulate, kStream);
+                bf16* d_dw =
+                    accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)s.OC * s.C);
+                matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, gt, d_dys, s.N, s.C, s.OC, accumulate,
+                                 kStream);
                 CHECK_CUDA(cudaDeviceSynchronize());
                 Ref r = ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
                 if (accumulate)
@@ -478,9 +497,11 @@ __global__ void fill_bf16_kernel(bf16* p, size_t n, uint64_t seed, float scale) 
 __global__ void fill_fp8_kernel(uint8_t* p, int rows, int cols, bool transposed, uint64_t seed, float scale,
                                 __nv_fp8_interpretation_t interp) {
     const size_t n = (size_t)rows * cols;
-    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < n; t += (size_t)gridDim.x * blockDim.x) {
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < n;
+         t += (size_t)gridDim.x * blockDim.x) {
         size_t r = transposed ? t % rows : t / cols, c = transposed ? t / rows : t % cols;
-        p[t] = __nv_cvt_float_to_fp8(hash_unit(seed, r * cols + c) * 1.7320508f * scale, __NV_SATFINITE, interp);
+        p[t] =
+            __nv_cvt_float_to_fp8(hash_unit(seed, r * cols + c) * 1.7320508f * scale, __NV_SATFINITE, interp);
     }
 }
 
@@ -501,15 +522,21 @@ float fill_fp8(uint8_t* p, int rows, int cols, bool transposed, uint64_t seed, c
 // Reads `count` elements spaced `stride` apart from device memory as doubles.
 Mat fetch_bf16(const bf16* base, size_t count, size_t stride) {
     std::vector<bf16> h(count);
-    CHECK_CUDA(cudaMemcpy2D(h.data(), sizeof(bf16), base, stride * sizeof(bf16), sizeof(bf16), count,
-                            cudaMemcpyDeviceToHost));
+    if (stride == 1)
+        CHECK_CUDA(cudaMemcpy(h.data(), base, count * sizeof(bf16), cudaMemcpyDeviceToHost));
+    else
+        CHECK_CUDA(cudaMemcpy2D(h.data(), sizeof(bf16), base, stride * sizeof(bf16), sizeof(bf16), count,
+                                cudaMemcpyDeviceToHost));
     Mat v(count);
     for (size_t i = 0; i < count; i++) v[i] = __bfloat162float(h[i]);
     return v;
 }
 Mat fetch_fp8(const uint8_t* base, size_t count, size_t stride, cudaDataType_t t, float scale_inv) {
     std::vector<uint8_t> h(count);
-    CHECK_CUDA(cudaMemcpy2D(h.data(), 1, base, stride, 1, count, cudaMemcpyDeviceToHost));
+    if (stride == 1)
+        CHECK_CUDA(cudaMemcpy(h.data(), base, count, cudaMemcpyDeviceToHost));
+    else
+        CHECK_CUDA(cudaMemcpy2D(h.data(), 1, base, stride, 1, count, cudaMemcpyDeviceToHost));
     Mat v(count);
     for (size_t i = 0; i < count; i++) v[i] = (double)fp8_to_float(h[i], t) * (double)scale_inv;
     return v;
@@ -518,8 +545,8 @@ Mat fetch_fp8(const uint8_t* base, size_t count, size_t stride, cudaDataType_t t
 // Spot check of `samples` random elements (i, j) of a row-major [M, Nn] bf16 output: element = dot(a_i, b_j)
 // (+ extra(i, j)), with a_i and b_j fetched by the callbacks (K values each).
 template <class FA, class FB, class FE>
-void spot_check(const char* what, const bf16* out, int M, int Nn, int K, FA fetch_a, FB fetch_b, FE extra, Tol tol,
-                int samples = 48) {
+void spot_check(const char* what, const bf16* out, int M, int Nn, int K, FA fetch_a, FB fetch_b, FE extra,
+                Tol tol, int samples = 48) {
     std::vector<float> got;
     Mat ref, unit;
     auto is = dev::random_ints(samples, 0, M), js = dev::random_ints(samples, 0, Nn);
@@ -578,7 +605,9 @@ TEST(gpt15b_spot_check_and_timing) {
         fill_bf16(dy, (size_t)N * OC, seed + 4, 1e-4f);
         const bf16* bias = L.bias ? b : nullptr;
 
-        auto row_of = [](const bf16* m, int ld) { return [=](int i) { return fetch_bf16(m + (size_t)i * ld, ld, 1); }; };
+        auto row_of = [](const bf16* m, int ld) {
+            return [=](int i) { return fetch_bf16(m + (size_t)i * ld, ld, 1); };
+        };
         auto col_of = [](const bf16* m, int rows, int ld) {
             return [=](int j) { return fetch_bf16(m + j, rows, ld); };
         };
@@ -587,28 +616,36 @@ TEST(gpt15b_spot_check_and_timing) {
         // BF16 forward
         matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
-        spot_check("bf16 fwd", y, N, OC, C, row_of(x, C), row_of(w, C),
-                   [&](int, int j) { return L.bias ? b_host[j] : 0.0; }, bf16_tol(C));
+        spot_check(
+            "bf16 fwd", y, N, OC, C, row_of(x, C), row_of(w, C),
+            [&](int, int j) { return L.bias ? b_host[j] : 0.0; }, bf16_tol(C));
         row.t[0] = dev::time_ms([&] { matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream); });
         // BF16 dgrad: dx[i, c] = dy row i . W column c
         matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         spot_check("bf16 dgrad", dx, N, C, OC, row_of(dy, OC), col_of(w, OC, C), no_extra, bf16_tol(OC));
-        row.t[1] = dev::time_ms(
-            [&] { matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr, kStream); });
+        row.t[1] = dev::time_ms([&] {
+            matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr,
+                            kStream);
+        });
         // BF16 wgrad: dw[o, c] = dy column o . x column c (checked overwritten, timed accumulating)
         matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, false, nullptr, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         spot_check("bf16 wgrad", dw, OC, C, N, col_of(dy, N, OC), col_of(x, N, C), no_extra, bf16_tol(N));
-        row.t[2] = dev::time_ms(
-            [&] { matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, true, nullptr, kStream); });
+        row.t[2] = dev::time_ms([&] {
+            matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, true, nullptr,
+                            kStream);
+        });
         if (L.bias) {
-            matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch, kStream);
+            matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch,
+                            kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check("dbias", db, 1, OC, N, [&](int) { return Mat(N, 1.0); }, col_of(dy, N, OC), no_extra,
-                       bf16_tol(N), 32);
+            spot_check(
+                "dbias", db, 1, OC, N, [&](int) { return Mat(N, 1.0); }, col_of(dy, N, OC), no_extra,
+                bf16_tol(N), 32);
             row.t[3] = dev::time_ms([&] {
-                matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch, kStream);
+                matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false,
+                                scratch, kStream);
             });
         }
         cudaFree(x), cudaFree(w), cudaFree(dy), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(scratch);
@@ -640,9 +677,11 @@ TEST(gpt15b_spot_check_and_timing) {
             };
             matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check("fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
-                       [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
-            row.t[4] = dev::time_ms([&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
+            spot_check(
+                "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
+                [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
+            row.t[4] = dev::time_ms(
+                [&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
             matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
@@ -651,25 +690,26 @@ TEST(gpt15b_spot_check_and_timing) {
                 [&] { matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream); });
             matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, false, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs), no_extra,
-                       fp8_tol());
-            row.t[6] = dev::time_ms(
-                [&] { matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream); });
-            cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(dx2),
-                cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+            spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs),
+                       no_extra, fp8_tol());
+            row.t[6] = dev::time_ms([&] {
+                matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream);
+            });
+            cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8),
+                cudaFree(dx2), cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
         }
         cudaFree(y), cudaFree(b);
         rows.push_back(row);
     }
     printf("\n  TFLOP/s at N=%d (2*N*C*OC per GEMM; wgrad timed with +=; dbias in GB/s read)\n", N);
-    printf("  %-10s %5s %6s | %8s %8s %8s %9s | %8s %8s %8s\n", "layer", "C", "OC", "bf16 fwd", "dgrad", "wgrad",
-           "dbias", "fp8 fwd", "dgrad", "wgrad");
+    printf("  %-10s %5s %6s | %8s %8s %8s %9s | %8s %8s %8s\n", "layer", "C", "OC", "bf16 fwd", "dgrad",
+           "wgrad", "dbias", "fp8 fwd", "dgrad", "wgrad");
     for (const Row& r : rows) {
         const double flop = 2.0 * N * r.C * r.OC;
         auto tf = [&](float ms) { return ms > 0 ? flop / (ms * 1e-3) / 1e12 : 0.0; };
         const double dbias_gbs = r.t[3] > 0 ? 2.0 * N * r.OC / (r.t[3] * 1e-3) / 1e9 : 0.0;
-        printf("  %-10s %5d %6d | %8.1f %8.1f %8.1f %9.0f | %8.1f %8.1f %8.1f\n", r.name, r.C, r.OC, tf(r.t[0]),
-               tf(r.t[1]), tf(r.t[2]), dbias_gbs, tf(r.t[4]), tf(r.t[5]), tf(r.t[6]));
+        printf("  %-10s %5d %6d | %8.1f %8.1f %8.1f %9.0f | %8.1f %8.1f %8.1f\n", r.name, r.C, r.OC,
+               tf(r.t[0]), tf(r.t[1]), tf(r.t[2]), dbias_gbs, tf(r.t[4]), tf(r.t[5]), tf(r.t[6]));
     }
     printf("  plans cached: %zu\n", cache.size());
 }

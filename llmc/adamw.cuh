@@ -1,9 +1,9 @@
 // AdamW update with PyTorch semantics (torch.optim.AdamW), FP32 master weights and moments, BF16 gradients
 // and a BF16 working copy of the parameters written from the new master weights.
 #pragma once
-#include <cstddef>
-
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 #include "llmc/cuda_common.cuh"
 

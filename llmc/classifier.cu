@@ -2,9 +2,9 @@
 // mostly from L2) and a deterministic mean loss.
 //
 // Numerics: exponentials are taken base 2, exp(x - m) = exp2(x * log2e - m * log2e). The row maximum enters
-// only through the rounded product mL = fl(m * log2e) (formed with __fmul_rn so the compiler cannot contract it
-// into neighbouring arithmetic), and every term is exp2(fma(x, log2e, -mL)): one rounding per exponent, and
-// the same mL is used for the sum, the loss and the gradient, so its rounding cancels exactly.
+// only through the rounded product mL = fl(m * log2e) (formed with __fmul_rn so the compiler cannot contract
+// it into neighbouring arithmetic), and every term is exp2(fma(x, log2e, -mL)): one rounding per exponent,
+// and the same mL is used for the sum, the loss and the gradient, so its rounding cancels exactly.
 #include <cstdint>
 
 #include "llmc/classifier.cuh"
@@ -21,7 +21,7 @@ __device__ inline void store128cs(bf16* target, x128 value) {
 
 // ---------------------------------------------------------------------------------------------- kernels
 
-__global__ void __launch_bounds__(1024)
+__global__ void __launch_bounds__(512, 2)
     fused_classifier_kernel(bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, int V,
                             bool write_dlogits) {
     bf16* row = logits_NV + (size_t)blockIdx.x * V;
@@ -113,10 +113,10 @@ void fused_classifier(bf16* logits_NV, float* losses_N, const int* targets_N, fl
     CHECK(V > 0 && V % 8 == 0, "fused_classifier: V = %d must be a positive multiple of 8", V);
     CHECK(((uintptr_t)logits_NV & 15) == 0, "fused_classifier: logits must be 16-byte aligned");
     if (N <= 0) return;
-    // One thread per 16-byte vector of the row, up to 1024 (two resident blocks per SM at V = 50304, so the
-    // rows in flight, ~26 MB, stay in L2 for the second pass).
+    // One thread per 16-byte vector of the row, up to 512 (<= 64 registers: two resident blocks per SM at
+    // V = 50304, so the rows in flight, 132 * 2 * 100 KB = 26 MB, stay in L2 for the second pass).
     const int nvec = V / 8;
-    const int block = nvec >= 1024 ? 1024 : ceil_div(nvec, 32) * 32;
+    const int block = nvec >= 512 ? 512 : ceil_div(nvec, 32) * 32;
     fused_classifier_kernel<<<N, block, 0, stream>>>(logits_NV, losses_N, targets_N, dloss, V, write_dlogits);
     CHECK_LAUNCH();
 }

@@ -23,7 +23,8 @@ __global__ void __launch_bounds__(kEncBlock)
     const x128 b = load128(wpe + (size_t)t * C + c);
     x128 o;
 #pragma unroll
-    for (int i = 0; i < x128::size; i++) o[i] = __float2bfloat16(__bfloat162float(a[i]) + __bfloat162float(b[i]));
+    for (int i = 0; i < x128::size; i++)
+        o[i] = __float2bfloat16(__bfloat162float(a[i]) + __bfloat162float(b[i]));
     store128(out + idx, o);
 }
 
@@ -104,8 +105,8 @@ bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 }  // namespace
 
-void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const bf16* wpe_TC, int B, int T, int C,
-                     cudaStream_t stream) {
+void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const bf16* wpe_TC, int B, int T,
+                     int C, cudaStream_t stream) {
     CHECK(C > 0 && C % 8 == 0, "encoder_forward: C = %d must be a positive multiple of 8", C);
     CHECK(B >= 0 && T > 0, "encoder_forward: B = %d, T = %d", B, T);
     CHECK(aligned16(out_NC) && aligned16(wte_VC) && aligned16(wpe_TC),
@@ -139,20 +140,20 @@ void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N) {
 }
 
 void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const int* bucket_offsets,
-                      const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T, int C,
-                      cudaStream_t stream) {
+                      const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T,
+                      int C, cudaStream_t stream) {
     CHECK(C > 0 && C % 8 == 0, "encoder_backward: C = %d must be a positive multiple of 8", C);
     CHECK(B >= 0 && T > 0 && num_buckets >= 0, "encoder_backward: B = %d, T = %d, num_buckets = %d", B, T,
           num_buckets);
     CHECK(aligned16(dwte_VC) && aligned16(dwpe_TC) && aligned16(dout_NC),
           "encoder_backward: tensors must be 16-byte aligned");
     const size_t wpe_threads = (size_t)T * C / x128::size;
-    encoder_backward_wpe_kernel<<<(unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0, stream>>>(
-        dwpe_TC, dout_NC, B, T, C);
+    encoder_backward_wpe_kernel<<<(unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0,
+                                  stream>>>(dwpe_TC, dout_NC, B, T, C);
     CHECK_LAUNCH();
     if (num_buckets == 0) return;
     const dim3 grid(num_buckets, ceil_div(C, 32 * x128::size)), block(32, kGroups);
-    encoder_backward_wte_kernel<<<grid, block, 0, stream>>>(dwte_VC, dout_NC, bucket_offsets, bucket_positions,
-                                                            bucket_tokens, C);
+    encoder_backward_wte_kernel<<<grid, block, 0, stream>>>(dwte_VC, dout_NC, bucket_offsets,
+                                                            bucket_positions, bucket_tokens, C);
     CHECK_LAUNCH();
 }

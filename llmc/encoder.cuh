@@ -9,8 +9,8 @@
 #include "llmc/cuda_common.cuh"
 
 // out_NC = wte[inp_N] + wpe[n % T]. inp_N is a device pointer of N = B*T token ids in [0, V).
-void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const bf16* wpe_TC, int B, int T, int C,
-                     cudaStream_t stream);
+void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const bf16* wpe_TC, int B, int T,
+                     int C, cudaStream_t stream);
 
 // Positions 0..N-1 grouped by token id: tokens = the distinct ids (ascending), positions = all n sorted by
 // (token, n), and positions[offsets[i] .. offsets[i+1]) are the positions holding tokens[i].
@@ -25,5 +25,5 @@ void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N);
 // positions) (fp32 sum in a fixed order, one rounding; dwte already holds the tied LM head's gradient); other
 // rows untouched. dwpe_TC: rows 0..T-1 OVERWRITTEN with dwpe[t] = sum_b dout[b,t]; rows >= T untouched.
 void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const int* bucket_offsets,
-                      const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T, int C,
-                      cudaStream_t stream);
+                      const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T,
+                      int C, cudaStream_t stream);

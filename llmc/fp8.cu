@@ -1,9 +1,9 @@
 // FP8 delayed scaling: scale state, the one-launch amax-history/scale update, and the cast kernels
 // (plain, cast+transpose, +dbias, +dGELU). See llmc/fp8.cuh for the contracts.
-#include "llmc/fp8.cuh"
-
 #include <cstdint>
 #include <type_traits>
+
+#include "llmc/fp8.cuh"
 
 namespace {
 
@@ -64,8 +64,9 @@ __device__ inline uint32_t to_fp8x4(float a, float b, float c, float d) {
     return lo | (hi << 16);
 }
 
-// Block max of |x| bits (1-D blocks), then one atomicMax into the staging amax. Non-negative float bit patterns
-// order like unsigned ints (NaN above +inf), so the integer max is the float max and keeps NaN. Contains a
+// Block max of |x| bits (1-D blocks), then one atomicMax into the staging amax. Non-negative float bit
+// patterns order like unsigned ints (NaN above +inf), so the integer max is the float max and keeps NaN.
+// Contains a
 // __syncthreads (callers rely on it as a barrier).
 __device__ inline void block_amax_atomic(uint32_t bits, float* staging) {
     __shared__ uint32_t warp_max[32];
@@ -81,12 +82,13 @@ __device__ inline void block_amax_atomic(uint32_t bits, float* staging) {
 
 // ---- cast + transpose (+ dbias partials, + dGELU) ----
 // Tile of 128 rows x 128 columns per block of 256 threads. Phase 1: thread (rr = tid/16, cc = tid%16) loads
-// 8 columns [cc*8, cc*8+8) of rows rr + 16 i (i < 8) with 16-byte loads (all loads issued before any math),
-// quantizes them, stores 8 row-wise bytes per row and parks them in shared memory (128 rows x 33 words, the
-// pad word making both phases bank-conflict free). Phase 2: thread (g, s) gathers the 16 x 4 byte block of rows
-// [16s, 16s+16) and columns [4g, 4g+4) (16 word loads), transposes it in registers with byte permutes and
-// writes 4 rows of the transposed output, 16 bytes each; lane pairs write adjacent 16-byte halves of one
-// 32-byte sector. Partial tiles: N and C are multiples of 16, so 16-row segments and 8-column chunks are whole.
+// 8 columns [cc*8, cc*8+8) of rows rr + 16 i (i < 8) with 16-byte loads (all loads of a batch issued before
+// any math), quantizes them, stores 8 row-wise bytes per row and parks them in shared memory (128 rows x 33
+// words, the pad word making both phases bank-conflict free). Phase 2: thread (g, s) gathers the 16 x 4 byte
+// block of rows [16s, 16s+16) and columns [4g, 4g+4) (16 word loads), transposes it in registers with byte
+// permutes and writes 4 rows of the transposed output, 16 bytes each; lane pairs write adjacent 16-byte
+// halves of one 32-byte sector. Partial tiles: N and C are multiples of 16, so 16-row segments and 8-column
+// chunks are whole.
 constexpr int kTile = 128;
 constexpr int kCtThreads = 256;
 constexpr int kTileWords = kTile / 4 + 1;
@@ -106,8 +108,8 @@ __device__ inline void transpose4x4(const uint32_t in[4], uint32_t out[4]) {
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)
     cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,
-                          float* __restrict__ out_scale_inv, float* __restrict__ dbias_partial, float* staging,
-                          const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
+                          float* __restrict__ out_scale_inv, float* __restrict__ dbias_partial,
+                          float* staging, const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
                           const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
                           int C) {
     __shared__ uint32_t tile[kTile * kTileWords];
@@ -116,46 +118,52 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     const int cc = tid % 16, rr = tid / 16;
     const int c = c0 + cc * 8;
     const bool col_ok = c < C;
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *out_scale_inv = *scale_inv_ptr;
+    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0)
+        *out_scale_inv = *scale_inv_ptr;
 
-    Raw8<Tin> raw[8];
-    Raw8<bf16> raw_pre[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int n = n0 + rr + 16 * i;
-        if (col_ok && n < N) {
-            raw[i] = load_raw8(in_NC + (size_t)n * C + c);
-            if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre_NC + (size_t)n * C + c);
-        }
-    }
     const float scale = *scale_ptr;
-
     uint32_t amax_bits = 0;
     float colsum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no spills).
+    constexpr int kBatch = OP == kOpCopy ? 8 : 4;
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int r = rr + 16 * i, n = n0 + r;
-        uint32_t w0 = 0, w1 = 0;
-        if (col_ok && n < N) {
-            float v[8];
-            unpack8(raw[i], v);
-            if constexpr (OP != kOpCopy) {
-                float p[8];
-                unpack8(raw_pre[i], p);
+    for (int b = 0; b < 8; b += kBatch) {
+        Raw8<Tin> raw[kBatch];
+        Raw8<bf16> raw_pre[kBatch];
 #pragma unroll
-                for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
+        for (int i = 0; i < kBatch; i++) {
+            const int n = n0 + rr + 16 * (b + i);
+            if (col_ok && n < N) {
+                raw[i] = load_raw8(in_NC + (size_t)n * C + c);
+                if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre_NC + (size_t)n * C + c);
             }
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-                if constexpr (DBIAS) colsum[k] += v[k];
-            }
-            w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
-            w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
-            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = make_uint2(w0, w1);
         }
-        tile[r * kTileWords + cc * 2] = w0;
-        tile[r * kTileWords + cc * 2 + 1] = w1;
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int r = rr + 16 * (b + i), n = n0 + r;
+            uint32_t w0 = 0, w1 = 0;
+            if (col_ok && n < N) {
+                float v[8];
+                unpack8(raw[i], v);
+                if constexpr (OP != kOpCopy) {
+                    float p[8];
+                    unpack8(raw_pre[i], p);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
+                }
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+                    if constexpr (DBIAS) colsum[k] += v[k];
+                }
+                w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
+                w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
+                if (out_NC != nullptr)
+                    *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = make_uint2(w0, w1);
+            }
+            tile[r * kTileWords + cc * 2] = w0;
+            tile[r * kTileWords + cc * 2 + 1] = w1;
+        }
     }
     __shared__ float red[DBIAS ? 16 : 1][kTile];
     if constexpr (DBIAS) {
@@ -166,7 +174,7 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 
     // Phase 2: transposed output.
     const int warp = tid / 32, lane = tid % 32;
-    const int g = (warp % 2) * 16 + lane / 2;  // 4-column group, 0..31
+    const int g = (warp % 2) * 16 + lane / 2;   // 4-column group, 0..31
     const int s = (warp / 2) * 2 + (lane & 1);  // 16-row segment, 0..7
     if (16 * s < N - n0 && 4 * g < C - c0) {
         uint32_t w[16];
@@ -183,7 +191,8 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     }
 
     if constexpr (DBIAS) {
-        // Column sums of this tile in a fixed order (deterministic); partial row blockIdx.y of [gridDim.y][C].
+        // Column sums of this tile in a fixed order (deterministic); partial row blockIdx.y of
+        // [gridDim.y][C].
         if (tid < kTile && c0 + tid < C) {
             float sum = 0.0f;
 #pragma unroll
@@ -213,7 +222,8 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-// ---- plain cast / amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first) ----
+// ---- plain cast / amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first)
+// ----
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
@@ -224,7 +234,8 @@ __global__ void __launch_bounds__(kEwThreads)
                 const Tin* __restrict__ in, const bf16* __restrict__ pre, const float* __restrict__ scale_ptr,
                 const float* __restrict__ scale_inv_ptr, long n) {
     const long base = (long)blockIdx.x * kEwPerBlock;
-    if (WRITE && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+    if (WRITE && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+        *out_scale_inv = *scale_inv_ptr;
     Raw8<Tin> raw[kEwChunks];
     Raw8<bf16> raw_pre[kEwChunks];
 #pragma unroll
@@ -265,13 +276,13 @@ __global__ void __launch_bounds__(kEwThreads)
 // Roll order (read from Transformer Engine's delayed_scaling.cu): the window amax is taken over ALL H rows
 // BEFORE the roll (staging row 0 = this step, rows 1..H-1 = the previous H-1 steps, including old row 1, the
 // oldest, which the roll then drops), so the window is always the last H step amaxes. The roll is TE's
-// torch.roll(-1) layout: new[i] = old[i+1] (1 <= i < H-1), new[H-1] = old[0] (this step), new[0] = 0. After the
-// update row H-1 holds this step's amax, row H-1-k the amax k steps ago, row 0 is zero. Unlike TE, slots with
-// staging 0 are skipped (fp8.md), and the window max propagates NaN (TE's fmaxf would drop it) so a NaN anywhere
-// in the window, like an inf, keeps the old scale.
-// Block: 32 slots (x, coalesced across slots) x 16 row lanes (y), 4 rows per lane per tile of 64 rows. In-place
-// roll with one barrier per tile: tile p reads rows [base+1, base+64] and, after the barrier, writes rows
-// [base, base+63]; row base+64 is next written by tile p+1 after its own barrier.
+// torch.roll(-1) layout: new[i] = old[i+1] (1 <= i < H-1), new[H-1] = old[0] (this step), new[0] = 0. After
+// the update row H-1 holds this step's amax, row H-1-k the amax k steps ago, row 0 is zero. Unlike TE, slots
+// with staging 0 are skipped (fp8.md), and the window max propagates NaN (TE's fmaxf would drop it) so a NaN
+// anywhere in the window, like an inf, keeps the old scale. Block: 32 slots (x, coalesced across slots) x 16
+// row lanes (y), 4 rows per lane per tile of 64 rows. In-place roll with one barrier per tile: tile p reads
+// rows [base+1, base+64] and, after the barrier, writes rows [base, base+63]; row base+64 is next written by
+// tile p+1 after its own barrier.
 constexpr int kUpdSlots = 32;
 constexpr int kUpdRowLanes = 16;
 constexpr int kUpdRowsPerLane = 4;
@@ -317,8 +328,8 @@ __global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
     }
 }
 
-__global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const float* staging, const float* fp8_max,
-                                        int first, int count, int margin) {
+__global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const float* staging,
+                                        const float* fp8_max, int first, int count, int margin) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     const int s = first + i;
@@ -351,7 +362,8 @@ template <class Tin, int OP, bool WRITE>
 void launch_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const Tin* in,
                  const bf16* pre, long n, cudaStream_t stream) {
     CHECK(n % 8 == 0, "fp8 cast: n = %ld must be a multiple of 8", n);
-    CHECK(aligned16(in) && aligned16(pre) && (!WRITE || aligned16(out)), "fp8 cast: pointers must be 16-byte aligned");
+    CHECK(aligned16(in) && aligned16(pre) && (!WRITE || aligned16(out)),
+          "fp8 cast: pointers must be 16-byte aligned");
     if (n == 0) return;
     const int grid = ceil_div(n, kEwPerBlock);
     dispatch_format(st, slot, [&](auto tag) {
@@ -364,10 +376,12 @@ void launch_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* s
 
 template <class Tin, int OP, bool DBIAS>
 void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T, float* out_scale_inv,
-                           float* dbias_partial, Fp8ScaleState* st, int slot, const Tin* in_NC, const bf16* pre_NC,
-                           int N, int C, cudaStream_t stream) {
-    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0, "fp8 cast_transpose: N = %d and C = %d must be positive "
-          "multiples of 16", N, C);
+                           float* dbias_partial, Fp8ScaleState* st, int slot, const Tin* in_NC,
+                           const bf16* pre_NC, int N, int C, cudaStream_t stream) {
+    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
+          "fp8 cast_transpose: N = %d and C = %d must be positive "
+          "multiples of 16",
+          N, C);
     CHECK(out_T != nullptr, "fp8 cast_transpose: the transposed output is required");
     CHECK(aligned16(out_NC) && aligned16(out_T) && aligned16(in_NC) && aligned16(pre_NC),
           "fp8 cast_transpose: pointers must be 16-byte aligned");
@@ -376,13 +390,14 @@ void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T
     dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
-            out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC, st->scale + slot,
-            st->scale_inv + slot, N, C);
+            out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
+            st->scale + slot, st->scale_inv + slot, N, C);
         CHECK_LAUNCH();
     });
 }
 
-void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool accumulate, cudaStream_t stream) {
+void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool accumulate,
+                         cudaStream_t stream) {
     const int rows = ceil_div(N, kTile);
     dbias_reduce_kernel<<<ceil_div(C, 32), dim3(32, 8), 0, stream>>>(dbias, partial, rows, C, accumulate);
     CHECK_LAUNCH();
@@ -401,12 +416,13 @@ Fp8ScaleState fp8_scale_state_create(const std::vector<Fp8Dtype>& dtypes, int hi
     st.storage_floats = hist + 3 * S;
     std::vector<float> init(st.storage_floats, 0.0f);
     for (size_t s = 0; s < S; s++) {
-        init[hist + s] = 1.0f;          // scale
-        init[hist + S + s] = 1.0f;      // scale_inv
+        init[hist + s] = 1.0f;      // scale
+        init[hist + S + s] = 1.0f;  // scale_inv
         init[hist + 2 * S + s] = fp8_dtype_max(dtypes[s]);
     }
     CHECK_CUDA(cudaMalloc(&st.storage, st.storage_floats * sizeof(float)));
-    CHECK_CUDA(cudaMemcpy(st.storage, init.data(), st.storage_floats * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(
+        cudaMemcpy(st.storage, init.data(), st.storage_floats * sizeof(float), cudaMemcpyHostToDevice));
     st.amax_history = st.storage;
     st.scale = st.storage + hist;
     st.scale_inv = st.scale + S;
@@ -440,11 +456,12 @@ void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_
 
 void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int margin, cudaStream_t stream) {
     CHECK(first_slot >= 0 && count >= 0 && first_slot + count <= st->num_slots,
-          "fp8_calibrate_scales: slots [%d, %d) out of range [0, %d)", first_slot, first_slot + count, st->num_slots);
+          "fp8_calibrate_scales: slots [%d, %d) out of range [0, %d)", first_slot, first_slot + count,
+          st->num_slots);
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
     if (count == 0) return;
-    calibrate_scales_kernel<<<ceil_div(count, 128), 128, 0, stream>>>(st->scale, st->scale_inv, st->amax_history,
-                                                                      st->fp8_max, first_slot, count, margin);
+    calibrate_scales_kernel<<<ceil_div(count, 128), 128, 0, stream>>>(
+        st->scale, st->scale_inv, st->amax_history, st->fp8_max, first_slot, count, margin);
     CHECK_LAUNCH();
 }
 
@@ -463,44 +480,47 @@ void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* p
         launch_cast<bf16, kOpDgeluErf, false>(nullptr, nullptr, st, slot, dout, pre, n, stream);
 }
 
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in, long n,
-              cudaStream_t stream) {
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
+              long n, cudaStream_t stream) {
     launch_cast<bf16, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
 }
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in, long n,
-              cudaStream_t stream) {
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in,
+              long n, cudaStream_t stream) {
     launch_cast<float, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
 }
 
 void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
                         Fp8ScaleState* st, int slot, const bf16* in_NC, int N, int C, cudaStream_t stream) {
-    launch_cast_transpose<bf16, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC, nullptr,
-                                                N, C, stream);
+    launch_cast_transpose<bf16, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
+                                                nullptr, N, C, stream);
 }
 void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
                         Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream) {
-    launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC, nullptr,
-                                                 N, C, stream);
+    launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
+                                                 nullptr, N, C, stream);
 }
 
 size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kTile) * OC * sizeof(float); }
 
-void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN, float* out_scale_inv,
-                              bf16* dbias_OC, void* scratch, Fp8ScaleState* st, int slot, const bf16* dY_NOC, int N,
-                              int OC, bool accumulate, cudaStream_t stream) {
-    CHECK(dbias_OC != nullptr && scratch != nullptr && aligned16(scratch), "fp8 dbias: dbias and an aligned "
+void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN,
+                              float* out_scale_inv, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
+                              int slot, const bf16* dY_NOC, int N, int OC, bool accumulate,
+                              cudaStream_t stream) {
+    CHECK(dbias_OC != nullptr && scratch != nullptr && aligned16(scratch),
+          "fp8 dbias: dbias and an aligned "
           "scratch are required");
     float* partial = static_cast<float*>(scratch);
-    launch_cast_transpose<bf16, kOpCopy, true>(out_NOC, out_T_OCN, out_scale_inv, partial, st, slot, dY_NOC, nullptr,
-                                               N, OC, stream);
+    launch_cast_transpose<bf16, kOpCopy, true>(out_NOC, out_T_OCN, out_scale_inv, partial, st, slot, dY_NOC,
+                                               nullptr, N, OC, stream);
     launch_dbias_reduce(dbias_OC, partial, N, OC, accumulate, stream);
 }
 
 void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storage_t* out_T_C4N,
-                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st, int slot,
-                                    const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4, bool gelu_tanh,
-                                    bool accumulate, cudaStream_t stream) {
-    CHECK(dbias_C4 != nullptr && scratch != nullptr && aligned16(scratch), "fp8 dbias: dbias and an aligned "
+                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st,
+                                    int slot, const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4,
+                                    bool gelu_tanh, bool accumulate, cudaStream_t stream) {
+    CHECK(dbias_C4 != nullptr && scratch != nullptr && aligned16(scratch),
+          "fp8 dbias: dbias and an aligned "
           "scratch are required");
     CHECK(pre_NC4 != nullptr, "fp8 dgelu: pre is required");
     float* partial = static_cast<float*>(scratch);

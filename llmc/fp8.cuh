@@ -1,13 +1,14 @@
 // FP8 per-tensor delayed scaling (Transformer Engine semantics, see docs/fp8.md): the scale state of every
-// scaled tensor ("slot"), the one-launch amax-history/scale update, and the cast kernels that quantize BF16/FP32
-// tensors to FP8 (row-wise and/or transposed copies, optionally with the bias gradient and dGELU fused in).
+// scaled tensor ("slot"), the one-launch amax-history/scale update, and the cast kernels that quantize
+// BF16/FP32 tensors to FP8 (row-wise and/or transposed copies, optionally with the bias gradient and dGELU
+// fused in).
 //
 // Every cast kernel: reads the slot's current scale from device memory (no host sync, graph-capturable),
-// writes x * scale saturated to +-fp8_max (round to nearest even), max-es |x| of the PRE-scale values into the
-// slot's staging amax (warp/block reduce, one integer atomicMax on the float bits per block; NaN propagates),
-// and writes the slot's scale_inv (= 1/scale used) to `out_scale_inv` (one float, may be null): every FP8
-// buffer carries the scale_inv it was quantized with. The slot's format (E4M3/E5M2) comes from the state.
-// Alignment: pointers 16-byte aligned; cast_transpose shapes need N and C multiples of 16.
+// writes x * scale saturated to +-fp8_max (round to nearest even), max-es |x| of the PRE-scale values into
+// the slot's staging amax (warp/block reduce, one integer atomicMax on the float bits per block; NaN
+// propagates), and writes the slot's scale_inv (= 1/scale used) to `out_scale_inv` (one float, may be null):
+// every FP8 buffer carries the scale_inv it was quantized with. The slot's format (E4M3/E5M2) comes from the
+// state. Alignment: pointers 16-byte aligned; cast_transpose shapes need N and C multiples of 16.
 #pragma once
 #include <vector>
 
@@ -18,7 +19,7 @@
 // All device arrays live in one allocation (`storage`, `storage_floats` floats: save/restore it whole).
 struct Fp8ScaleState {
     int num_slots = 0;
-    int history_len = 0;         // H >= 1 rows including the staging row; H = 1 keeps no past amaxes
+    int history_len = 0;            // H >= 1 rows including the staging row; H = 1 keeps no past amaxes
     float* amax_history = nullptr;  // [H][num_slots]; row 0 = staging (this step's amax), then past amaxes
     float* scale = nullptr;         // [num_slots], quantization factor x_fp8 = x * scale
     float* scale_inv = nullptr;     // [num_slots], 1 / scale
@@ -45,8 +46,9 @@ void fp8_set_scales(Fp8ScaleState* st, const std::vector<float>& scales);
 // scale_inv = 1/scale. Slots with staging amax 0 (unused this step) are untouched.
 void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream);
 // Step-0 calibration ("current scaling" once): for slots [first_slot, first_slot + count), scale from the
-// staging amax (fp8_compute_scale, margin applied) with no roll; staging and history untouched, so the regular
-// update still records this step. Use after an fp8_amax* pass over the tensor and before its real cast.
+// staging amax (fp8_compute_scale, margin applied) with no roll; staging and history untouched, so the
+// regular update still records this step. Use after an fp8_amax* pass over the tensor and before its real
+// cast.
 void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int margin, cudaStream_t stream);
 
 // Amax only (calibration): max |x| of n elements into the slot's staging amax. n multiple of 8.
@@ -57,10 +59,10 @@ void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* p
                     cudaStream_t stream);
 
 // Plain cast: out[i] = sat(in[i] * scale), n elements (multiple of 8), with amax.
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in, long n,
-              cudaStream_t stream);
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in, long n,
-              cudaStream_t stream);
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
+              long n, cudaStream_t stream);
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in,
+              long n, cudaStream_t stream);
 
 // Cast + transpose in one pass: out_NC [N, C] (row-wise, may be null) and out_T_CN [C, N] (transposed), with
 // amax. The float overload casts FP32 master weights (W_OCC -> W [OC, C] and W^T [C, OC]).
@@ -74,13 +76,14 @@ size_t fp8_dbias_scratch_bytes(int N, int OC);
 // Output gradient: cast + transpose of dY_NOC [N, OC] (out_NOC may be null, out_T_OCN [OC, N]) with amax, and
 // dbias_OC = sum over rows of dY in fp32, deterministic (per-tile partials, then a fixed-order reduction),
 // written as bf16 (accumulate: dbias += sum). Two launches.
-void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN, float* out_scale_inv,
-                              bf16* dbias_OC, void* scratch, Fp8ScaleState* st, int slot, const bf16* dY_NOC, int N,
-                              int OC, bool accumulate, cudaStream_t stream);
+void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN,
+                              float* out_scale_inv, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
+                              int slot, const bf16* dY_NOC, int N, int OC, bool accumulate,
+                              cudaStream_t stream);
 // Same for the fc layer through GELU: g = dout * gelu'(pre) (erf form, or tanh approximation if gelu_tanh),
 // dout_NC4 the gradient of the GELU output and pre_NC4 its input, both [N, C4]; quantizes g (row-wise out_NC4
 // may be null, transposed out_T_C4N [C4, N]) and reduces dbias_C4 from fp32 g before quantization.
 void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storage_t* out_T_C4N,
-                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st, int slot,
-                                    const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4, bool gelu_tanh,
-                                    bool accumulate, cudaStream_t stream);
+                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st,
+                                    int slot, const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4,
+                                    bool gelu_tanh, bool accumulate, cudaStream_t stream);

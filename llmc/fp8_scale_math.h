@@ -1,13 +1,15 @@
-// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8.cu) and the host tests: per-tensor formats,
-// the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale, bit-identical on host
-// and device, plus a host reference model of the whole amax-history/scale update (fp8.md section 2).
+// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8.cu) and the host tests: per-tensor
+// formats, the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale,
+// bit-identical on host and device, plus a host reference model of the whole amax-history/scale update
+// (fp8.md section 2).
 //
-// Bit-exactness between host and device: the kernels are built with --use_fast_math (approximate float division,
-// denormals flushed to zero), so nothing here uses float arithmetic. amaxes are combined as integers on their bit
-// patterns (|x| bits: non-negative floats order like unsigned ints, NaN above +inf), and the scale is computed
-// in double (IEEE on the GPU whatever the float flags) with explicit non-flushing float<->double conversions.
-// A correctly rounded double quotient rounded again to float equals the correctly rounded float quotient
-// (53 >= 2 * 24 + 2), so scale is exactly the IEEE float result of (fp8_max / amax) / 2^margin.
+// Bit-exactness between host and device: the kernels are built with --use_fast_math (approximate float
+// division, denormals flushed to zero), so nothing here uses float arithmetic. amaxes are combined as
+// integers on their bit patterns (|x| bits: non-negative floats order like unsigned ints, NaN above +inf),
+// and the scale is computed in double (IEEE on the GPU whatever the float flags) with explicit non-flushing
+// float<->double conversions. A correctly rounded double quotient rounded again to float equals the correctly
+// rounded float quotient (53 >= 2 * 24 + 2), so scale is exactly the IEEE float result of (fp8_max / amax) /
+// 2^margin.
 #pragma once
 #include <cfloat>
 #include <cmath>
@@ -101,8 +103,8 @@ FP8_HD inline float fp8_d2f(double d) {
 FP8_HD inline float fp8_compute_scale(float amax, float fp8_max, int margin, float old_scale) {
     if (!fp8_amax_usable(amax)) return old_scale;
     const double q = fp8_f2d(fp8_max) / fp8_f2d(amax);  // both exact in double; q correctly rounded
-    const double s = ldexp(q, -margin);                  // exact (no double underflow for sane margins)
-    if (s >= (double)FLT_MAX) return FLT_MAX;            // float rounding would give FLT_MAX or inf
+    const double s = ldexp(q, -margin);                 // exact (no double underflow for sane margins)
+    if (s >= (double)FLT_MAX) return FLT_MAX;           // float rounding would give FLT_MAX or inf
     return fp8_d2f(s);
 }
 // scale_inv = 1 / scale, correctly rounded (may be a float denormal when scale is near FLT_MAX).
@@ -116,8 +118,8 @@ FP8_HD inline float fp8_compute_scale_inv(float scale) { return fp8_d2f(1.0 / fp
 //   scale = fp8_compute_scale(amax, fp8_max, margin, scale), scale_inv = 1 / scale.
 // A slot whose staging amax is 0 is left untouched (no roll, same scale).
 inline void fp8_update_reference(std::vector<float>& history, std::vector<float>& scale,
-                                 std::vector<float>& scale_inv, const std::vector<float>& fp8_max, int num_slots,
-                                 int history_len, AmaxAlgo algo, int margin) {
+                                 std::vector<float>& scale_inv, const std::vector<float>& fp8_max,
+                                 int num_slots, int history_len, AmaxAlgo algo, int margin) {
     const int H = history_len;
     std::vector<float> col(H);
     for (int s = 0; s < num_slots; s++) {

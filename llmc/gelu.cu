@@ -20,7 +20,8 @@ __device__ __forceinline__ float gelu_erf_grad(float x) {
 }
 
 // Tanh form. 0.5 (1 + tanh(u)) = sigmoid(2u); with e = exp(-2|u|) in (0, 1]: sigmoid(2u) = 1/(1+e) for u >= 0
-// and e/(1+e) for u < 0, sigmoid(2u) (1 - sigmoid(2u)) = e/(1+e)^2. No cancellation anywhere (unlike 1 - tanh^2).
+// and e/(1+e) for u < 0, sigmoid(2u) (1 - sigmoid(2u)) = e/(1+e)^2. No cancellation anywhere (unlike 1 -
+// tanh^2).
 __device__ __forceinline__ float gelu_tanh_u(float x) { return kSqrt2OverPi * (x + kGeluCubic * x * x * x); }
 __device__ __forceinline__ float gelu_tanh(float x) {
     const float u = gelu_tanh_u(x);
@@ -53,7 +54,8 @@ __global__ void __launch_bounds__(kGeluBlock) gelu_forward_kernel(bf16* out, con
 }
 
 template <bool kTanh>
-__global__ void __launch_bounds__(kGeluBlock) gelu_backward_inplace_kernel(bf16* d_in_out, const bf16* inp, size_t n) {
+__global__ void __launch_bounds__(kGeluBlock)
+    gelu_backward_inplace_kernel(bf16* d_in_out, const bf16* inp, size_t n) {
     const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (i >= n) return;
     const x128 x = load128cs(inp + i);

@@ -1,4 +1,4 @@
-// Global norm: a fixed grid of 264 x 1024 threads (two full blocks per SM on a 132-SM H100/H200) reads the
+// Global norm: a fixed grid of 264 x 512 threads (two blocks per SM on a 132-SM H100/H200) reads the
 // gradients once with 16-byte streaming loads; each thread sums the squares of a vector in fp32 and adds
 // that to a double accumulator; each block reduces in double in a fixed tree and writes one float partial.
 // A single-block kernel then adds the partials in a fixed order and forms the clip factor.
@@ -9,8 +9,8 @@
 namespace {
 
 constexpr int kNormBlocks = 264;
-constexpr int kNormThreads = 1024;
-constexpr int kUnroll = 4;  // 16-byte loads in flight per thread
+constexpr int kNormThreads = 512;  // <= 64 registers: two blocks per SM
+constexpr int kUnroll = 4;         // 16-byte loads in flight per thread
 
 __device__ inline double warp_reduce_sum_double(double v) {
 #pragma unroll
@@ -37,7 +37,7 @@ __device__ inline float square(bf16 x) {
 
 // Vectors [head, head + 8 * nvec) take the 16-byte path; elements [0, head) and [head + 8 * nvec, P) the
 // scalar one.
-__global__ void __launch_bounds__(kNormThreads)
+__global__ void __launch_bounds__(kNormThreads, 2)
     global_norm_squared_kernel(float* partials, const bf16* grads_P, size_t P, size_t head, size_t nvec) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(kNormThreads)
         }
     }
     const size_t nscalar = P - nvec * 8;
-    for (size_t j = tid; j < nscalar; j += stride) acc += (double)square(grads_P[j < head ? j : j + nvec * 8]);
+    for (size_t j = tid; j < nscalar; j += stride)
+        acc += (double)square(grads_P[j < head ? j : j + nvec * 8]);
     acc = block_reduce_sum_double(acc);
     if (threadIdx.x == 0) partials[blockIdx.x] = (float)acc;
 }
@@ -102,8 +103,8 @@ void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStr
     CHECK_LAUNCH();
 }
 
-void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials, float max_norm,
-                     cudaStream_t stream) {
+void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials,
+                     float max_norm, cudaStream_t stream) {
     grad_clip_scale_kernel<<<1, 256, 0, stream>>>(norm_out, scale_out, partials, num_partials, max_norm);
     CHECK_LAUNCH();
 }

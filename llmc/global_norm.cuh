@@ -1,9 +1,9 @@
 // Deterministic global gradient norm and the clip factor (torch.nn.utils.clip_grad_norm_ semantics), all on
 // the device so the optimizer step needs no host synchronization.
 #pragma once
-#include <cstddef>
-
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 #include "llmc/cuda_common.cuh"
 
@@ -16,8 +16,9 @@ size_t global_norm_num_partials();
 // in double per thread. NaN/inf gradients propagate into the partials.
 void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStream_t stream);
 
-// norm_out[0] = sqrt(sum of partials), summed in a fixed order (double); scale_out[0] = the factor to multiply
-// the gradients by: PyTorch's clamp(max_norm / (norm + 1e-6), max=1) if max_norm > 0, else 1. A NaN norm gives
-// a NaN scale (as in PyTorch) and an inf norm a zero scale; the caller should check norm_out for finiteness.
-void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials, float max_norm,
-                     cudaStream_t stream);
+// norm_out[0] = sqrt(sum of partials), summed in a fixed order (double); scale_out[0] = the factor to
+// multiply the gradients by: PyTorch's clamp(max_norm / (norm + 1e-6), max=1) if max_norm > 0, else 1. A NaN
+// norm gives a NaN scale (as in PyTorch) and an inf norm a zero scale; the caller should check norm_out for
+// finiteness.
+void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials,
+                     float max_norm, cudaStream_t stream);

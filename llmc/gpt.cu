@@ -2,6 +2,7 @@
 // (matmul plans, attention graphs), and sequences the kernels of a training step. See llmc/gpt.h.
 #include "llmc/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -194,7 +195,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     a.add("grad scratch", &s.grad_NC, N * C);
     a.add("grad scratch", &s.grad_N4C, N * 4 * C);
     a.add("grad scratch", &s.grad_residual, N * C);
-    size_t reduce_bytes = std::max({layernorm_backward_scratch_bytes((int)N, (int)C),
+    size_t reduce_bytes = std::max<size_t>({layernorm_backward_scratch_bytes((int)N, (int)C),
                                     matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
     a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
     a.add("reduce scratch", &s.norm_partials, global_norm_num_partials());

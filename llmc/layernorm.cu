@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(kFwdBlock)
         }
     }
 
-    // Two passes over the registers: mean, then the variance about the mean (no E[x^2] - E[x]^2 cancellation).
+    // Two passes over the registers: mean, then the variance about the mean (no E[x^2] - E[x]^2
+    // cancellation).
     const float inv_c = 1.0f / (float)C;
     float sum = 0.0f;
 #pragma unroll
@@ -104,8 +105,8 @@ constexpr int kBwdMaxParts = 2048;  // at most this many blocks (= partial-sum r
 // CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
 template <int CH>
 __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
-    layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp, const bf16* weight,
-                              const float* mean, const float* rstd, int N, int C) {
+    layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
+                              const bf16* weight, const float* mean, const float* rstd, int N, int C) {
     __shared__ float2 red[2][32];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
     int cs[CH];
@@ -250,26 +251,36 @@ __global__ void __launch_bounds__(kRedX* kRedY)
 bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 void check_c(const char* who, int C) {
-    CHECK(C > 0 && C % 8 == 0 && C <= kLayerNormMaxC, "%s: C = %d must be a positive multiple of 8, at most %d", who,
-          C, kLayerNormMaxC);
+    CHECK(C > 0 && C % 8 == 0 && C <= kLayerNormMaxC,
+          "%s: C = %d must be a positive multiple of 8, at most %d", who, C, kLayerNormMaxC);
 }
 
-typedef void (*ForwardKernel)(bf16*, bf16*, float*, float*, const bf16*, const bf16*, const bf16*, const bf16*, int,
-                              int);
+typedef void (*ForwardKernel)(bf16*, bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
+                              const bf16*, int, int);
 
 template <bool kResidual>
 ForwardKernel pick_forward_kernel(int C) {
     const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
     switch (k) {
-        case 1: return layernorm_forward_kernel<1, kResidual>;
-        case 2: return layernorm_forward_kernel<2, kResidual>;
-        case 3: return layernorm_forward_kernel<3, kResidual>;
-        case 4: return layernorm_forward_kernel<4, kResidual>;
-        case 5: return layernorm_forward_kernel<5, kResidual>;
-        case 6: return layernorm_forward_kernel<6, kResidual>;
-        case 7: return layernorm_forward_kernel<7, kResidual>;  // C = 1600
-        case 8: return layernorm_forward_kernel<8, kResidual>;
-        default: return k <= 16 ? layernorm_forward_kernel<16, kResidual> : layernorm_forward_kernel<32, kResidual>;
+        case 1:
+            return layernorm_forward_kernel<1, kResidual>;
+        case 2:
+            return layernorm_forward_kernel<2, kResidual>;
+        case 3:
+            return layernorm_forward_kernel<3, kResidual>;
+        case 4:
+            return layernorm_forward_kernel<4, kResidual>;
+        case 5:
+            return layernorm_forward_kernel<5, kResidual>;
+        case 6:
+            return layernorm_forward_kernel<6, kResidual>;
+        case 7:
+            return layernorm_forward_kernel<7, kResidual>;  // C = 1600
+        case 8:
+            return layernorm_forward_kernel<8, kResidual>;
+        default:
+            return k <= 16 ? layernorm_forward_kernel<16, kResidual>
+                           : layernorm_forward_kernel<32, kResidual>;
     }
 }
 
@@ -283,14 +294,14 @@ void layernorm_forward(bf16* out_NC, float* mean_N, float* rstd_N, const bf16* i
           "layernorm_forward: tensors must be 16-byte aligned");
     if (N == 0) return;
     const int grid = ceil_div(N, kFwdBlock / 32);
-    pick_forward_kernel<false>(C)<<<grid, kFwdBlock, 0, stream>>>(nullptr, out_NC, mean_N, rstd_N, inp_NC, nullptr,
-                                                                  weight_C, bias_C, N, C);
+    pick_forward_kernel<false>(C)<<<grid, kFwdBlock, 0, stream>>>(nullptr, out_NC, mean_N, rstd_N, inp_NC,
+                                                                  nullptr, weight_C, bias_C, N, C);
     CHECK_LAUNCH();
 }
 
-void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N, const bf16* inp1_NC,
-                                const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N, int C,
-                                cudaStream_t stream) {
+void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N,
+                                const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
+                                const bf16* bias_C, int N, int C, cudaStream_t stream) {
     check_c("residual_layernorm_forward", C);
     CHECK(N >= 0, "residual_layernorm_forward: N = %d", N);
     CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(inp1_NC) && aligned16(inp2_NC) &&
@@ -309,8 +320,8 @@ size_t layernorm_backward_scratch_bytes(int N, int C) {
 }
 
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
-                        const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N, int N,
-                        int C, cudaStream_t stream) {
+                        const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
+                        int N, int C, cudaStream_t stream) {
     check_c("layernorm_backward", C);
     CHECK(N > 0, "layernorm_backward: N = %d must be positive", N);
     CHECK(aligned16(dinp_NC) && aligned16(dweight_C) && aligned16(dbias_C) && aligned16(scratch) &&
@@ -334,10 +345,11 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     if (grid > N) grid = N;
     if (grid > kBwdMaxParts) grid = kBwdMaxParts;
 
-    kernel<<<(int)grid, threads, 0, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N, N, C);
+    kernel<<<(int)grid, threads, 0, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N, N,
+                                              C);
     CHECK_LAUNCH();
     dim3 rblock(kRedX, kRedY);
-    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(dweight_C, dbias_C, scratch,
-                                                                                    (int)grid, C);
+    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(dweight_C, dbias_C,
+                                                                                    scratch, (int)grid, C);
     CHECK_LAUNCH();
 }

@@ -18,16 +18,16 @@ void layernorm_forward(bf16* out_NC, float* mean_N, float* rstd_N, const bf16* i
                        const bf16* bias_C, int N, int C, cudaStream_t stream);
 
 // residual = bf16(inp1 + inp2) (stored), then out = LayerNorm(residual) computed from the rounded residual.
-void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N, const bf16* inp1_NC,
-                                const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N, int C,
-                                cudaStream_t stream);
+void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N,
+                                const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
+                                const bf16* bias_C, int N, int C, cudaStream_t stream);
 
 // Bytes of fp32 scratch that layernorm_backward needs for N rows of width C.
 size_t layernorm_backward_scratch_bytes(int N, int C);
 
-// dinp += dL/dinp (ACCUMULATED: dinp is the residual-stream gradient); dweight, dbias OVERWRITTEN with the sums
-// over the N rows. inp/mean/rstd are the forward's input and saved statistics. `scratch` holds at least
+// dinp += dL/dinp (ACCUMULATED: dinp is the residual-stream gradient); dweight, dbias OVERWRITTEN with the
+// sums over the N rows. inp/mean/rstd are the forward's input and saved statistics. `scratch` holds at least
 // layernorm_backward_scratch_bytes(N, C) bytes (contents on entry irrelevant).
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
-                        const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N, int N,
-                        int C, cudaStream_t stream);
+                        const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
+                        int N, int C, cudaStream_t stream);

@@ -3,15 +3,16 @@
 //
 // cuBLASLt is column-major. A row-major [R, S] matrix is a column-major [S, R] one with ld = S, so each
 // row-major GEMM is written for the transposed output (D^T = B'^T A'^T) with these operands:
-//   forward  Y^T [OC, N]  = op_T(W: col-major [C, OC]) * X (col-major [C, N])              m=OC n=N  k=C  "TN"
+//   forward  Y^T [OC, N]  = op_T(W: col-major [C, OC]) * X (col-major [C, N])              m=OC n=N  k=C "TN"
 //   dgrad    dX^T [C, N]  = W (col-major [C, OC]) * dY^T (col-major [OC, N])              m=C  n=N  k=OC "NN"
 //   wgrad    dW^T [C, OC] = X^T (col-major [C, N]) * op_T(dY^T: col-major [OC, N])        m=C  n=OC k=N  "NT"
-//   fp8 dgrad dX^T [C, N] = op_T(W^T stored [C, OC]: col-major [OC, C]) * dY^T             m=C  n=N  k=OC "TN"
-//   fp8 wgrad dW^T [C, OC] = op_T(X^T stored [C, N]: col-major [N, C]) * dY^T stored [OC, N]
-//                            (col-major [N, OC])                                            m=C  n=OC k=N  "TN"
+//   fp8 dgrad dX^T [C, N] = op_T(W^T stored [C, OC]: col-major [OC, C]) * dY^T             m=C  n=N  k=OC
+//   "TN" fp8 wgrad dW^T [C, OC] = op_T(X^T stored [C, N]: col-major [N, C]) * dY^T stored [OC, N]
+//                            (col-major [N, OC])                                            m=C  n=OC k=N
+//                            "TN"
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -26,8 +27,8 @@
 constexpr int kDbiasColsPerBlock = 256;  // 32 threads x 8 bf16
 constexpr int kDbiasRowLanes = 8;
 
-__global__ void __launch_bounds__(256) matmul_dbias_partial_kernel(float* partial_SOC, const bf16* dout_NOC, int N,
-                                                                   int OC, int rows_per_split) {
+__global__ void __launch_bounds__(256)
+    matmul_dbias_partial_kernel(float* partial_SOC, const bf16* dout_NOC, int N, int OC, int rows_per_split) {
     __shared__ float sums[kDbiasRowLanes][kDbiasColsPerBlock];
     const int col = blockIdx.x * kDbiasColsPerBlock + threadIdx.x * x128::size;
     const int row_begin = blockIdx.y * rows_per_split;
@@ -61,9 +62,9 @@ __global__ void matmul_dbias_final_kernel(bf16* dbias_OC, const float* partial_S
     dbias_OC[c] = __float2bfloat16(s);
 }
 
-// Split of the N rows for the dbias reduction: enough blocks to fill the GPU (~12 blocks of 256 threads per SM
-// on 132 SMs) while each thread still reads several rows. Depends on (N, OC) only, so the scratch size is known
-// without a device.
+// Split of the N rows for the dbias reduction: enough blocks to fill the GPU (~12 blocks of 256 threads per
+// SM on 132 SMs) while each thread still reads several rows. Depends on (N, OC) only, so the scratch size is
+// known without a device.
 static void dbias_split(int N, int OC, int* splits, int* rows_per_split) {
     const int col_blocks = ceil_div(OC, kDbiasColsPerBlock);
     int s = ceil_div(1536, col_blocks);
@@ -81,12 +82,18 @@ enum class GemmKind : int32_t { Forward, Dgrad, Wgrad, Fp8Forward, Fp8Dgrad, Fp8
 
 const char* kind_name(int32_t kind) {
     switch ((GemmKind)kind) {
-        case GemmKind::Forward: return "bf16 forward";
-        case GemmKind::Dgrad: return "bf16 dgrad";
-        case GemmKind::Wgrad: return "bf16 wgrad";
-        case GemmKind::Fp8Forward: return "fp8 forward";
-        case GemmKind::Fp8Dgrad: return "fp8 dgrad";
-        case GemmKind::Fp8Wgrad: return "fp8 wgrad";
+        case GemmKind::Forward:
+            return "bf16 forward";
+        case GemmKind::Dgrad:
+            return "bf16 dgrad";
+        case GemmKind::Wgrad:
+            return "bf16 wgrad";
+        case GemmKind::Fp8Forward:
+            return "fp8 forward";
+        case GemmKind::Fp8Dgrad:
+            return "fp8 dgrad";
+        case GemmKind::Fp8Wgrad:
+            return "fp8 wgrad";
     }
     return "?";
 }
@@ -105,8 +112,8 @@ struct GemmKey {
 };
 static_assert(sizeof(GemmKey) == 16 * sizeof(int32_t), "GemmKey must have no padding");
 
-GemmKey make_key(GemmKind kind, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda, int ldb,
-                 int ldd, cudaDataType_t at, cudaDataType_t bt) {
+GemmKey make_key(GemmKind kind, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
+                 int ldb, int ldd, cudaDataType_t at, cudaDataType_t bt) {
     GemmKey key;
     memset(&key, 0, sizeof key);
     key.kind = (int32_t)kind;
@@ -138,26 +145,36 @@ struct GemmArgs {
 };
 
 bool epilogue_has_bias(int32_t e) {
-    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
-           e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB;
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADA ||
+           e == CUBLASLT_EPILOGUE_BGRADB;
 }
-bool epilogue_has_aux(int32_t e) { return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
+bool epilogue_has_aux(int32_t e) {
+    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
 
 const char* type_name(int32_t t) {
     switch ((cudaDataType_t)t) {
-        case CUDA_R_16BF: return "bf16";
-        case CUDA_R_8F_E4M3: return "e4m3";
-        case CUDA_R_8F_E5M2: return "e5m2";
-        case CUDA_R_32F: return "fp32";
-        default: return "?";
+        case CUDA_R_16BF:
+            return "bf16";
+        case CUDA_R_8F_E4M3:
+            return "e4m3";
+        case CUDA_R_8F_E5M2:
+            return "e5m2";
+        case CUDA_R_32F:
+            return "fp32";
+        default:
+            return "?";
     }
 }
 
 std::string describe(const GemmKey& k) {
     char buf[256];
-    snprintf(buf, sizeof buf, "%s GEMM (m=%d n=%d k=%d, op %c%c, A %s, B %s, epilogue %d, beta %d, fast_accum %d)",
-             kind_name(k.kind), k.m, k.n, k.k, k.transa == CUBLAS_OP_T ? 'T' : 'N', k.transb == CUBLAS_OP_T ? 'T' : 'N',
-             type_name(k.a_type), type_name(k.b_type), k.epilogue, k.beta_nonzero, k.fast_accum);
+    snprintf(buf, sizeof buf,
+             "%s GEMM (m=%d n=%d k=%d, op %c%c, A %s, B %s, epilogue %d, beta %d, fast_accum %d)",
+             kind_name(k.kind), k.m, k.n, k.k, k.transa == CUBLAS_OP_T ? 'T' : 'N',
+             k.transb == CUBLAS_OP_T ? 'T' : 'N', type_name(k.a_type), type_name(k.b_type), k.epilogue,
+             k.beta_nonzero, k.fast_accum);
     return buf;
 }
 
@@ -211,8 +228,10 @@ static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmAr
     set_desc(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, (int32_t)key.transa);
     set_desc(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, (int32_t)key.transb);
     set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, (uint32_t)key.epilogue);
-    if (epilogue_has_bias(key.epilogue)) set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, (int32_t)CUDA_R_16BF);
-    if (epilogue_has_aux(key.epilogue)) set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, (int64_t)key.ldd);
+    if (epilogue_has_bias(key.epilogue))
+        set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, (int32_t)CUDA_R_16BF);
+    if (epilogue_has_aux(key.epilogue))
+        set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, (int64_t)key.ldd);
     if (key.a_type != CUDA_R_16BF) set_desc(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, (int8_t)key.fast_accum);
     set_pointers(p->desc, key, args);
 
@@ -227,15 +246,22 @@ static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmAr
     cublasLtMatmulPreference_t pref;
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = ctx->cublaslt_workspace_size;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     // Split-K partial sums only in FP32 (not in the BF16 output type): accuracy, and no in-place counters.
     const uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                                       &reduction_mask, sizeof reduction_mask));
+    // Every pointer is checked to be 16-byte aligned (not 256 as the default assumes): no algorithm that
+    // needs more.
+    const uint32_t align = 16;
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, pref, 1,
-                                                       &result, &returned);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, pref,
+                                                       1, &result, &returned);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
     if (st == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
         p->ok = true;
@@ -265,10 +291,11 @@ static bool run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key
     }
     set_pointers(plan->desc, key, args);
     const float alpha = 1.0f, beta = args.beta;
-    cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b, &beta,
-                                       args.d, plan->c, args.d, plan->d, &plan->algo, ctx->cublaslt_workspace,
-                                       ctx->cublaslt_workspace_size, stream);
-    if (st != CUBLAS_STATUS_SUCCESS) fatal("cublasLtMatmul failed with status %d for the %s", (int)st, describe(key).c_str());
+    cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b,
+                                       &beta, args.d, plan->c, args.d, plan->d, &plan->algo,
+                                       ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        fatal("cublasLtMatmul failed with status %d for the %s", (int)st, describe(key).c_str());
     return true;
 }
 
@@ -278,8 +305,8 @@ static void check_aligned(const void* p, const char* name) {
 
 static void check_dims(const char* what, int N, int C, int OC, int multiple_c, int multiple_n) {
     CHECK(N > 0 && C > 0 && OC > 0, "%s: bad sizes N=%d C=%d OC=%d", what, N, C, OC);
-    CHECK(C % multiple_c == 0 && OC % multiple_c == 0, "%s: C=%d and OC=%d must be multiples of %d", what, C, OC,
-          multiple_c);
+    CHECK(C % multiple_c == 0 && OC % multiple_c == 0, "%s: C=%d and OC=%d must be multiples of %d", what, C,
+          OC, multiple_c);
     CHECK(N % multiple_n == 0, "%s: N=%d must be a multiple of %d", what, N, multiple_n);
 }
 
@@ -287,15 +314,16 @@ static void check_dims(const char* what, int N, int C, int OC, int multiple_c, i
 // BF16 launchers
 
 static void forward_impl(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC,
-                         cudaStream_t stream) {
+                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
+                         int OC, cudaStream_t stream) {
     check_dims("matmul_forward", N, C, OC, 8, 1);
     check_aligned(out_NOC, "out");
     check_aligned(inp_NC, "inp");
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
     if (pre_gelu_NOC) check_aligned(pre_gelu_NOC, "pre_gelu");
-    GemmKey key = make_key(GemmKind::Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_16BF, CUDA_R_16BF);
+    GemmKey key =
+        make_key(GemmKind::Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_16BF, CUDA_R_16BF);
     if (pre_gelu_NOC)
         key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     else
@@ -315,8 +343,8 @@ void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, cons
 }
 
 void matmul_forward_gelu(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC,
-                         cudaStream_t stream) {
+                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
+                         int OC, cudaStream_t stream) {
     CHECK(pre_gelu_NOC != nullptr, "matmul_forward_gelu: pre_gelu output is required");
     forward_impl(cache, ctx, out_NOC, pre_gelu_NOC, inp_NC, weight_OCC, bias_OC, N, C, OC, stream);
 }
@@ -327,8 +355,10 @@ size_t matmul_dbias_scratch_bytes(int N, int OC) {
     return (size_t)splits * OC * sizeof(float);
 }
 
-void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch, cudaStream_t stream) {
-    CHECK(N > 0 && OC > 0 && OC % 8 == 0, "matmul_dbias: OC=%d must be a positive multiple of 8 (N=%d)", OC, N);
+void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
+                  cudaStream_t stream) {
+    CHECK(N > 0 && OC > 0 && OC % 8 == 0, "matmul_dbias: OC=%d must be a positive multiple of 8 (N=%d)", OC,
+          N);
     CHECK(dbias_scratch != nullptr, "matmul_dbias: dbias_scratch is required");
     check_aligned(dout_NOC, "dout");
     int splits, rows_per_split;
@@ -340,15 +370,16 @@ void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* db
     CHECK_LAUNCH();
 }
 
-void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC, bf16* dbias_OC,
-                     const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N, int C, int OC,
-                     bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream) {
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
+                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
+                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream) {
     check_dims("matmul_backward", N, C, OC, 8, 1);
     check_aligned(dout_NOC, "dout");
     if (dinp_NC) {
         check_aligned(dinp_NC, "dinp");
         check_aligned(weight_OCC, "weight");
-        GemmKey key = make_key(GemmKind::Dgrad, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
+        GemmKey key =
+            make_key(GemmKind::Dgrad, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
         GemmArgs args;
         args.a = weight_OCC;
         args.b = dout_NOC;
@@ -359,7 +390,8 @@ void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf1
     if (dweight_OCC) {
         check_aligned(dweight_OCC, "dweight");
         check_aligned(inp_NC, "inp");
-        GemmKey key = make_key(GemmKind::Wgrad, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
+        GemmKey key =
+            make_key(GemmKind::Wgrad, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
         key.beta_nonzero = accumulate_dweight;
         GemmArgs args;
         args.a = inp_NC;
@@ -384,21 +416,24 @@ void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf1
 // FP8 launchers
 
 static void check_fp8_grad_type(cudaDataType_t t) {
-    CHECK(t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2, "matmul fp8: gradient type must be CUDA_R_8F_E4M3 or "
-          "CUDA_R_8F_E5M2 (got %d)", (int)t);
+    CHECK(t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2,
+          "matmul fp8: gradient type must be CUDA_R_8F_E4M3 or "
+          "CUDA_R_8F_E5M2 (got %d)",
+          (int)t);
 }
 
 void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const __nv_fp8_e4m3* inp_NC,
-                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC, const float* weight_scale_inv,
-                        const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
+                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC,
+                        const float* weight_scale_inv, const bf16* bias_OC, int N, int C, int OC,
+                        cudaStream_t stream) {
     check_dims("matmul_fp8_forward", N, C, OC, 16, 1);
     check_aligned(out_NOC, "out");
     check_aligned(inp_NC, "inp");
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
     CHECK(inp_scale_inv && weight_scale_inv, "matmul_fp8_forward: scale_inv pointers are required");
-    GemmKey key =
-        make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3);
+    GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
+                           CUDA_R_8F_E4M3);
     key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     key.fast_accum = 1;
     key.scaled = 1;
@@ -412,16 +447,18 @@ void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, 
     run_gemm(cache, ctx, key, args, stream);
 }
 
-void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, const __nv_fp8_e4m3* weightT_COC,
-                      const float* weight_scale_inv, const void* dout_NOC, cudaDataType_t dout_type,
-                      const float* dout_scale_inv, int N, int C, int OC, cudaStream_t stream) {
+void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
+                      const __nv_fp8_e4m3* weightT_COC, const float* weight_scale_inv, const void* dout_NOC,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      cudaStream_t stream) {
     check_dims("matmul_fp8_dgrad", N, C, OC, 16, 1);
     check_fp8_grad_type(dout_type);
     check_aligned(dinp_NC, "dinp");
     check_aligned(weightT_COC, "weightT");
     check_aligned(dout_NOC, "dout");
     CHECK(weight_scale_inv && dout_scale_inv, "matmul_fp8_dgrad: scale_inv pointers are required");
-    GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3, dout_type);
+    GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3,
+                           dout_type);
     key.scaled = 1;
     GemmArgs args;
     args.a = weightT_COC;
@@ -432,16 +469,18 @@ void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, co
     run_gemm(cache, ctx, key, args, stream);
 }
 
-void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC, const __nv_fp8_e4m3* inpT_CN,
-                      const float* inp_scale_inv, const void* doutT_OCN, cudaDataType_t dout_type,
-                      const float* dout_scale_inv, int N, int C, int OC, bool accumulate, cudaStream_t stream) {
+void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC,
+                      const __nv_fp8_e4m3* inpT_CN, const float* inp_scale_inv, const void* doutT_OCN,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      bool accumulate, cudaStream_t stream) {
     check_dims("matmul_fp8_wgrad", N, C, OC, 16, 16);
     check_fp8_grad_type(dout_type);
     check_aligned(dweight_OCC, "dweight");
     check_aligned(inpT_CN, "inpT");
     check_aligned(doutT_OCN, "doutT");
     CHECK(inp_scale_inv && dout_scale_inv, "matmul_fp8_wgrad: scale_inv pointers are required");
-    GemmKey key = make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
+    GemmKey key =
+        make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
     key.scaled = 1;
     key.beta_nonzero = accumulate;
     GemmArgs args;

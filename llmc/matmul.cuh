@@ -8,17 +8,19 @@
 // the reduction dimension there). Compute is FP32 everywhere; outputs are BF16.
 //
 // cuBLASLt descriptors, matrix layouts and the algorithm picked by the heuristic are built once per distinct
-// GEMM (kind, shape, dtypes, epilogue, beta != 0, fast accumulation) and kept in a MatmulPlanCache owned by the
-// caller; a call only sets the pointer attributes (bias, aux, scales), which is cheap. Split-K reductions in
-// BF16 (cuBLASLt's INPLACE / OUTPUT_TYPE schemes) are excluded, so partial sums are always reduced in FP32.
-// All GEMMs share ctx->cublaslt_workspace: calls must be ordered (one stream, or streams that are serialized).
+// GEMM (kind, shape, dtypes, epilogue, beta != 0, fast accumulation) and kept in a MatmulPlanCache owned by
+// the caller; a call only sets the pointer attributes (bias, aux, scales), which is cheap. Split-K reductions
+// in BF16 (cuBLASLt's INPLACE / OUTPUT_TYPE schemes) are excluded, so partial sums are always reduced in
+// FP32. All GEMMs share ctx->cublaslt_workspace: calls must be ordered (one stream, or streams that are
+// serialized).
 //
 // FP8 (per-tensor scaling): every FP8 operand comes with `*_scale_inv`, a device float holding its
-// dequantization factor (1/scale of the cast that wrote it); D = scale_inv_A * scale_inv_B * (A B). cuBLASLt on
-// sm_90 only runs "TN" FP8 GEMMs (both operands contiguous along K), so backward reads transposed FP8 copies
-// (produced by the cast kernels): weightT_COC for dgrad, inpT_CN and doutT_OCN for wgrad. Gradient operands
-// are E4M3 or E5M2 (cudaDataType_t CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2, a runtime choice); E5M2 x E5M2 does not
-// exist, and the other operand is always E4M3. Forward uses fast accumulation, dgrad and wgrad do not.
+// dequantization factor (1/scale of the cast that wrote it); D = scale_inv_A * scale_inv_B * (A B). cuBLASLt
+// on sm_90 only runs "TN" FP8 GEMMs (both operands contiguous along K), so backward reads transposed FP8
+// copies (produced by the cast kernels): weightT_COC for dgrad, inpT_CN and doutT_OCN for wgrad. Gradient
+// operands are E4M3 or E5M2 (cudaDataType_t CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2, a runtime choice); E5M2 x E5M2
+// does not exist, and the other operand is always E4M3. Forward uses fast accumulation, dgrad and wgrad do
+// not.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_fp8.h>
@@ -59,8 +61,8 @@ void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, cons
 // Same GEMM with cuBLASLt's GELU epilogue: pre_gelu_NOC = inp W^T + bias, out_NOC = gelu_tanh(pre_gelu_NOC)
 // (computed from the FP32 pre-activation). cuBLASLt's GELU is the tanh approximation only.
 void matmul_forward_gelu(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC,
-                         cudaStream_t stream);
+                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
+                         int OC, cudaStream_t stream);
 
 // Bytes of FP32 scratch the dbias reduction needs (pass as dbias_scratch).
 size_t matmul_dbias_scratch_bytes(int N, int OC);
@@ -70,30 +72,34 @@ size_t matmul_dbias_scratch_bytes(int N, int OC);
 //   dbias_OC = column sums of dout (overwritten; deterministic; needs dbias_scratch of
 //   matmul_dbias_scratch_bytes(N, OC) unless the BGRADB epilogue is used).
 // inp_NC is only read for dweight, weight_OCC only for dinp.
-void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC, bf16* dbias_OC,
-                     const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N, int C, int OC,
-                     bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
+                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
+                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
 
 // dbias_OC = sum over the N rows of dout_NOC (bf16 out), as two deterministic passes through dbias_scratch.
 // Exposed for callers that reduce a dout that no GEMM reads in BF16. OC must be a multiple of 8.
-void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch, cudaStream_t stream);
+void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
+                  cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------------
 // FP8 (D is BF16 in all three)
 
 // out_NOC = (inp_NC W^T) * inp_scale_inv * weight_scale_inv + bias_OC (bf16, nullable). Fast accumulation.
 void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const __nv_fp8_e4m3* inp_NC,
-                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC, const float* weight_scale_inv,
-                        const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC,
+                        const float* weight_scale_inv, const bf16* bias_OC, int N, int C, int OC,
+                        cudaStream_t stream);
 
 // dinp_NC = dout_NOC W, reading W^T stored row-major [C, OC] (E4M3; its scale_inv is the one W was cast with)
 // and dout_NOC of type dout_type (CUDA_R_8F_E5M2 or CUDA_R_8F_E4M3). Overwrites dinp_NC.
-void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, const __nv_fp8_e4m3* weightT_COC,
-                      const float* weight_scale_inv, const void* dout_NOC, cudaDataType_t dout_type,
-                      const float* dout_scale_inv, int N, int C, int OC, cudaStream_t stream);
+void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
+                      const __nv_fp8_e4m3* weightT_COC, const float* weight_scale_inv, const void* dout_NOC,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      cudaStream_t stream);
 
 // dweight_OCC (+)= dout^T inp, reading inp^T stored [C, N] (E4M3) and dout^T stored [OC, N] (dout_type).
 // accumulate: += (beta = 1, BF16 C = D) else overwritten.
-void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC, const __nv_fp8_e4m3* inpT_CN,
-                      const float* inp_scale_inv, const void* doutT_OCN, cudaDataType_t dout_type,
-                      const float* dout_scale_inv, int N, int C, int OC, bool accumulate, cudaStream_t stream);
+void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC,
+                      const __nv_fp8_e4m3* inpT_CN, const float* inp_scale_inv, const void* doutT_OCN,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      bool accumulate, cudaStream_t stream);

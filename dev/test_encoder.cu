@@ -1,0 +1,219 @@
+// Encoder (wte + wpe) forward and deterministic backward against float64 CPU references.
+#include <cstring>
+#include <numeric>
+
+#include "dev/dev_utils.h"
+#include "llmc/encoder.cuh"
+
+namespace {
+
+constexpr double kBf16Rel = 1.0 / 256;  // 2^-8: covers one bf16 rounding (<= 2^-9 relative)
+
+// `used` distinct token ids drawn from [0, V) (a random subset, so absent rows are interleaved with present
+// ones), or a Zipf-like heavy-headed distribution over all of V when `zipf` (frequent tokens give long
+// buckets).
+std::vector<int> make_tokens(int N, int V, int used, bool zipf) {
+    std::vector<int> tokens(N);
+    if (zipf) {
+        const std::vector<float> u = dev::random_uniform(N, 0.0f, 1.0f);
+        for (int n = 0; n < N; n++)
+            tokens[n] = std::min(V - 1, (int)std::floor(std::exp(u[n] * std::log((double)V + 1))) - 1);
+        return tokens;
+    }
+    std::vector<int> ids(V);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), dev::rng());
+    const std::vector<int> pick = dev::random_ints(N, 0, used);
+    for (int n = 0; n < N; n++) tokens[n] = ids[pick[n]];
+    return tokens;
+}
+
+std::vector<uint16_t> bits_of(const std::vector<float>& v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); i++) {
+        const __nv_bfloat16 h = __float2bfloat16(v[i]);
+        memcpy(&b[i], &h, 2);
+    }
+    return b;
+}
+
+void check_forward(int B, int T, int C, int V, bool timing) {
+    printf("  B = %d, T = %d, C = %d, V = %d\n", B, T, C, V);
+    const int N = B * T, maxT = T + 5;
+    std::vector<float> wte = dev::random_normal((size_t)V * C), wpe = dev::random_normal((size_t)maxT * C);
+    dev::round_to_bf16(wte);
+    dev::round_to_bf16(wpe);
+    const std::vector<int> inp = dev::random_ints(N, 0, V);
+    std::vector<float> ref((size_t)N * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            ref[(size_t)n * C + c] =
+                (float)((double)wte[(size_t)inp[n] * C + c] + wpe[(size_t)(n % T) * C + c]);
+    int* d_inp = dev::to_device(inp);
+    bf16* d_wte = dev::to_device_bf16(wte);
+    bf16* d_wpe = dev::to_device_bf16(wpe);
+    bf16* d_out = dev::device_alloc<bf16>((size_t)N * C);
+    encoder_forward(d_out, d_inp, d_wte, d_wpe, B, T, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    // The sum of two bf16 values is exact in fp32 (or rounded at 2^-24), then rounded once to bf16: rtol
+    // 2^-8. An exactly cancelling sum is exactly 0 on both sides: atol 0.
+    dev::expect_close("encoder forward", dev::from_device_bf16(d_out, (size_t)N * C), ref, 0.0, kBf16Rel);
+    if (timing) {
+        // write out; read the N wte rows, wpe (T rows, re-read from L2 per batch row), tokens
+        const double bytes = 4.0 * N * C + 2.0 * T * C + 4.0 * N;
+        const float ms = dev::time_ms([&] { encoder_forward(d_out, d_inp, d_wte, d_wpe, B, T, C, 0); });
+        printf("  timing encoder_forward B = %d T = %d C = %d: %.1f us, %.0f GB/s\n", B, T, C, ms * 1e3,
+               bytes / (ms * 1e-3) / 1e9);
+    }
+    for (void* p : {(void*)d_inp, (void*)d_wte, (void*)d_wpe, (void*)d_out}) CHECK_CUDA(cudaFree(p));
+}
+
+void check_backward(int B, int T, int C, int V, int used, bool zipf, bool timing) {
+    const int N = B * T, maxT = T + 3;
+    const std::vector<int> inp = make_tokens(N, V, used, zipf);
+    TokenBuckets buckets;
+    const auto t0 = std::chrono::high_resolution_clock::now();
+    build_token_buckets(&buckets, inp.data(), N);
+    const double bucket_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::high_resolution_clock::now() - t0).count();
+    const int num_buckets = (int)buckets.tokens.size();
+    int longest = 0;
+    for (int i = 0; i < num_buckets; i++)
+        longest = std::max(longest, buckets.offsets[i + 1] - buckets.offsets[i]);
+    printf(
+        "  B = %d, T = %d, C = %d, V = %d: %d buckets, longest %d positions (bucketing %.2f ms on the "
+        "host)\n",
+        B, T, C, V, num_buckets, longest, bucket_ms);
+
+    // dwte starts with random values (the LM head's gradient); dwpe too (its rows >= T must survive).
+    std::vector<float> dout = dev::random_normal((size_t)N * C), dwte0 = dev::random_normal((size_t)V * C),
+                       dwpe0 = dev::random_normal((size_t)maxT * C);
+    dev::round_to_bf16(dout);
+    dev::round_to_bf16(dwte0);
+    dev::round_to_bf16(dwpe0);
+
+    std::vector<double> acc_wte((size_t)V * C, 0.0), acc_wpe((size_t)T * C, 0.0);
+    std::vector<char> present(V, 0);
+    for (int n = 0; n < N; n++) {
+        present[inp[n]] = 1;
+        for (int c = 0; c < C; c++) {
+            acc_wte[(size_t)inp[n] * C + c] += dout[(size_t)n * C + c];
+            acc_wpe[(size_t)(n % T) * C + c] += dout[(size_t)n * C + c];
+        }
+    }
+    std::vector<float> ref_wpe((size_t)T * C);
+    for (size_t i = 0; i < ref_wpe.size(); i++) ref_wpe[i] = (float)acc_wpe[i];
+    double sq = 0;
+    for (float x : dout) sq += (double)x * x;
+    const double rms = std::sqrt(sq / dout.size());
+
+    int* d_inp = dev::to_device(inp);
+    int* d_off = dev::to_device(buckets.offsets);
+    int* d_pos = dev::to_device(buckets.positions);
+    int* d_tok = dev::to_device(buckets.tokens);
+    bf16* d_dout = dev::to_device_bf16(dout);
+    bf16* d_dwte = dev::to_device_bf16(dwte0);
+    bf16* d_dwpe = dev::to_device_bf16(dwpe0);
+    encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> got_wte = dev::from_device_bf16(d_dwte, (size_t)V * C);
+    const std::vector<float> got_wpe = dev::from_device_bf16(d_dwpe, (size_t)maxT * C);
+
+    // Present rows: init + sum of P terms. rtol: the single bf16 rounding. atol: fp32 accumulation of up to
+    // P+1 terms of rms r grows like sqrt(P) * 2^-24 * |partial sums| ~ P * 2^-24 * r; 8x margin.
+    std::vector<float> got_p, ref_p, got_abs, init_abs;
+    for (int v = 0; v < V; v++) {
+        for (int c = 0; c < C; c++) {
+            const size_t i = (size_t)v * C + c;
+            if (present[v]) {
+                got_p.push_back(got_wte[i]);
+                ref_p.push_back((float)(dwte0[i] + acc_wte[i]));
+            } else {
+                got_abs.push_back(got_wte[i]);
+                init_abs.push_back(dwte0[i]);
+            }
+        }
+    }
+    dev::expect_close("dwte (present rows)", got_p, ref_p, 8.0 * (longest + 1) * std::ldexp(rms, -24),
+                      kBf16Rel);
+    // Absent rows are not touched: bit-exact.
+    printf("  dwte absent rows: %zu values must be unchanged\n", got_abs.size());
+    EXPECT_TRUE(bits_of(got_abs) == bits_of(init_abs));
+    // dwpe rows < T: sum over B terms (same reasoning); rows >= T untouched (bit-exact).
+    dev::expect_close("dwpe (rows < T)", std::vector<float>(got_wpe.begin(), got_wpe.begin() + (size_t)T * C),
+                      ref_wpe, 8.0 * B * std::ldexp(rms, -24), kBf16Rel);
+    EXPECT_TRUE(bits_of(std::vector<float>(got_wpe.begin() + (size_t)T * C, got_wpe.end())) ==
+                bits_of(std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
+
+    // Determinism: from the same initial state, a second run gives bitwise identical results.
+    bf16* d_dwte2 = dev::to_device_bf16(dwte0);
+    bf16* d_dwpe2 = dev::to_device_bf16(dwpe0);
+    encoder_backward(d_dwte2, d_dwpe2, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte2, (size_t)V * C)) == bits_of(got_wte));
+    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C)) == bits_of(got_wpe));
+
+    if (timing) {
+        // dout read twice (dwte and dwpe kernels), dwte rows of present tokens read+written, dwpe written.
+        const double bytes = 4.0 * N * C + 4.0 * num_buckets * C + 2.0 * T * C + 12.0 * N;
+        const float ms = dev::time_ms(
+            [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0); });
+        printf("  timing encoder_backward B = %d T = %d C = %d: %.1f us, %.0f GB/s\n", B, T, C, ms * 1e3,
+               bytes / (ms * 1e-3) / 1e9);
+    }
+    for (void* p : {(void*)d_inp, (void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte,
+                    (void*)d_dwpe, (void*)d_dwte2, (void*)d_dwpe2})
+        CHECK_CUDA(cudaFree(p));
+}
+
+}  // namespace
+
+// Host-only: the bucket structure (sorted distinct tokens, positions sorted by (token, n), consistent
+// offsets).
+TEST(token_buckets_structure) {
+    const int N = 1000;
+    const std::vector<int> inp = dev::random_ints(N, 0, 37);
+    TokenBuckets b;
+    build_token_buckets(&b, inp.data(), N);
+    EXPECT_EQ(b.offsets.size(), b.tokens.size() + 1);
+    EXPECT_EQ((int)b.positions.size(), N);
+    EXPECT_EQ(b.offsets.front(), 0);
+    EXPECT_EQ(b.offsets.back(), N);
+    std::vector<int> seen(N, 0);
+    for (size_t i = 0; i < b.tokens.size(); i++) {
+        if (i > 0) EXPECT_TRUE(b.tokens[i] > b.tokens[i - 1]);
+        EXPECT_TRUE(b.offsets[i + 1] > b.offsets[i]);
+        for (int p = b.offsets[i]; p < b.offsets[i + 1]; p++) {
+            EXPECT_EQ(inp[b.positions[p]], b.tokens[i]);
+            if (p > b.offsets[i]) EXPECT_TRUE(b.positions[p] > b.positions[p - 1]);
+            seen[b.positions[p]]++;
+        }
+    }
+    for (int n = 0; n < N; n++) EXPECT_EQ(seen[n], 1);
+    TokenBuckets empty;
+    build_token_buckets(&empty, inp.data(), 0);
+    EXPECT_EQ(empty.tokens.size(), (size_t)0);
+    EXPECT_EQ(empty.offsets.size(), (size_t)1);
+}
+
+// N = B*T not a multiple of the 256-thread block; C = 768, 1600 and a small C = 40 (less than a 256-wide
+// tile).
+TEST(encoder_forward_shapes) {
+    check_forward(3, 77, 768, 1000, false);
+    check_forward(2, 129, 1600, 50304, false);
+    check_forward(4, 33, 40, 17, false);
+}
+// Small vocabularies: many positions per bucket, with absent token rows between present ones.
+TEST(encoder_backward_shapes) {
+    check_backward(3, 77, 768, 24, 16, false, false);   // ~14 positions per bucket, 8 absent rows
+    check_backward(4, 64, 1600, 40, 7, false, false);   // ~37 positions per bucket
+    check_backward(2, 33, 40, 5, 3, false, false);      // small C
+    check_backward(4, 1024, 1600, 3, 2, false, false);  // two buckets of ~2048 positions
+}
+// GPT-1.5B sizes: B = 12, T = 1024, C = 1600, V = 50304; Zipf-like tokens (longest bucket ~ 6% of N).
+TEST(encoder_gpt1p5b) {
+    check_forward(12, 1024, 1600, 50304, true);
+    check_backward(12, 1024, 1600, 50304, 0, true, true);
+}
+
+TEST_MAIN()

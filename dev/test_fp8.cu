@@ -1,0 +1,599 @@
+// Tests for llmc/fp8.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
+// round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
+// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8_scale_math.h plus
+// hand-derived cases. Timings at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
+#include <cfloat>
+#include <cstring>
+
+#include "dev/dev_utils.h"
+#include "llmc/fp8.cuh"
+
+namespace {
+
+typedef __nv_fp8_storage_t fp8b;
+
+__nv_fp8_interpretation_t interp(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? __NV_E4M3 : __NV_E5M2; }
+const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
+// Largest finite code (magnitude): e4m3 0.1111.110 = 448, e5m2 0.11110.11 = 57344.
+uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }
+
+// The reference quantization: host emulation of the same conversion the kernels use.
+uint8_t quantize(float x, float scale, Fp8Dtype d) {
+    return __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, interp(d));
+}
+
+uint32_t amax_bits(const std::vector<float>& x) {
+    uint32_t m = 0;
+    for (float v : x) m = std::max(m, fp8_abs_bits(v));
+    return m;
+}
+
+// Values spread over many binades (N(0,1) * 2^k, k in [-12, 1]) so FP8 normals, subnormals and zeros all
+// occur.
+std::vector<float> wide_values(size_t n, bool bf16) {
+    std::vector<float> v = dev::random_normal(n);
+    std::vector<int> k = dev::random_ints(n, -12, 2);
+    for (size_t i = 0; i < n; i++) v[i] = std::ldexp(v[i], k[i]);
+    if (bf16) dev::round_to_bf16(v);
+    return v;
+}
+
+bool expect_bytes(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ref.size(); i++)
+        if (got[i] != ref[i] && bad++ == 0) first = i;
+    printf("  %-28s %zu / %zu bytes differ\n", what, bad, ref.size());
+    if (bad) {
+        char buf[200];
+        snprintf(buf, sizeof buf, "%s: %zu bytes differ, first at %zu: 0x%02x vs reference 0x%02x", what, bad,
+                 first, got[first], ref[first]);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    return true;
+}
+
+// Saturation check: every element with |x * scale| > fp8_max must be the signed max code. Returns the count.
+size_t check_saturation(const std::vector<float>& x, const std::vector<uint8_t>& q, float scale, Fp8Dtype d) {
+    size_t count = 0;
+    for (size_t i = 0; i < x.size(); i++) {
+        if (std::fabs(x[i] * scale) > fp8_dtype_max(d)) {
+            count++;
+            const uint8_t want = (x[i] < 0 ? 0x80 : 0x00) | max_code(d);
+            if (q[i] != want) {
+                testing::fail(__FILE__, __LINE__, "saturated element is not +-fp8_max");
+                break;
+            }
+        }
+    }
+    return count;
+}
+
+struct Fixture {
+    Fp8ScaleState st;
+    Fixture() { st = fp8_scale_state_create({Fp8Dtype::E4M3, Fp8Dtype::E5M2}, 16); }
+    ~Fixture() { fp8_scale_state_destroy(&st); }
+    int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
+    void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
+    void set_scale(Fp8Dtype d, float s) {
+        std::vector<float> sc = dev::from_device(st.scale, st.num_slots);
+        sc[slot(d)] = s;
+        fp8_set_scales(&st, sc);
+    }
+    uint32_t staged_bits(Fp8Dtype d) {
+        float v = dev::from_device(fp8_staging_amax(&st) + slot(d), 1)[0];
+        return fp8_float_bits(v);
+    }
+};
+
+// One cast_transpose case: bf16 (or fp32) input, row-wise output present or not, scale fitted to the amax
+// or 4x larger (so elements above amax/4 saturate).
+template <class Tin>
+void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) {
+    const bool bf16_in = std::is_same<Tin, bf16>::value;
+    printf(" N=%d C=%d %s %s%s%s\n", N, C, name(d), bf16_in ? "bf16" : "fp32",
+           rowwise ? "" : " (no row-wise)", saturate ? " saturating" : "");
+    Fixture f;
+    std::vector<float> x = wide_values((size_t)N * C, bf16_in);
+    const uint32_t ref_amax = amax_bits(x);
+    float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
+    if (saturate) scale *= 4.0f;
+    f.set_scale(d, scale);
+    f.reset_staging();
+
+    Tin* d_in = nullptr;
+    if constexpr (std::is_same<Tin, bf16>::value)
+        d_in = dev::to_device_bf16(x);
+    else
+        d_in = dev::to_device(x);
+    fp8b* d_out = rowwise ? dev::device_alloc<fp8b>((size_t)N * C) : nullptr;
+    fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C);
+    float* d_sinv = dev::device_alloc<float>(1);
+    fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, f.slot(d), d_in, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    std::vector<uint8_t> ref((size_t)N * C), refT((size_t)N * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            const uint8_t q = quantize(x[(size_t)n * C + c], scale, d);
+            ref[(size_t)n * C + c] = q;
+            refT[(size_t)c * N + n] = q;
+        }
+    if (rowwise) expect_bytes("row-wise", dev::from_device(d_out, ref.size()), ref);
+    expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
+    EXPECT_EQ(f.staged_bits(d), ref_amax);  // amax of the pre-scale input, exact
+    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    const size_t sat = check_saturation(x, ref, scale, d);
+    if (saturate) EXPECT_TRUE(sat > 0);  // the case must exercise saturation
+    if (!saturate) EXPECT_TRUE(sat == 0);
+    if (d_out) CHECK_CUDA(cudaFree(d_out));
+    CHECK_CUDA(cudaFree(d_outT));
+    CHECK_CUDA(cudaFree(d_sinv));
+    CHECK_CUDA(cudaFree(d_in));
+}
+
+}  // namespace
+
+TEST(cast_transpose_bit_exact) {
+    const int shapes[][2] = {{16, 16}, {48, 80}, {144, 272}, {272, 144}, {1040, 1600}};
+    for (auto& s : shapes)
+        for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2}) {
+            cast_transpose_case<bf16>(s[0], s[1], d, true, false);
+            cast_transpose_case<bf16>(s[0], s[1], d, true, true);
+        }
+    cast_transpose_case<bf16>(48, 80, Fp8Dtype::E4M3, false, true);
+    cast_transpose_case<bf16>(12288, 1600, Fp8Dtype::E4M3, true, true);
+    cast_transpose_case<bf16>(12288, 1600, Fp8Dtype::E5M2, false, false);
+}
+
+TEST(weight_cast_transpose_fp32_master) {
+    for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2}) {
+        cast_transpose_case<float>(80, 48, d, true, true);
+        cast_transpose_case<float>(4800, 1600, d, true, false);  // qkv weight [3C, C]
+    }
+}
+
+TEST(plain_cast_and_amax_only) {
+    Fixture f;
+    for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
+        for (long n : {8L, 48L * 80, 8L * 100003, 12288L * 1600}) {
+            for (int fp32 = 0; fp32 < 2; fp32++) {
+                std::vector<float> x = wide_values(n, !fp32);
+                const uint32_t ref_amax = amax_bits(x);
+                const float scale =
+                    2.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
+                f.set_scale(d, scale);
+                void* d_in = fp32 ? (void*)dev::to_device(x) : (void*)dev::to_device_bf16(x);
+                fp8b* d_out = dev::device_alloc<fp8b>(n);
+                float* d_sinv = dev::device_alloc<float>(1);
+                f.reset_staging();
+                if (fp32)
+                    fp8_cast(d_out, d_sinv, &f.st, f.slot(d), (const float*)d_in, n, 0);
+                else
+                    fp8_cast(d_out, d_sinv, &f.st, f.slot(d), (const bf16*)d_in, n, 0);
+                std::vector<uint8_t> ref(n);
+                for (long i = 0; i < n; i++) ref[i] = quantize(x[i], scale, d);
+                printf(" n=%ld %s %s\n", n, name(d), fp32 ? "fp32" : "bf16");
+                expect_bytes("cast", dev::from_device(d_out, n), ref);
+                EXPECT_EQ(f.staged_bits(d), ref_amax);
+                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                          fp8_float_bits(fp8_compute_scale_inv(scale)));
+                if (n > 100) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);
+                // Amax only (step-0 calibration): same amax, nothing written.
+                f.reset_staging();
+                if (fp32)
+                    fp8_amax(&f.st, f.slot(d), (const float*)d_in, n, 0);
+                else
+                    fp8_amax(&f.st, f.slot(d), (const bf16*)d_in, n, 0);
+                EXPECT_EQ(f.staged_bits(d), ref_amax);
+                CHECK_CUDA(cudaFree(d_in));
+                CHECK_CUDA(cudaFree(d_out));
+                CHECK_CUDA(cudaFree(d_sinv));
+            }
+        }
+    // A NaN in the input must reach the staging amax (so the update keeps the old scale).
+    std::vector<float> x = wide_values(4096, true);
+    x[1234] = NAN;
+    bf16* d_in = dev::to_device_bf16(x);
+    f.reset_staging();
+    fp8_amax(&f.st, 0, d_in, (long)x.size(), 0);
+    EXPECT_TRUE(std::isnan(fp8_bits_float(f.staged_bits(Fp8Dtype::E4M3))));
+    CHECK_CUDA(cudaFree(d_in));
+}
+
+namespace {
+
+// Reference sums in float64. Tolerance: the kernel sums in fp32 along a path of at most
+// D = 8 (rows per thread) + 16 (row lanes) + ceil(rows/8) (reduce lanes) + 8 additions, so its error is at
+// most D * 2^-24 * sum|x| (+ the accumulated bf16 input when accumulating); the bf16 output rounds to within
+// 2^-8 relative (half an ulp of 7 stored mantissa bits is 2^-8 of the binade's low end).
+double dbias_atol(const std::vector<double>& abs_sum, int N) {
+    const double D = 8 + 16 + ceil_div(ceil_div(N, 128), 8) + 8 + 1;
+    double m = 0;
+    for (double a : abs_sum) m = std::max(m, a);
+    return D * std::ldexp(1.0, -24) * m;
+}
+
+}  // namespace
+
+TEST(cast_transpose_dbias) {
+    Fixture f;
+    const int shapes[][2] = {{48, 80}, {144, 272}, {12288, 1600}};
+    for (auto& s : shapes)
+        for (Fp8Dtype d : {Fp8Dtype::E5M2, Fp8Dtype::E4M3})
+            for (int accumulate = 0; accumulate < 2; accumulate++) {
+                const int N = s[0], OC = s[1];
+                printf(" N=%d OC=%d %s%s\n", N, OC, name(d), accumulate ? " accumulate" : "");
+                std::vector<float> dy = dev::random_normal((size_t)N * OC);
+                dev::round_to_bf16(dy);
+                std::vector<float> db0 = dev::random_normal(OC);
+                dev::round_to_bf16(db0);
+                const uint32_t ref_amax = amax_bits(dy);
+                const float scale =
+                    3.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
+                f.set_scale(d, scale);
+                f.reset_staging();
+                bf16* d_dy = dev::to_device_bf16(dy);
+                bf16* d_db = dev::to_device_bf16(db0);
+                fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * OC);
+                fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * OC);
+                float* d_sinv = dev::device_alloc<float>(1);
+                void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, OC));
+                fp8_cast_transpose_dbias(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d), d_dy, N,
+                                         OC, accumulate, 0);
+                std::vector<uint8_t> ref((size_t)N * OC), refT((size_t)N * OC);
+                std::vector<double> sum(OC, 0.0), abs_sum(OC, 0.0);
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < OC; c++) {
+                        const float v = dy[(size_t)n * OC + c];
+                        ref[(size_t)n * OC + c] = refT[(size_t)c * N + n] = quantize(v, scale, d);
+                        sum[c] += v;
+                        abs_sum[c] += std::fabs(v);
+                    }
+                std::vector<float> ref_db(OC);
+                for (int c = 0; c < OC; c++) {
+                    ref_db[c] = (float)(sum[c] + (accumulate ? db0[c] : 0.0));
+                    abs_sum[c] += accumulate ? std::fabs(db0[c]) : 0.0;
+                }
+                expect_bytes("row-wise", dev::from_device(d_out, ref.size()), ref);
+                expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
+                EXPECT_EQ(f.staged_bits(d), ref_amax);
+                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                          fp8_float_bits(fp8_compute_scale_inv(scale)));
+                EXPECT_TRUE(check_saturation(dy, ref, scale, d) > 0);
+                dev::expect_close("dbias", dev::from_device_bf16(d_db, OC), ref_db, dbias_atol(abs_sum, N),
+                                  std::ldexp(1.0, -8));
+                CHECK_CUDA(cudaFree(d_dy));
+                CHECK_CUDA(cudaFree(d_db));
+                CHECK_CUDA(cudaFree(d_out));
+                CHECK_CUDA(cudaFree(d_outT));
+                CHECK_CUDA(cudaFree(d_sinv));
+                CHECK_CUDA(cudaFree(d_scratch));
+            }
+}
+
+namespace {
+
+double gelu_grad_ref(double x, bool tanh_form) {
+    if (!tanh_form)
+        return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+               x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    const double k0 = std::sqrt(2.0 / M_PI), k1 = 0.044715;
+    const double t = std::tanh(k0 * (x + k1 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k0 * (1.0 + 3.0 * k1 * x * x);
+}
+int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f); }
+
+}  // namespace
+
+// dGELU: the kernel evaluates gelu' in fp32 with fast-math intrinsics, so g differs from the float64
+// reference by |dg| <= eps_g * |dout| (eps_g: 1e-5 for the erf form; 2e-3 for the tanh form, whose
+// approximate tanhf has ~2^-11 absolute error that 0.5(1+t) and x(1-t^2) pass on). A quantized byte may then
+// land on the neighbouring FP8 code when g sits next to a rounding boundary: each byte must be within one
+// code of the reference, and only a small fraction may differ at all. dbias: the dbias tolerance above plus
+// the g error, which has random sign (dout is random): 4 eps_g sqrt(sum dout^2).
+TEST(cast_transpose_dbias_dgelu) {
+    Fixture f;
+    const int shapes[][2] = {{48, 80}, {144, 272}, {1024, 6400}};
+    for (auto& s : shapes)
+        for (int tanh_form = 0; tanh_form < 2; tanh_form++)
+            for (Fp8Dtype d : {Fp8Dtype::E5M2, Fp8Dtype::E4M3}) {
+                const int N = s[0], C4 = s[1];
+                const double eps_g = tanh_form ? 2e-3 : 1e-5;
+                printf(" N=%d C4=%d %s %s\n", N, C4, name(d), tanh_form ? "tanh" : "erf");
+                std::vector<float> dout = dev::random_normal((size_t)N * C4);
+                std::vector<float> pre = dev::random_normal((size_t)N * C4, 0.0f, 2.0f);
+                dev::round_to_bf16(dout);
+                dev::round_to_bf16(pre);
+                std::vector<float> g((size_t)N * C4);
+                std::vector<double> sum(C4, 0.0), abs_sum(C4, 0.0), sq_dout(C4, 0.0);
+                double max_dout = 0;
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < C4; c++) {
+                        const size_t i = (size_t)n * C4 + c;
+                        const double gd = dout[i] * gelu_grad_ref(pre[i], tanh_form);
+                        g[i] = (float)gd;
+                        sum[c] += gd;
+                        abs_sum[c] += std::fabs(gd);
+                        sq_dout[c] += (double)dout[i] * dout[i];
+                        max_dout = std::max(max_dout, (double)std::fabs(dout[i]));
+                    }
+                const float ref_amax = fp8_bits_float(amax_bits(g));
+                const float scale = 2.0f * fp8_compute_scale(ref_amax, fp8_dtype_max(d), 0, 1.0f);
+                f.set_scale(d, scale);
+                f.reset_staging();
+                bf16* d_dout = dev::to_device_bf16(dout);
+                bf16* d_pre = dev::to_device_bf16(pre);
+                bf16* d_db = dev::device_alloc<bf16>(C4);
+                fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * C4);
+                fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C4);
+                float* d_sinv = dev::device_alloc<float>(1);
+                void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4));
+                fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d),
+                                               d_dout, d_pre, N, C4, tanh_form, false, 0);
+                std::vector<uint8_t> got = dev::from_device(d_out, g.size());
+                std::vector<uint8_t> gotT = dev::from_device(d_outT, g.size());
+                size_t differ = 0, far = 0, differT = 0;
+                std::vector<uint8_t> ref(g.size());
+                for (int n = 0; n < N; n++)
+                    for (int c = 0; c < C4; c++) {
+                        const size_t i = (size_t)n * C4 + c;
+                        ref[i] = quantize(g[i], scale, d);
+                        differ += got[i] != ref[i];
+                        far += std::abs(ordinal(got[i]) - ordinal(ref[i])) > 1;
+                        differT +=
+                            gotT[(size_t)c * N + n] != got[i];  // transposed copy == row-wise copy exactly
+                    }
+                printf("  bytes differing from the reference: %zu / %zu (more than one code: %zu)\n", differ,
+                       g.size(), far);
+                EXPECT_EQ(far, (size_t)0);
+                EXPECT_EQ(differT, (size_t)0);
+                EXPECT_TRUE(differ <= g.size() * (tanh_form ? 0.1 : 0.01));
+                EXPECT_TRUE(check_saturation(g, ref, scale, d) > 0);
+                const float amax = fp8_bits_float(f.staged_bits(d));
+                EXPECT_NEAR(amax, ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
+                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                          fp8_float_bits(fp8_compute_scale_inv(scale)));
+                std::vector<float> ref_db(C4);
+                double sq = 0;
+                for (int c = 0; c < C4; c++) {
+                    ref_db[c] = (float)sum[c];
+                    sq = std::max(sq, sq_dout[c]);
+                }
+                dev::expect_close("dbias", dev::from_device_bf16(d_db, C4), ref_db,
+                                  dbias_atol(abs_sum, N) + 4 * eps_g * std::sqrt(sq), std::ldexp(1.0, -8));
+                // Calibration pass over the same g: same amax within the same error.
+                f.reset_staging();
+                fp8_amax_dgelu(&f.st, f.slot(d), d_dout, d_pre, (long)g.size(), tanh_form, 0);
+                EXPECT_NEAR(fp8_bits_float(f.staged_bits(d)), ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
+                CHECK_CUDA(cudaFree(d_dout));
+                CHECK_CUDA(cudaFree(d_pre));
+                CHECK_CUDA(cudaFree(d_db));
+                CHECK_CUDA(cudaFree(d_out));
+                CHECK_CUDA(cudaFree(d_outT));
+                CHECK_CUDA(cudaFree(d_sinv));
+                CHECK_CUDA(cudaFree(d_scratch));
+            }
+}
+
+// ---- the update kernel ----
+
+namespace {
+
+// Staging amaxes for one step: mostly normal magnitudes over a wide range, plus unused slots (0), inf, NaN,
+// denormals (scale overflows to FLT_MAX) and huge values.
+std::vector<float> random_staging(int S) {
+    std::vector<float> v(S);
+    std::vector<int> kind = dev::random_ints(S, 0, 100);
+    std::vector<float> mag = dev::random_uniform(S, -30.0f, 30.0f);
+    for (int s = 0; s < S; s++) {
+        const int k = kind[s];
+        v[s] = k < 20   ? 0.0f
+               : k < 23 ? INFINITY
+               : k < 26 ? NAN
+               : k < 29 ? 1e-40f
+               : k < 31 ? 3e38f
+                        : std::exp2(mag[s]);
+    }
+    return v;
+}
+
+std::vector<float> download_all(const Fp8ScaleState& st) {
+    return dev::from_device(st.storage, st.storage_floats);
+}
+
+bool same_bits(const float* a, const float* b, size_t n, const char* what, int step) {
+    if (memcmp(a, b, n * sizeof(float)) == 0) return true;
+    for (size_t i = 0; i < n; i++)
+        if (fp8_float_bits(a[i]) != fp8_float_bits(b[i])) {
+            char buf[200];
+            snprintf(buf, sizeof buf, "step %d: %s[%zu] = %g, reference %g", step, what, i, a[i], b[i]);
+            testing::fail(__FILE__, __LINE__, buf);
+            break;
+        }
+    return false;
+}
+
+void update_vs_model(int S, int H, AmaxAlgo algo, int margin, int steps, bool compare_every_step) {
+    printf(" slots=%d history=%d %s margin=%d steps=%d\n", S, H,
+           algo == AmaxAlgo::Max ? "max" : "most_recent", margin, steps);
+    std::vector<Fp8Dtype> dtypes(S);
+    for (int s = 0; s < S; s++) dtypes[s] = s % 3 == 2 ? Fp8Dtype::E5M2 : Fp8Dtype::E4M3;
+    Fp8ScaleState st = fp8_scale_state_create(dtypes, H);
+    std::vector<float> hist((size_t)H * S, 0.0f), scale(S, 1.0f), scale_inv(S, 1.0f), fmax(S);
+    for (int s = 0; s < S; s++) fmax[s] = fp8_dtype_max(dtypes[s]);
+    bool saw_flt_max = false, saw_normal = false;  // the model must have exercised these outcomes
+    for (int step = 0; step < steps && !testing::state().failed; step++) {
+        std::vector<float> staged = random_staging(S);
+        std::copy(staged.begin(), staged.end(), hist.begin());
+        CHECK_CUDA(
+            cudaMemcpy(fp8_staging_amax(&st), staged.data(), S * sizeof(float), cudaMemcpyHostToDevice));
+        fp8_update_scales(&st, algo, margin, 0);
+        fp8_update_reference(hist, scale, scale_inv, fmax, S, H, algo, margin);
+        for (float v : scale) {
+            saw_flt_max |= v == FLT_MAX;
+            saw_normal |= v != FLT_MAX && v != 1.0f;
+        }
+        if (compare_every_step || step == steps - 1) {
+            std::vector<float> all = download_all(st);
+            same_bits(all.data(), hist.data(), hist.size(), "history", step);
+            same_bits(all.data() + hist.size(), scale.data(), S, "scale", step);
+            same_bits(all.data() + hist.size() + S, scale_inv.data(), S, "scale_inv", step);
+            same_bits(all.data() + hist.size() + 2 * S, fmax.data(), S, "fp8_max", step);
+        }
+    }
+    EXPECT_TRUE(saw_normal);
+    if (steps > 4 && S > 32) EXPECT_TRUE(saw_flt_max);
+    fp8_scale_state_destroy(&st);
+}
+
+}  // namespace
+
+// History wrap-around (more steps than rows, rows not a multiple of the kernel's 64-row tile), both
+// algorithms, margins 0 and 2, slots not a multiple of the 32-slot block, the whole buffer compared bit for
+// bit every step.
+TEST(update_scales_vs_model) {
+    for (AmaxAlgo algo : {AmaxAlgo::Max, AmaxAlgo::MostRecent})
+        for (int margin : {0, 2}) {
+            update_vs_model(77, 1, algo, margin, 5, true);
+            update_vs_model(77, 5, algo, margin, 13, true);
+            update_vs_model(77, 67, algo, margin, 140, true);
+        }
+    update_vs_model(48 * 4 * 3, 1024, AmaxAlgo::Max, 0, 40, false);  // GPT-1.5B: 48 layers x 4 Linears x 3
+}
+
+TEST(update_scales_hand_cases) {
+    const float inf = INFINITY;
+    // slots: 0 e4m3 amax 2; 1 unused (staging 0) with a past history; 2 e5m2 amax 2; 3 denormal amax;
+    // 4 inf; 5 NaN.
+    std::vector<Fp8Dtype> dt = {Fp8Dtype::E4M3, Fp8Dtype::E4M3, Fp8Dtype::E5M2,
+                                Fp8Dtype::E4M3, Fp8Dtype::E4M3, Fp8Dtype::E4M3};
+    const int S = 6, H = 4;
+    Fp8ScaleState st = fp8_scale_state_create(dt, H);
+    fp8_set_scales(&st, {1.0f, 3.0f, 1.0f, 1.0f, 5.0f, 7.0f});
+    std::vector<float> hist((size_t)H * S, 0.0f);
+    const float staged[S] = {2.0f, 0.0f, 2.0f, 1e-40f, inf, NAN};
+    for (int s = 0; s < S; s++) hist[s] = staged[s];
+    hist[1 * S + 1] = 0.5f;  // slot 1's past
+    hist[2 * S + 1] = 0.25f;
+    hist[3 * S + 1] = 0.125f;
+    CHECK_CUDA(cudaMemcpy(st.amax_history, hist.data(), hist.size() * sizeof(float), cudaMemcpyHostToDevice));
+    fp8_update_scales(&st, AmaxAlgo::Max, 0, 0);
+    std::vector<float> h = dev::from_device(st.amax_history, hist.size());
+    std::vector<float> sc = dev::from_device(st.scale, S), si = dev::from_device(st.scale_inv, S);
+    EXPECT_EQ(sc[0], 224.0f);  // 448 / 2
+    EXPECT_EQ(si[0], 1.0f / 224.0f);
+    EXPECT_EQ(sc[1], 3.0f);  // unused: scale and history untouched
+    EXPECT_EQ(h[0 * S + 1], 0.0f);
+    EXPECT_EQ(h[1 * S + 1], 0.5f);
+    EXPECT_EQ(h[2 * S + 1], 0.25f);
+    EXPECT_EQ(h[3 * S + 1], 0.125f);
+    EXPECT_EQ(sc[2], 28672.0f);                           // 57344 / 2
+    EXPECT_EQ(sc[3], FLT_MAX);                            // 448 / 1e-40 overflows
+    EXPECT_EQ(sc[4], 5.0f);                               // inf: keep
+    EXPECT_EQ(sc[5], 7.0f);                               // NaN: keep
+    for (int s : {0, 2, 3, 4, 5}) EXPECT_EQ(h[s], 0.0f);  // staging cleared
+    EXPECT_EQ(h[3 * S + 0], 2.0f);                        // newest row = this step's amax
+    EXPECT_EQ(h[3 * S + 2], 2.0f);
+    EXPECT_TRUE(std::isinf(h[3 * S + 4]));
+    // Next step, margin 1: slot 0 amax 2 again -> 448 / 2 / 2 = 112; slot 4 still has inf in its window.
+    const float staged2[S] = {2.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    CHECK_CUDA(cudaMemcpy(st.amax_history, staged2, sizeof staged2, cudaMemcpyHostToDevice));
+    fp8_update_scales(&st, AmaxAlgo::Max, 1, 0);
+    sc = dev::from_device(st.scale, S);
+    EXPECT_EQ(sc[0], 112.0f);
+    EXPECT_EQ(sc[2], 14336.0f);  // window max 2: 57344 / 2 / 2
+    EXPECT_EQ(sc[4], 5.0f);      // inf still in the window
+    EXPECT_EQ(sc[5], 7.0f);      // NaN still in the window
+    fp8_scale_state_destroy(&st);
+
+    // Window length: with H = 4 an amax of 8 governs 4 steps (Max), then drops out; MostRecent follows at
+    // once.
+    for (AmaxAlgo algo : {AmaxAlgo::Max, AmaxAlgo::MostRecent}) {
+        Fp8ScaleState s1 = fp8_scale_state_create({Fp8Dtype::E4M3}, 4);
+        const float seq[6] = {8, 1, 1, 1, 1, 1};
+        const float want_max[6] = {56, 56, 56, 56, 448, 448}, want_recent[6] = {56, 448, 448, 448, 448, 448};
+        for (int i = 0; i < 6; i++) {
+            CHECK_CUDA(cudaMemcpy(s1.amax_history, &seq[i], sizeof(float), cudaMemcpyHostToDevice));
+            fp8_update_scales(&s1, algo, 0, 0);
+            EXPECT_EQ(dev::from_device(s1.scale, 1)[0], algo == AmaxAlgo::Max ? want_max[i] : want_recent[i]);
+        }
+        fp8_scale_state_destroy(&s1);
+    }
+}
+
+TEST(calibrate_scales) {
+    Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E4M3, Fp8Dtype::E5M2, Fp8Dtype::E4M3}, 8);
+    const float staged[3] = {2.0f, 4.0f, 0.0f};
+    CHECK_CUDA(cudaMemcpy(fp8_staging_amax(&st), staged, sizeof staged, cudaMemcpyHostToDevice));
+    fp8_calibrate_scales(&st, 1, 2, 0, 0);  // slots 1 and 2 only
+    std::vector<float> sc = dev::from_device(st.scale, 3), si = dev::from_device(st.scale_inv, 3);
+    std::vector<float> staging = dev::from_device(fp8_staging_amax(&st), 3);
+    EXPECT_EQ(sc[0], 1.0f);      // outside the range
+    EXPECT_EQ(sc[1], 14336.0f);  // 57344 / 4
+    EXPECT_EQ(si[1], 1.0f / 14336.0f);
+    EXPECT_EQ(sc[2], 1.0f);       // amax 0: keep
+    EXPECT_EQ(staging[1], 4.0f);  // staging kept for the regular update
+    fp8_scale_state_destroy(&st);
+}
+
+// ---- timings at GPT-1.5B sizes ----
+TEST(timing) {
+    Fixture f;
+    const int N = 12288, C = 1600, C4 = 6400;
+    f.set_scale(Fp8Dtype::E4M3, 64.0f);
+    f.set_scale(Fp8Dtype::E5M2, 4096.0f);
+    std::vector<float> x = dev::random_normal((size_t)N * C4);
+    bf16* d_a = dev::to_device_bf16(x);
+    bf16* d_b = dev::to_device_bf16(x);
+    float* d_w32 = dev::to_device(std::vector<float>(x.begin(), x.begin() + (size_t)C * C4));
+    fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * C4);
+    fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C4);
+    float* d_sinv = dev::device_alloc<float>(1);
+    bf16* d_db = dev::device_alloc<bf16>(C4);
+    void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4));
+    auto report = [](const char* what, float ms, double bytes) {
+        printf("  %-44s %8.1f us  %7.0f GB/s\n", what, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
+    };
+    const double nc = (double)N * C, nc4 = (double)N * C4;
+    float ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_a, N, C, 0); });
+    report("cast_transpose 12288x1600 e4m3", ms, nc * 2 + 2 * nc);
+    ms = dev::time_ms([&] { fp8_cast_transpose(nullptr, d_outT, d_sinv, &f.st, 0, d_a, N, C, 0); });
+    report("cast_transpose 12288x1600 (T only)", ms, nc * 2 + nc);
+    ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_a, N, C4, 0); });
+    report("cast_transpose 12288x6400 e4m3", ms, nc4 * 2 + 2 * nc4);
+    ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, N, C, false, 0);
+    });
+    report("cast_transpose_dbias 12288x1600 e5m2", ms, nc * 2 + 2 * nc);
+    ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, d_b, N, C4,
+                                       false, false, 0);
+    });
+    report("cast_transpose_dbias_dgelu 12288x6400 erf", ms, nc4 * 4 + 2 * nc4);
+    ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, d_b, N, C4,
+                                       true, false, 0);
+    });
+    report("cast_transpose_dbias_dgelu 12288x6400 tanh", ms, nc4 * 4 + 2 * nc4);
+    ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_w32, C4, C, 0); });
+    report("weight cast_transpose fp32 6400x1600", ms, (double)C4 * C * (4 + 2));
+    ms = dev::time_ms([&] { fp8_cast(d_out, d_sinv, &f.st, 0, d_a, (long)nc, 0); });
+    report("cast 12288x1600", ms, nc * 3);
+    ms = dev::time_ms([&] { fp8_amax(&f.st, 0, d_a, (long)nc, 0); });
+    report("amax 12288x1600", ms, nc * 2);
+    Fp8ScaleState big = fp8_scale_state_create(fp8_linear_slot_dtypes(Fp8Format::Hybrid, 48 * 4), 1024);
+    std::vector<float> ones(big.num_slots, 1.0f);
+    ms = dev::time_ms([&] {
+        CHECK_CUDA(
+            cudaMemcpyAsync(fp8_staging_amax(&big), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice, 0));
+        fp8_update_scales(&big, AmaxAlgo::Max, 0, 0);
+    });
+    report("update_scales 576 slots x 1024 (+ upload)", ms, 2.0 * big.storage_floats * 4);
+    fp8_scale_state_destroy(&big);
+    for (void* p : {(void*)d_a, (void*)d_b, (void*)d_w32, (void*)d_out, (void*)d_outT, (void*)d_sinv,
+                    (void*)d_db, d_scratch})
+        CHECK_CUDA(cudaFree(p));
+}
+
+TEST_MAIN()

@@ -1,0 +1,262 @@
+// LayerNorm forward (plain and fused residual add), saved statistics and backward against float64 CPU
+// references.
+#include "dev/dev_utils.h"
+#include "llmc/layernorm.cuh"
+
+namespace {
+
+constexpr double kBf16Rel = 1.0 / 256;  // 2^-8: covers one bf16 rounding of the output (<= 2^-9 relative)
+
+// Relative error bound we allow for an fp32 sum of C terms of one sign-consistent scale: random-walk growth
+// sqrt(C) * 2^-24, times 4 for margin.
+double fp32_sum_rel(int n) { return 4.0 * std::sqrt((double)n) * std::ldexp(1.0, -24); }
+
+double max_abs(const std::vector<float>& v) {
+    double m = 0;
+    for (float x : v) m = std::max(m, (double)std::fabs(x));
+    return m;
+}
+
+struct LnRef {
+    std::vector<float> out, mean, rstd;
+};
+// float64 reference of the forward from bf16-exact inputs.
+LnRef layernorm_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                    int N, int C) {
+    LnRef r;
+    r.out.resize((size_t)N * C);
+    r.mean.resize(N);
+    r.rstd.resize(N);
+    for (int n = 0; n < N; n++) {
+        const float* xr = &x[(size_t)n * C];
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+        v /= C;
+        const double s = 1.0 / std::sqrt(v + 1e-5);
+        for (int c = 0; c < C; c++) r.out[(size_t)n * C + c] = (float)((xr[c] - m) * s * w[c] + b[c]);
+        r.mean[n] = (float)m;
+        r.rstd[n] = (float)s;
+    }
+    return r;
+}
+
+struct LnInputs {
+    std::vector<float> x, w, b;
+};
+// Rows with a non-zero mean (1.5) and std 2 exercise the two-pass variance; LN weight ~1 and bias ~0 as in
+// training, but random so that a swapped or ignored parameter fails.
+LnInputs make_inputs(int N, int C) {
+    LnInputs in{dev::random_normal((size_t)N * C, 1.5f, 2.0f), dev::random_normal(C, 1.0f, 0.2f),
+                dev::random_normal(C, 0.0f, 0.2f)};
+    dev::round_to_bf16(in.x);
+    dev::round_to_bf16(in.w);
+    dev::round_to_bf16(in.b);
+    return in;
+}
+
+// Tolerances of the forward (see fp32_sum_rel): mean is an fp32 sum over C; rstd adds rsqrtf's ~2 ulp;
+// the output's absolute error is |w| * (rstd * dmean + |xhat| * drstd/rstd), plus the bf16 rounding (rtol).
+void check_forward_outputs(const char* what, const LnRef& ref, const LnInputs& in,
+                           const std::vector<float>& x, bf16* d_out, float* d_mean, float* d_rstd, int N,
+                           int C) {
+    const double xmax = max_abs(x);
+    const double rstd_rel = fp32_sum_rel(C) + std::ldexp(1.0, -21);
+    const double rstd_max = max_abs(ref.rstd);
+    const double out_atol =
+        max_abs(in.w) * (rstd_max * fp32_sum_rel(C) * xmax + 2 * xmax * rstd_max * rstd_rel);
+    std::string s(what);
+    dev::expect_close((s + " out").c_str(), dev::from_device_bf16(d_out, (size_t)N * C), ref.out, out_atol,
+                      kBf16Rel);
+    dev::expect_close((s + " mean").c_str(), dev::from_device(d_mean, N), ref.mean, fp32_sum_rel(C) * xmax,
+                      0.0);
+    dev::expect_close((s + " rstd").c_str(), dev::from_device(d_rstd, N), ref.rstd, 0.0, rstd_rel);
+}
+
+void check_forward(int N, int C, bool timing) {
+    printf("  N = %d, C = %d\n", N, C);
+    const LnInputs in = make_inputs(N, C);
+    const LnRef ref = layernorm_ref(in.x, in.w, in.b, N, C);
+    bf16* d_x = dev::to_device_bf16(in.x);
+    bf16* d_w = dev::to_device_bf16(in.w);
+    bf16* d_b = dev::to_device_bf16(in.b);
+    bf16* d_out = dev::device_alloc<bf16>((size_t)N * C);
+    float* d_mean = dev::device_alloc<float>(N);
+    float* d_rstd = dev::device_alloc<float>(N);
+    layernorm_forward(d_out, d_mean, d_rstd, d_x, d_w, d_b, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    check_forward_outputs("layernorm", ref, in, in.x, d_out, d_mean, d_rstd, N, C);
+
+    // Without saved statistics (inference): same output.
+    bf16* d_out2 = dev::device_alloc<bf16>((size_t)N * C);
+    layernorm_forward(d_out2, nullptr, nullptr, d_x, d_w, d_b, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(dev::from_device_bf16(d_out2, (size_t)N * C) == dev::from_device_bf16(d_out, (size_t)N * C));
+
+    if (timing) {
+        const double bytes = 4.0 * N * C + 8.0 * N + 4.0 * C;  // read x, write out, write stats, read w/b
+        const float ms =
+            dev::time_ms([&] { layernorm_forward(d_out, d_mean, d_rstd, d_x, d_w, d_b, N, C, 0); });
+        printf("  timing layernorm_forward N = %d C = %d: %.1f us, %.0f GB/s\n", N, C, ms * 1e3,
+               bytes / (ms * 1e-3) / 1e9);
+    }
+    for (void* p :
+         {(void*)d_x, (void*)d_w, (void*)d_b, (void*)d_out, (void*)d_out2, (void*)d_mean, (void*)d_rstd})
+        CHECK_CUDA(cudaFree(p));
+}
+
+void check_residual_forward(int N, int C, bool timing) {
+    printf("  N = %d, C = %d\n", N, C);
+    const LnInputs in = make_inputs(N, C);  // in.x plays inp1
+    std::vector<float> x2 = dev::random_normal((size_t)N * C, 0.0f, 1.0f);
+    dev::round_to_bf16(x2);
+    // The residual as the GPU must store it: fp32 add of two bf16 values, one rounding (bit-exact on the
+    // host); and its float64 sum for the tolerance check.
+    std::vector<float> res((size_t)N * C), res_exact((size_t)N * C);
+    for (size_t i = 0; i < res.size(); i++) {
+        res[i] = dev::bf16_round(in.x[i] + x2[i]);
+        res_exact[i] = (float)((double)in.x[i] + (double)x2[i]);
+    }
+    const LnRef ref = layernorm_ref(res, in.w, in.b, N, C);  // LN of the ROUNDED residual
+    bf16* d_x1 = dev::to_device_bf16(in.x);
+    bf16* d_x2 = dev::to_device_bf16(x2);
+    bf16* d_w = dev::to_device_bf16(in.w);
+    bf16* d_b = dev::to_device_bf16(in.b);
+    bf16* d_res = dev::device_alloc<bf16>((size_t)N * C);
+    bf16* d_out = dev::device_alloc<bf16>((size_t)N * C);
+    float* d_mean = dev::device_alloc<float>(N);
+    float* d_rstd = dev::device_alloc<float>(N);
+    residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_x1, d_x2, d_w, d_b, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    // The residual is one bf16 rounding of an exact (or fp32-rounded) sum: rtol 2^-8; a zero sum is exact.
+    dev::expect_close("residual", dev::from_device_bf16(d_res, (size_t)N * C), res_exact, 0.0, kBf16Rel);
+    check_forward_outputs("residual_layernorm", ref, in, res, d_out, d_mean, d_rstd, N, C);
+
+    if (timing) {
+        const double bytes = 8.0 * N * C + 8.0 * N + 4.0 * C;  // read 2, write residual and out, stats, w/b
+        const float ms = dev::time_ms(
+            [&] { residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_x1, d_x2, d_w, d_b, N, C, 0); });
+        printf("  timing residual_layernorm_forward N = %d C = %d: %.1f us, %.0f GB/s\n", N, C, ms * 1e3,
+               bytes / (ms * 1e-3) / 1e9);
+    }
+    for (void* p : {(void*)d_x1, (void*)d_x2, (void*)d_w, (void*)d_b, (void*)d_res, (void*)d_out,
+                    (void*)d_mean, (void*)d_rstd})
+        CHECK_CUDA(cudaFree(p));
+}
+
+void check_backward(int N, int C, bool timing) {
+    printf("  N = %d, C = %d\n", N, C);
+    const LnInputs in = make_inputs(N, C);
+    const LnRef fwd = layernorm_ref(in.x, in.w, in.b, N, C);  // mean/rstd as the forward would save them
+    std::vector<float> dout = dev::random_normal((size_t)N * C), dinp0 = dev::random_normal((size_t)N * C);
+    dev::round_to_bf16(dout);
+    dev::round_to_bf16(dinp0);
+
+    // float64 reference using the same fp32 mean/rstd the kernel reads.
+    std::vector<float> ref_dinp((size_t)N * C), ref_dw(C), ref_db(C);
+    std::vector<double> dw(C, 0.0), db(C, 0.0), xhat(C), dn(C);
+    double term_sq_w = 0, term_sq_b = 0, dinp_scale = 0;
+    for (int n = 0; n < N; n++) {
+        const size_t o = (size_t)n * C;
+        const double m = fwd.mean[n], r = fwd.rstd[n];
+        double s1 = 0, s2 = 0, dn_max = 0, xh_max = 0;
+        for (int c = 0; c < C; c++) {
+            xhat[c] = (in.x[o + c] - m) * r;
+            dn[c] = (double)in.w[c] * dout[o + c];
+            s1 += dn[c];
+            s2 += dn[c] * xhat[c];
+            dw[c] += dout[o + c] * xhat[c];
+            db[c] += dout[o + c];
+            term_sq_w += dout[o + c] * xhat[c] * dout[o + c] * xhat[c];
+            term_sq_b += (double)dout[o + c] * dout[o + c];
+            dn_max = std::max(dn_max, std::fabs(dn[c]));
+            xh_max = std::max(xh_max, std::fabs(xhat[c]));
+        }
+        s1 /= C;
+        s2 /= C;
+        for (int c = 0; c < C; c++) ref_dinp[o + c] = (float)(dinp0[o + c] + r * (dn[c] - s1 - xhat[c] * s2));
+        dinp_scale = std::max(dinp_scale, r * (dn_max + std::fabs(s1) + xh_max * std::fabs(s2)));
+    }
+    for (int c = 0; c < C; c++) ref_dw[c] = (float)dw[c], ref_db[c] = (float)db[c];
+
+    bf16* d_x = dev::to_device_bf16(in.x);
+    bf16* d_w = dev::to_device_bf16(in.w);
+    bf16* d_dout = dev::to_device_bf16(dout);
+    bf16* d_dinp = dev::to_device_bf16(dinp0);
+    float* d_mean = dev::to_device(fwd.mean);
+    float* d_rstd = dev::to_device(fwd.rstd);
+    bf16* d_dw = dev::device_alloc<bf16>(C);
+    bf16* d_db = dev::device_alloc<bf16>(C);
+    float* d_scratch = dev::device_alloc<float>(layernorm_backward_scratch_bytes(N, C) / sizeof(float));
+    layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> got_dinp = dev::from_device_bf16(d_dinp, (size_t)N * C);
+    const std::vector<float> got_dw = dev::from_device_bf16(d_dw, C), got_db = dev::from_device_bf16(d_db, C);
+
+    // dinp: bf16 rounding of the result (rtol); the fp32 row sums over C of dnorm and dnorm*xhat and the fp32
+    // xhat carry fp32_sum_rel(C) (+ rsqrt's 2^-21) relative to the size of the terms (dinp_scale).
+    dev::expect_close("dinp (accumulated)", got_dinp, ref_dinp,
+                      dinp_scale * (fp32_sum_rel(C) + std::ldexp(1.0, -21)), kBf16Rel);
+    // dweight/dbias: sums over N rows. rtol: the final bf16 rounding. atol: the fp32 accumulation error of N
+    // terms of rms r is ~ N * 2^-24 * r = sqrt(N) * (sqrt(N) 2^-24) r <= sqrt(N) * 2^-17 r for N <= 16384;
+    // atol = sqrt(N) * 2^-14 * r (8x margin), small against the typical |sum| ~ sqrt(N) r.
+    const double rms_w = std::sqrt(term_sq_w / ((double)N * C)),
+                 rms_b = std::sqrt(term_sq_b / ((double)N * C));
+    dev::expect_close("dweight", got_dw, ref_dw, std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Rel);
+    dev::expect_close("dbias", got_db, ref_db, std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Rel);
+    const double l2_w = dev::rel_l2_error(got_dw, ref_dw), l2_b = dev::rel_l2_error(got_db, ref_db);
+    printf("  dweight rel l2 %.3e  dbias rel l2 %.3e (bound 2^-8)\n", l2_w, l2_b);
+    EXPECT_TRUE(l2_w <= kBf16Rel && l2_b <= kBf16Rel);
+
+    // Determinism: the same inputs again (outputs and scratch poisoned again) give bitwise identical results.
+    CHECK_CUDA(cudaMemset(d_scratch, 0xFF, layernorm_backward_scratch_bytes(N, C)));
+    CHECK_CUDA(cudaMemset(d_dw, 0xFF, C * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(d_db, 0xFF, C * sizeof(bf16)));
+    bf16* d_dinp2 = dev::to_device_bf16(dinp0);
+    layernorm_backward(d_dinp2, d_dw, d_db, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(dev::from_device_bf16(d_dinp2, (size_t)N * C) == got_dinp);
+    EXPECT_TRUE(dev::from_device_bf16(d_dw, C) == got_dw);
+    EXPECT_TRUE(dev::from_device_bf16(d_db, C) == got_db);
+
+    if (timing) {
+        // read dout, inp, dinp, write dinp; stats; scratch is extra (reported separately).
+        const double bytes = 8.0 * N * C + 8.0 * N + 2.0 * C;
+        const double scratch_mb = layernorm_backward_scratch_bytes(N, C) / 1e6;
+        const float ms = dev::time_ms([&] {
+            layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0);
+        });
+        printf("  timing layernorm_backward N = %d C = %d: %.1f us, %.0f GB/s (scratch up to %.1f MB)\n", N,
+               C, ms * 1e3, bytes / (ms * 1e-3) / 1e9, scratch_mb);
+    }
+    for (void* p : {(void*)d_x, (void*)d_w, (void*)d_dout, (void*)d_dinp, (void*)d_dinp2, (void*)d_mean,
+                    (void*)d_rstd, (void*)d_dw, (void*)d_db, (void*)d_scratch})
+        CHECK_CUDA(cudaFree(p));
+}
+
+// Shapes: N never a multiple of the 8 rows of a forward block; C = 768 and 1600 (GPT-2 small / 1.5B); small C
+// (40: 5 lanes of a warp, 128); C = 4096 (largest 1-chunk backward), 5000 and 8192 (2 chunks per thread).
+const int kShapes[][2] = {{1037, 768}, {515, 1600}, {77, 128}, {9, 40}, {67, 4096}, {29, 5000}, {45, 8192}};
+
+}  // namespace
+
+TEST(layernorm_forward_shapes) {
+    for (auto& s : kShapes) check_forward(s[0], s[1], false);
+}
+TEST(residual_layernorm_forward_shapes) {
+    for (auto& s : kShapes) check_residual_forward(s[0], s[1], false);
+}
+TEST(layernorm_backward_shapes) {
+    for (auto& s : kShapes) check_backward(s[0], s[1], false);
+}
+// GPT-1.5B sizes: B*T = 12 * 1024 rows, C = 1600; and GPT-2 small width.
+TEST(layernorm_forward_gpt1p5b) { check_forward(12288, 1600, true); }
+TEST(residual_layernorm_forward_gpt1p5b) { check_residual_forward(12288, 1600, true); }
+TEST(layernorm_backward_gpt1p5b) { check_backward(12288, 1600, true); }
+TEST(layernorm_c768_timing) {
+    check_forward(12288, 768, true);
+    check_backward(12288, 768, true);
+}
+
+TEST_MAIN()
