@@ -14,6 +14,7 @@
 #include "llmc/dataloader.h"
 #include "llmc/gpt.h"
 #include "llmc/logger.h"
+#include "llmc/phase_timer.h"
 
 namespace {
 
@@ -24,6 +25,36 @@ double median(std::vector<double> v) {
     if (v.empty()) return NAN;
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
+}
+
+// Runs 3 extra steps with per-phase GPU timing and prints the average breakdown (not part of the median).
+void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, std::vector<int>& inputs,
+                   std::vector<int>& targets, RunLogger* logger) {
+    const int steps = 3;
+    std::vector<double> total(kNumPhases, 0.0);
+    model->set_profiling(true);
+    for (int i = 0; i < steps; i++) {
+        data->next_batch(inputs.data(), targets.data());
+        model->forward(inputs.data(), targets.data());
+        model->backward();
+        model->update({learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay,
+                       cfg.grad_clip},
+                      cfg.steps + i + 1);
+        std::vector<double> ms = model->collect_phase_ms();
+        for (int p = 0; p < kNumPhases; p++) total[p] += ms[p] / steps;
+    }
+    model->set_profiling(false);
+    double sum = 0;
+    for (double t : total) sum += t;
+    printf("profile (%s, mean of %d steps, GPU time between phase marks):", to_string(cfg.precision), steps);
+    std::vector<std::pair<const char*, double>> fields;
+    for (int p = 0; p < kNumPhases; p++) {
+        printf(" %s %.1f ms (%.0f%%) |", phase_name(p), total[p], 100 * total[p] / sum);
+        fields.push_back({phase_name(p), total[p]});
+    }
+    printf(" total %.1f ms\n", sum);
+    fields.push_back({"total", sum});
+    logger->record("profile", fields);
 }
 
 int train(const TrainConfig& cfg) {
@@ -43,7 +74,7 @@ int train(const TrainConfig& cfg) {
     if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     RunLogger logger(cfg.log_dir, to_json(cfg));
 
-    GptModel model(m, B, T, cfg.precision, &ctx);
+    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);
     model.init_weights(cfg.seed);
     const double flops_per_step = flops_per_token(m, T) * B * T;
     printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n", model.num_parameters(),
@@ -70,7 +101,10 @@ int train(const TrainConfig& cfg) {
         float loss = model.forward(inputs.data(), targets.data());
         model.backward();
         float lr = learning_rate(cfg, step);
-        float grad_norm = model.update({lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip}, step + 1);
+        const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
+        const bool fp8_health = cfg.precision == Precision::FP8 && (step % cfg.fp8_health_every == 0 || last);
+        Fp8Health health;
+        float grad_norm = model.update(adamw, step + 1, fp8_health ? &health : nullptr);
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (step >= warmup_steps_skipped) step_ms.push_back(ms);
         if (!std::isfinite(loss)) fatal("loss is %f at step %d: training diverged", loss, step);
@@ -85,6 +119,15 @@ int train(const TrainConfig& cfg) {
                    peak_gb);
             fflush(stdout);
         }
+        if (fp8_health) {
+            printf("step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax 0/inf/nan)\n",
+                   step, health.min_scale, health.max_scale, health.saturated, health.slots, health.fell_back);
+            logger.record("fp8", {{"step", step},
+                                  {"min_scale", health.min_scale},
+                                  {"max_scale", health.max_scale},
+                                  {"saturated", health.saturated},
+                                  {"fell_back", health.fell_back}});
+        }
         logger.record("train", {{"step", step},
                                 {"loss", loss},
                                 {"lr", lr},
@@ -95,6 +138,7 @@ int train(const TrainConfig& cfg) {
                                 {"mfu", tflops / kBf16PeakTflops},
                                 {"peak_mem_gb", peak_gb}});
     }
+    if (cfg.profile) profile_steps(cfg, &model, train_data.get(), inputs, targets, &logger);
     double med = median(step_ms);
     double tflops = flops_per_step / (med / 1e3) / 1e12;
     printf("summary: %s B=%d T=%d | median step %.2f ms over %zu steps | %.0f tok/s | %.1f TFLOP/s honest "

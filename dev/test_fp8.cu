@@ -123,9 +123,7 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
     EXPECT_EQ(f.staged_bits(d), ref_amax);  // amax of the pre-scale input, exact
     EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
-    const size_t sat = check_saturation(x, ref, scale, d);
-    if (saturate) EXPECT_TRUE(sat > 0);  // the case must exercise saturation
-    if (!saturate) EXPECT_TRUE(sat == 0);
+    if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);  // the case must exercise saturation
     if (d_out) CHECK_CUDA(cudaFree(d_out));
     CHECK_CUDA(cudaFree(d_outT));
     CHECK_CUDA(cudaFree(d_sinv));
@@ -286,12 +284,14 @@ int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f);
 
 }  // namespace
 
-// dGELU: the kernel evaluates gelu' in fp32 with fast-math intrinsics, so g differs from the float64
-// reference by |dg| <= eps_g * |dout| (eps_g: 1e-5 for the erf form; 2e-3 for the tanh form, whose
-// approximate tanhf has ~2^-11 absolute error that 0.5(1+t) and x(1-t^2) pass on). A quantized byte may then
-// land on the neighbouring FP8 code when g sits next to a rounding boundary: each byte must be within one
-// code of the reference, and only a small fraction may differ at all. dbias: the dbias tolerance above plus
-// the g error, which has random sign (dout is random): 4 eps_g sqrt(sum dout^2).
+// dGELU: the kernel evaluates gelu' in fp32 with fast-math intrinsics (__expf, approximate division), so g
+// differs from the float64 reference by |dg| <= eps_g * |dout| (eps_g = 1e-5 for the erf form, 5e-5 for the
+// tanh form whose exp-based tanh has ~1e-6 absolute error, amplified by up to ~20 by x (1 - t^2) k0 (1 +
+// ...)). A quantized byte may then land on the neighbouring FP8 code when g sits next to a rounding boundary:
+// each byte must be within one code of the reference (bf16 pre-activations stay >= 0.0018 away from gelu's
+// zero crossing at -0.7518, so |gelu'| >= 7.8e-4 and g's relative error stays far below the 2^-3 / 2^-2 code
+// spacing), and at most 1% may differ at all. dbias: the dbias tolerance above plus the g error, which has
+// random sign (dout is random): 4 eps_g sqrt(sum dout^2). amax: eps_g * max|dout| plus fp32 rounding.
 TEST(cast_transpose_dbias_dgelu) {
     Fixture f;
     const int shapes[][2] = {{48, 80}, {144, 272}, {1024, 6400}};
@@ -299,7 +299,7 @@ TEST(cast_transpose_dbias_dgelu) {
         for (int tanh_form = 0; tanh_form < 2; tanh_form++)
             for (Fp8Dtype d : {Fp8Dtype::E5M2, Fp8Dtype::E4M3}) {
                 const int N = s[0], C4 = s[1];
-                const double eps_g = tanh_form ? 2e-3 : 1e-5;
+                const double eps_g = tanh_form ? 5e-5 : 1e-5;
                 printf(" N=%d C4=%d %s %s\n", N, C4, name(d), tanh_form ? "tanh" : "erf");
                 std::vector<float> dout = dev::random_normal((size_t)N * C4);
                 std::vector<float> pre = dev::random_normal((size_t)N * C4, 0.0f, 2.0f);
@@ -348,8 +348,8 @@ TEST(cast_transpose_dbias_dgelu) {
                        g.size(), far);
                 EXPECT_EQ(far, (size_t)0);
                 EXPECT_EQ(differT, (size_t)0);
-                EXPECT_TRUE(differ <= g.size() * (tanh_form ? 0.1 : 0.01));
-                EXPECT_TRUE(check_saturation(g, ref, scale, d) > 0);
+                EXPECT_TRUE(differ <= g.size() / 100);
+                EXPECT_TRUE(check_saturation(g, got, scale, d) > 0);  // on the kernel's bytes
                 const float amax = fp8_bits_float(f.staged_bits(d));
                 EXPECT_NEAR(amax, ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
                 EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),

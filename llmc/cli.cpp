@@ -170,6 +170,13 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     // Logging.
     app.add_option("--log-dir", c.log_dir, "directory for the config, metrics and logs")->group("Logging");
     app.add_option("--log-every", c.log_every, "print a line every N steps")->group("Logging");
+    app.add_option("--fp8-health-every", c.fp8_health_every,
+                   "with fp8: print scale range, saturated and fallen-back slots every N steps")
+        ->group("Logging");
+    app.add_flag("--profile", c.profile,
+                 "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, optimizer, "
+                 "other)")
+        ->group("Logging");
 
     app.footer(
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "

@@ -41,6 +41,7 @@ std::string validate(const TrainConfig& cfg) {
     positive("--val-every", cfg.val_every);
     positive("--val-batches", cfg.val_batches);
     positive("--fp8-history", cfg.fp8.history_len);
+    positive("--fp8-health-every", cfg.fp8_health_every);
     if (!e.str().empty()) return e.str();
     if (cfg.seq > m.max_seq_len)
         return "--seq " + std::to_string(cfg.seq) + " exceeds --max-seq " + std::to_string(m.max_seq_len);
@@ -150,7 +151,9 @@ std::string to_json(const TrainConfig& c) {
       << "  \"adam_eps\": " << c.adam_eps << ",\n"
       << "  \"seed\": " << c.seed << ",\n"
       << "  \"log_dir\": \"" << json_escape(c.log_dir) << "\",\n"
-      << "  \"log_every\": " << c.log_every << "\n"
+      << "  \"log_every\": " << c.log_every << ",\n"
+      << "  \"fp8_health_every\": " << c.fp8_health_every << ",\n"
+      << "  \"profile\": " << (c.profile ? "true" : "false") << "\n"
       << "}\n";
     return o.str();
 }

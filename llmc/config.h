@@ -48,6 +48,8 @@ struct TrainConfig {
     uint64_t seed = 3985;  // the seed script's seed
     std::string log_dir = "logs";
     int log_every = 1;
+    int fp8_health_every = 50;
+    bool profile = false;
 };
 
 // Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.

@@ -13,6 +13,8 @@
 #include "llmc/context.h"
 #include "llmc/cuda_common.cuh"
 #include "llmc/encoder.cuh"
+#include "llmc/fp8.cuh"
+#include "llmc/fp8_linear.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/init.cuh"
@@ -93,6 +95,9 @@ private:
     void* base_ = nullptr;
 };
 
+// The four Linear layers of a block, in the order of their FP8 scale slots (linear index = 4 * layer + kind).
+enum LinearKind { kQkv, kAttProj, kFc, kFcProj, kLinearsPerLayer };
+
 // Pointers to the per-layer slice of each parameter kind.
 struct LayerParams {
     bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
@@ -103,11 +108,12 @@ struct GptModel::Impl {
     ModelConfig cfg;
     int B, T;
     Precision precision;
+    Fp8Config fp8_cfg;
     GpuContext* ctx;
     std::vector<ParamTensorInfo> table;
     size_t P = 0;
 
-    // parameters + optimizer state: one allocation
+    // parameters + optimizer state (+ FP8 weight copies): one allocation
     Arena param_arena;
     bf16* params = nullptr;  // working weights, canonical order
     bf16* grads = nullptr;
@@ -118,7 +124,7 @@ struct GptModel::Impl {
     // activations: one allocation
     Arena act_arena;
     std::vector<bf16*> residual;  // L+1 x [N, C]: block inputs; residual[L] feeds the final LayerNorm
-    std::vector<bf16*> residual_mid, ln1, ln2, qkv, atty, fch;  // per layer
+    std::vector<bf16*> residual_mid, ln1, ln2, qkv, atty, fch;  // per layer (ln1/ln2 shared in FP8 mode)
     std::vector<float*> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd, att_stats;
     bf16 *lnf = nullptr, *logits = nullptr, *fch_gelu = nullptr, *scratch_NC = nullptr;
     float *lnf_mean = nullptr, *lnf_rstd = nullptr, *losses = nullptr, *loss_scalar = nullptr;
@@ -130,10 +136,18 @@ struct GptModel::Impl {
     int num_buckets = 0;
     bool have_targets = false;
 
+    // FP8 (precision == FP8): scale state, per-Linear FP8 buffers, shared cast scratch
+    Fp8ScaleState scales;
+    std::vector<Fp8LinearBuffers> fp8_linears;  // 4 per layer
+    Fp8LinearContext fp8;
+    bool fp8_weights_stale = true;
+
     MatmulPlanCache matmul_plans;
     AttentionGraphs attention_graphs;
+    PhaseTimer timer;
     size_t peak_bytes = 0;
 
+    bool use_fp8() const { return precision == Precision::FP8; }
     bf16* param(int kind) { return params + table[kind].offset; }
     bf16* grad(int kind) { return grads + table[kind].offset; }
     LayerParams layer(bf16* base, int l) {
@@ -143,24 +157,92 @@ struct GptModel::Impl {
                 at(ATTPROJW, C * C), at(ATTPROJB, C), at(LN2W, C),         at(LN2B, C),
                 at(FCW, 4 * C * C), at(FCB, 4 * C), at(FCPROJW, 4 * C * C), at(FCPROJB, C)};
     }
+    // in/out features of a block Linear
+    void linear_dims(int kind, int* in, int* out) const {
+        const int C = cfg.channels;
+        const int dims[kLinearsPerLayer][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+        *in = dims[kind][0];
+        *out = dims[kind][1];
+    }
+    const float* master_weight(int l, int kind) {
+        const int W[kLinearsPerLayer] = {QKVW, ATTPROJW, FCW, FCPROJW};
+        int in, out;
+        linear_dims(kind, &in, &out);
+        return master + table[W[kind]].offset + (size_t)l * in * out;
+    }
+    void mark(Phase p) { timer.mark(p, ctx->stream); }
+
+    // One block Linear in the active precision: out = inp W^T + b.
+    void linear_forward(int l, int kind, bf16* out, const bf16* inp, const bf16* weight, const bf16* bias) {
+        int in, outf;
+        linear_dims(kind, &in, &outf);
+        if (use_fp8()) {
+            fp8_linear_forward(&fp8, &fp8_linears[kLinearsPerLayer * l + kind], out, inp, bias, B * T, in, outf,
+                               ctx->stream);
+        } else {
+            mark(kPhaseGemm);
+            matmul_forward(&matmul_plans, ctx, out, inp, weight, bias, B * T, in, outf, ctx->stream);
+        }
+    }
+    // Backward of a block Linear. BF16 reads the saved input `inp`; FP8 its saved transposed FP8 copy.
+    void linear_backward(int l, int kind, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                         const bf16* weight) {
+        int in, outf;
+        linear_dims(kind, &in, &outf);
+        if (use_fp8()) {
+            fp8_linear_backward(&fp8, &fp8_linears[kLinearsPerLayer * l + kind], dinp, dweight, dbias, dout, nullptr,
+                                B * T, in, outf, ctx->stream);
+        } else {
+            mark(kPhaseGemm);
+            matmul_backward(&matmul_plans, ctx, dinp, dweight, dbias, dout, inp, weight, B * T, in, outf, false,
+                            reduce_scratch, ctx->stream);
+        }
+    }
+    void cast_fp8_weights() {
+        mark(kPhaseCast);
+        for (int l = 0; l < cfg.num_layers; l++)
+            for (int k = 0; k < kLinearsPerLayer; k++) {
+                int in, out;
+                linear_dims(k, &in, &out);
+                fp8_linear_cast_weight(&fp8, &fp8_linears[kLinearsPerLayer * l + k], master_weight(l, k), out, in,
+                                       ctx->stream);
+            }
+        fp8_weights_stale = false;
+    }
 };
 
-GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx) : impl_(new Impl) {
+GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx, const Fp8Config& fp8)
+    : impl_(new Impl) {
     Impl& s = *impl_;
     s.cfg = m;
     s.B = B;
     s.T = T;
     s.precision = precision;
+    s.fp8_cfg = fp8;
     s.ctx = ctx;
     s.table = parameter_table(m);
     for (auto& t : s.table) s.P += t.numel;
     const size_t L = m.num_layers, C = m.channels, V = m.vocab_size, N = (size_t)B * T, H = m.num_heads;
+    const bool use_fp8 = s.use_fp8();
 
     s.param_arena.add("params bf16", &s.params, s.P);
     s.param_arena.add("grads bf16", &s.grads, s.P);
     s.param_arena.add("master fp32", &s.master, s.P);
     s.param_arena.add("adam m fp32", &s.adam_m, s.P);
     s.param_arena.add("adam v fp32", &s.adam_v, s.P);
+    if (use_fp8) {
+        s.fp8_linears.resize(L * kLinearsPerLayer);
+        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
+            Fp8LinearBuffers& lin = s.fp8_linears[i];
+            int in, out;
+            s.linear_dims(i % kLinearsPerLayer, &in, &out);
+            lin.linear = (int)i;
+            s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
+            s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
+            s.param_arena.add("fp8 scale_inv", &lin.w_scale_inv, 1);
+            s.param_arena.add("fp8 scale_inv", &lin.x_scale_inv, 1);
+        }
+    }
     size_t param_bytes = s.param_arena.allocate("parameters");
     s.param_arena.print_plan();
 
@@ -171,8 +253,14 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (size_t l = 0; l <= L; l++) a.add("residual", &s.residual[l], N * C);
     for (size_t l = 0; l < L; l++) {
         a.add("residual_mid", &s.residual_mid[l], N * C);
-        a.add("ln1", &s.ln1[l], N * C);
-        a.add("ln2", &s.ln2[l], N * C);
+        // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies instead.
+        if (!use_fp8 || l == 0) {
+            a.add("ln1", &s.ln1[l], N * C);
+            a.add("ln2", &s.ln2[l], N * C);
+        } else {
+            s.ln1[l] = s.ln1[0];
+            s.ln2[l] = s.ln2[0];
+        }
         a.add("qkv", &s.qkv[l], N * 3 * C);
         a.add("atty", &s.atty[l], N * C);
         a.add("fch (pre-gelu)", &s.fch[l], N * 4 * C);
@@ -188,15 +276,15 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     a.add("logits", &s.logits, N * V);
     a.add("losses", &s.losses, N);
     a.add("losses", &s.loss_scalar, 1);
-    // shared scratch: GELU output (recomputed in backward instead of stored per layer), projection outputs,
-    // and the backward gradient buffers reused by every layer
+    // shared scratch: GELU output (recomputed in BF16 backward instead of stored per layer), projection
+    // outputs, and the backward gradient buffers reused by every layer
     a.add("scratch", &s.fch_gelu, N * 4 * C);
     a.add("scratch", &s.scratch_NC, N * C);
     a.add("grad scratch", &s.grad_NC, N * C);
     a.add("grad scratch", &s.grad_N4C, N * 4 * C);
     a.add("grad scratch", &s.grad_residual, N * C);
     size_t reduce_bytes = std::max<size_t>({layernorm_backward_scratch_bytes((int)N, (int)C),
-                                    matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
+                                            matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
     a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
     a.add("reduce scratch", &s.norm_partials, global_norm_num_partials());
     a.add("reduce scratch", &s.grad_norm, 1);
@@ -206,12 +294,44 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     a.add("tokens", &s.bucket_offsets, N + 1);
     a.add("tokens", &s.bucket_positions, N);
     a.add("tokens", &s.bucket_tokens, N);
+    if (use_fp8) {
+        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
+            int in, out;
+            s.linear_dims(i % kLinearsPerLayer, &in, &out);
+            a.add("fp8 saved X^T", &s.fp8_linears[i].xT, (size_t)in * N);
+        }
+        Fp8Scratch& fs = s.fp8.scratch;
+        a.add("fp8 scratch", &fs.x_rows, N * 4 * C);
+        a.add("fp8 scratch", &fs.dy_rows, N * 4 * C);
+        a.add("fp8 scratch", &fs.dyT, N * 4 * C);
+        a.add("fp8 scratch", &fs.dy_scale_inv, 1);
+        a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch), fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
+    }
     size_t act_bytes = a.allocate("activations");
     a.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
+
+    if (use_fp8) {
+        s.scales = fp8_scale_state_create(fp8_linear_slot_dtypes(fp8.format, (int)s.fp8_linears.size()),
+                                          fp8.history_len);
+        s.fp8.ctx = ctx;
+        s.fp8.plans = &s.matmul_plans;
+        s.fp8.scales = &s.scales;
+        s.fp8.dy_type = fp8.format == Fp8Format::Hybrid ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+        s.fp8.calibrate = true;  // until the first scale update
+        s.fp8.margin = fp8.margin;
+        s.fp8.gelu_tanh = m.gelu_tanh;
+        s.fp8.timer = &s.timer;
+        printf("fp8: %zu scaled tensors (X, W, dY of %zu Linears), %s, history %d, amax %s, margin %d\n",
+               s.fp8_linears.size() * kFp8RolesPerLinear, s.fp8_linears.size(), to_string(fp8.format),
+               fp8.history_len, to_string(fp8.amax_algo), fp8.margin);
+    }
 }
 
-GptModel::~GptModel() { delete impl_; }
+GptModel::~GptModel() {
+    if (impl_->use_fp8()) fp8_scale_state_destroy(&impl_->scales);
+    delete impl_;
+}
 
 size_t GptModel::num_parameters() const { return impl_->P; }
 
@@ -222,11 +342,15 @@ size_t GptModel::peak_memory_bytes() const {
     return impl_->peak_bytes;
 }
 
+void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
+std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }
+
 static void sync_working_weights(GptModel::Impl& s) {
     convert_to_bf16(s.params, s.master, s.P, s.ctx->stream);
     CHECK_CUDA(cudaMemsetAsync(s.adam_m, 0, s.P * sizeof(float), s.ctx->stream));
     CHECK_CUDA(cudaMemsetAsync(s.adam_v, 0, s.P * sizeof(float), s.ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    s.fp8_weights_stale = true;
 }
 
 void GptModel::init_weights(uint64_t seed) {
@@ -262,28 +386,36 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
               "token id out of range [0, %d) at position %d", V, i);
     CHECK_CUDA(cudaMemcpyAsync(s.inputs, inputs_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
     if (targets_BT) CHECK_CUDA(cudaMemcpyAsync(s.targets, targets_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
+    if (s.use_fp8() && s.fp8_weights_stale) s.cast_fp8_weights();
 
+    s.mark(kPhaseOther);
     encoder_forward(s.residual[0], s.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
     LayerParams p0 = s.layer(s.params, 0);
     layernorm_forward(s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], p0.ln1w, p0.ln1b, N, C, st);
     for (int l = 0; l < L; l++) {
         LayerParams p = s.layer(s.params, l);
-        matmul_forward(&s.matmul_plans, s.ctx, s.qkv[l], s.ln1[l], p.qkvw, p.qkvb, N, C, 3 * C, st);
+        s.linear_forward(l, kQkv, s.qkv[l], s.ln1[l], p.qkvw, p.qkvb);
+        s.mark(kPhaseAttention);
         attention_forward(&s.attention_graphs, s.ctx, s.atty[l], s.att_stats[l], s.qkv[l], B, T, H, D, st);
-        matmul_forward(&s.matmul_plans, s.ctx, s.scratch_NC, s.atty[l], p.attprojw, p.attprojb, N, C, C, st);
+        s.linear_forward(l, kAttProj, s.scratch_NC, s.atty[l], p.attprojw, p.attprojb);
+        s.mark(kPhaseOther);
         residual_layernorm_forward(s.residual_mid[l], s.ln2[l], s.ln2_mean[l], s.ln2_rstd[l], s.residual[l],
                                    s.scratch_NC, p.ln2w, p.ln2b, N, C, st);
-        matmul_forward(&s.matmul_plans, s.ctx, s.fch[l], s.ln2[l], p.fcw, p.fcb, N, C, 4 * C, st);
+        s.linear_forward(l, kFc, s.fch[l], s.ln2[l], p.fcw, p.fcb);
+        s.mark(kPhaseOther);
         gelu_forward(s.fch_gelu, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);
-        matmul_forward(&s.matmul_plans, s.ctx, s.scratch_NC, s.fch_gelu, p.fcprojw, p.fcprojb, N, 4 * C, C, st);
+        s.linear_forward(l, kFcProj, s.scratch_NC, s.fch_gelu, p.fcprojw, p.fcprojb);
         // The next block's ln1 (or the final LayerNorm) is fused with this block's residual add.
+        s.mark(kPhaseOther);
         bool last = l == L - 1;
         LayerParams next = s.layer(s.params, last ? l : l + 1);
         residual_layernorm_forward(s.residual[l + 1], last ? s.lnf : s.ln1[l + 1], last ? s.lnf_mean : s.ln1_mean[l + 1],
                                    last ? s.lnf_rstd : s.ln1_rstd[l + 1], s.residual_mid[l], s.scratch_NC,
                                    last ? s.param(LNFW) : next.ln1w, last ? s.param(LNFB) : next.ln1b, N, C, st);
     }
+    s.mark(kPhaseGemm);
     matmul_forward(&s.matmul_plans, s.ctx, s.logits, s.lnf, s.param(WTE), nullptr, N, C, V, st);
+    s.mark(kPhaseOther);
     s.have_targets = targets_BT != nullptr;
     if (!targets_BT) {
         CHECK_CUDA(cudaStreamSynchronize(st));
@@ -313,35 +445,45 @@ void GptModel::backward() {
     const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size, L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
     cudaStream_t st = s.ctx->stream;
-    MatmulPlanCache* mp = &s.matmul_plans;
     bf16* dres = s.grad_residual;  // gradient of the residual stream at the current point
+    s.mark(kPhaseOther);
     CHECK_CUDA(cudaMemsetAsync(dres, 0, (size_t)N * C * sizeof(bf16), st));
 
-    // LM head (tied): dwte is overwritten here, the encoder backward adds the embedding part at the end.
-    matmul_backward(mp, s.ctx, s.grad_NC, s.grad(WTE), nullptr, s.logits, s.lnf, s.param(WTE), N, C, V, false,
-                    s.reduce_scratch, st);
+    // LM head (tied, BF16): dwte is overwritten here, the encoder backward adds the embedding part at the end.
+    s.mark(kPhaseGemm);
+    matmul_backward(&s.matmul_plans, s.ctx, s.grad_NC, s.grad(WTE), nullptr, s.logits, s.lnf, s.param(WTE), N, C, V,
+                    false, s.reduce_scratch, st);
+    s.mark(kPhaseOther);
     layernorm_backward(dres, s.grad(LNFW), s.grad(LNFB), s.reduce_scratch, s.grad_NC, s.residual[L], s.param(LNFW),
                        s.lnf_mean, s.lnf_rstd, N, C, st);
     for (int l = L - 1; l >= 0; l--) {
         LayerParams p = s.layer(s.params, l);
         LayerParams g = s.layer(s.grads, l);
         // MLP: residual[l+1] = residual_mid[l] + fcproj(gelu(fc(ln2(residual_mid[l]))))
-        gelu_forward(s.fch_gelu, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);  // recompute
-        matmul_backward(mp, s.ctx, s.grad_N4C, g.fcprojw, g.fcprojb, dres, s.fch_gelu, p.fcprojw, N, 4 * C, C, false,
-                        s.reduce_scratch, st);
-        gelu_backward_inplace(s.grad_N4C, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);
-        matmul_backward(mp, s.ctx, s.grad_NC, g.fcw, g.fcb, s.grad_N4C, s.ln2[l], p.fcw, N, C, 4 * C, false,
-                        s.reduce_scratch, st);
+        if (s.use_fp8()) {
+            s.linear_backward(l, kFcProj, s.grad_N4C, g.fcprojw, g.fcprojb, dres, nullptr, p.fcprojw);
+            // dGELU is fused into the fc layer's dY cast
+            fp8_linear_backward(&s.fp8, &s.fp8_linears[kLinearsPerLayer * l + kFc], s.grad_NC, g.fcw, g.fcb,
+                                s.grad_N4C, s.fch[l], N, C, 4 * C, st);
+        } else {
+            s.mark(kPhaseOther);
+            gelu_forward(s.fch_gelu, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);  // recompute
+            s.linear_backward(l, kFcProj, s.grad_N4C, g.fcprojw, g.fcprojb, dres, s.fch_gelu, p.fcprojw);
+            s.mark(kPhaseOther);
+            gelu_backward_inplace(s.grad_N4C, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);
+            s.linear_backward(l, kFc, s.grad_NC, g.fcw, g.fcb, s.grad_N4C, s.ln2[l], p.fcw);
+        }
+        s.mark(kPhaseOther);
         layernorm_backward(dres, g.ln2w, g.ln2b, s.reduce_scratch, s.grad_NC, s.residual_mid[l], p.ln2w, s.ln2_mean[l],
                            s.ln2_rstd[l], N, C, st);
         // Attention: residual_mid[l] = residual[l] + attproj(sdpa(qkv(ln1(residual[l]))))
-        matmul_backward(mp, s.ctx, s.grad_NC, g.attprojw, g.attprojb, dres, s.atty[l], p.attprojw, N, C, C, false,
-                        s.reduce_scratch, st);
+        s.linear_backward(l, kAttProj, s.grad_NC, g.attprojw, g.attprojb, dres, s.atty[l], p.attprojw);
         bf16* dqkv = s.grad_N4C;  // [N, 3C] fits in the [N, 4C] scratch
+        s.mark(kPhaseAttention);
         attention_backward(&s.attention_graphs, s.ctx, dqkv, s.grad_NC, s.qkv[l], s.atty[l], s.att_stats[l], B, T, H, D,
                            st);
-        matmul_backward(mp, s.ctx, s.grad_NC, g.qkvw, g.qkvb, dqkv, s.ln1[l], p.qkvw, N, C, 3 * C, false,
-                        s.reduce_scratch, st);
+        s.linear_backward(l, kQkv, s.grad_NC, g.qkvw, g.qkvb, dqkv, s.ln1[l], p.qkvw);
+        s.mark(kPhaseOther);
         layernorm_backward(dres, g.ln1w, g.ln1b, s.reduce_scratch, s.grad_NC, s.residual[l], p.ln1w, s.ln1_mean[l],
                            s.ln1_rstd[l], N, C, st);
     }
@@ -353,15 +495,53 @@ void GptModel::backward() {
     s.have_targets = false;
 }
 
-float GptModel::update(const AdamWSettings& a, int step) {
+// Host view of the staging amaxes and scales before the update: saturated slots (amax * scale > fp8 max) and
+// slots that keep their old scale (amax 0, inf or NaN).
+static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
+    const int n = s.scales.num_slots;
+    std::vector<float> amax(n), scale(n);
+    CHECK_CUDA(cudaMemcpyAsync(amax.data(), fp8_staging_amax(&s.scales), n * sizeof(float), cudaMemcpyDeviceToHost,
+                               s.ctx->stream));
+    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    h->slots = n;
+    h->saturated = h->fell_back = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(std::isfinite(amax[i]) && amax[i] > 0))
+            h->fell_back++;
+        else if ((double)amax[i] * scale[i] > fp8_dtype_max(s.scales.dtypes[i]))
+            h->saturated++;
+    }
+}
+
+static void fp8_health_after_update(GptModel::Impl& s, Fp8Health* h) {
+    const int n = s.scales.num_slots;
+    std::vector<float> scale(n);
+    CHECK_CUDA(cudaMemcpy(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost));
+    h->min_scale = *std::min_element(scale.begin(), scale.end());
+    h->max_scale = *std::max_element(scale.begin(), scale.end());
+}
+
+float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     Impl& s = *impl_;
     cudaStream_t st = s.ctx->stream;
+    if (s.use_fp8()) {
+        // one launch updates every scale (a multi-GPU all-reduce MAX of the staging row would go just before)
+        s.mark(kPhaseCast);
+        if (health) fp8_health_before_update(s, health);
+        fp8_update_scales(&s.scales, s.fp8_cfg.amax_algo, s.fp8_cfg.margin, st);
+        s.fp8.calibrate = false;
+        if (health) fp8_health_after_update(s, health);
+    }
+    s.mark(kPhaseOptimizer);
     global_norm_squared(s.norm_partials, s.grads, s.P, st);
     grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip, st);
     for (const ParamTensorInfo& t : s.table)
         adamw_update(s.master + t.offset, s.params + t.offset, s.adam_m + t.offset, s.adam_v + t.offset,
                      s.grads + t.offset, t.numel, a.lr, a.beta1, a.beta2, a.eps, t.weight_decay ? a.weight_decay : 0.0f,
                      step, s.grad_scale, st);
+    if (s.use_fp8()) s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
+    s.mark(kPhaseOther);
     float norm = 0;
     CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));
     CHECK_CUDA(cudaStreamSynchronize(st));

@@ -26,6 +26,13 @@ struct ParamTensorInfo {
 // The parameter table for `m` in canonical order.
 std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m);
 
+// FP8 scale health of one step, for the log: scale range and how many slots saturated (amax * scale above the
+// format's max, so values were clipped) or fell back (amax 0/inf/NaN: the old scale was kept).
+struct Fp8Health {
+    int slots = 0, saturated = 0, fell_back = 0;
+    float min_scale = 0, max_scale = 0;
+};
+
 struct AdamWSettings {
     float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip 0: no clipping
 };
@@ -34,7 +41,8 @@ class GptModel {
 public:
     // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
     // (another allocation). Prints the memory plan.
-    GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx);
+    GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
+             const Fp8Config& fp8 = Fp8Config());
     ~GptModel();
     GptModel(const GptModel&) = delete;
     GptModel& operator=(const GptModel&) = delete;
@@ -49,8 +57,13 @@ public:
     float forward(const int* inputs_BT, const int* targets_BT);
     // Backward pass after forward() with targets: writes all parameter gradients.
     void backward();
-    // Global grad-norm (returned), clipping, AdamW step `step` (1-based, for bias correction).
-    float update(const AdamWSettings& s, int step);
+    // FP8 scale update (fills `health` if given), global grad-norm (returned), clipping, AdamW step `step`
+    // (1-based, for bias correction), and in FP8 the cast of the new weights.
+    float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
+
+    // Per-phase GPU time (see llmc/phase_timer.h): enable, run steps, collect ms per phase (and reset).
+    void set_profiling(bool on);
+    std::vector<double> collect_phase_ms();
 
     // Host copies, canonical order, float32: master weights, gradients; logits of the first `rows` rows
     // (valid after a forward() without targets: with targets the buffer is overwritten by dlogits).

@@ -192,7 +192,6 @@ def main():
         device = args.device
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.use_deterministic_algorithms(False)
 
     t0 = time.time()
     gen = torch.Generator(device="cpu").manual_seed(args.seed)

@@ -44,6 +44,9 @@ struct RefConfig {
     double loss0_rtol;
 };
 const RefConfig kSmall = {"small", "small", false, 2, 128, 4, 512, 64, 4, 64, 2e-3};
+// The tanh run exercises the --gelu tanh code path end to end. It cannot tell the two GELU forms apart:
+// they differ by < 5e-4 absolute, which moves the loss by ~1e-6 relative, far below bf16 resolution (the
+// dev/ GELU kernel test is where the form is pinned down).
 const RefConfig kSmallTanh = {"small_tanh", "small", true, 2, 128, 4, 512, 64, 4, 64, 2e-3};
 const RefConfig kBig = {"gpt1p5b_2layer", "gpt1p5b_2layer", false, 2, 1600, 25, 50304, 1024, 2, 1024, 3e-3};
 

@@ -1,0 +1,56 @@
+// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8.cuh) feeding the cuBLASLt
+// FP8 GEMMs (llmc/matmul.cuh). Forward: X is cast (row-wise for this GEMM + transposed copy kept for wgrad)
+// with its scale_inv; Y = X W^T + b with E4M3 x E4M3 and fast accumulation. Backward: dY is cast + transposed
+// with dbias reduced in the same pass (dGELU fused for the fc layer), then dgrad dX = dY W (W^T copy) and
+// wgrad dW = dY^T X (X^T and dY^T copies), all TN, without fast accumulation.
+#pragma once
+#include <library_types.h>
+
+#include "llmc/fp8.cuh"
+#include "llmc/matmul.cuh"
+#include "llmc/phase_timer.h"
+
+struct GpuContext;
+
+// The FP8 buffers of one Linear [OC, C]; each FP8 buffer carries the scale_inv it was written with.
+struct Fp8LinearBuffers {
+    __nv_fp8_storage_t* w = nullptr;   // [OC, C], cast once per optimizer step
+    __nv_fp8_storage_t* wT = nullptr;  // [C, OC]
+    __nv_fp8_storage_t* xT = nullptr;  // [C, N]: the forward input, saved for wgrad
+    float* w_scale_inv = nullptr;      // 1 float each, device
+    float* x_scale_inv = nullptr;
+    int linear = 0;  // index for the scale slots fp8_slot(linear, role)
+};
+
+// Scratch shared by all FP8 Linears (used and consumed within one call).
+struct Fp8Scratch {
+    __nv_fp8_storage_t* x_rows = nullptr;   // [N, max in-features]
+    __nv_fp8_storage_t* dy_rows = nullptr;  // [N, max out-features]
+    __nv_fp8_storage_t* dyT = nullptr;      // [max out-features, N]
+    float* dy_scale_inv = nullptr;
+    void* dbias_scratch = nullptr;
+};
+
+struct Fp8LinearContext {
+    GpuContext* ctx = nullptr;
+    MatmulPlanCache* plans = nullptr;
+    Fp8ScaleState* scales = nullptr;
+    Fp8Scratch scratch;
+    cudaDataType_t dy_type = CUDA_R_8F_E5M2;  // E5M2 (hybrid) or E4M3
+    bool calibrate = false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
+    int margin = 0;
+    bool gelu_tanh = false;
+    PhaseTimer* timer = nullptr;
+};
+
+// out_NOC = inp_NC W^T + bias. Saves X^T (fp8) in `lin` for the backward.
+void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
+                        const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+// dinp_NC = dY W, dweight_OCC = dY^T X, dbias_OC = sum_n dY (all overwritten). dY = dout_NOC, or, when
+// pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is then the gradient of the GELU output).
+void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
+                         bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
+                         cudaStream_t stream);
+// W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step).
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC, int C,
+                            cudaStream_t stream);

@@ -1,0 +1,57 @@
+// Per-phase GPU time of a step (GEMMs, casts, attention, optimizer, other), for the breakdown that shows where
+// FP8 wins or loses. mark(phase) records an event on the stream: the time until the next mark is charged to
+// `phase`. Disabled (the default), mark() does nothing, so the hot path pays nothing.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "llmc/check.h"
+
+enum Phase { kPhaseGemm, kPhaseCast, kPhaseAttention, kPhaseOptimizer, kPhaseOther, kNumPhases };
+inline const char* phase_name(int p) {
+    static const char* names[kNumPhases] = {"gemm", "fp8 cast", "attention", "optimizer", "other"};
+    return names[p];
+}
+
+class PhaseTimer {
+public:
+    ~PhaseTimer() { release(); }
+    void enable(bool on) { enabled_ = on; }
+    bool enabled() const { return enabled_; }
+    void mark(Phase phase, cudaStream_t stream) {
+        if (!enabled_) return;
+        if (used_ == events_.size()) {
+            cudaEvent_t e;
+            CHECK_CUDA(cudaEventCreate(&e));
+            events_.push_back(e);
+            phases_.push_back(phase);
+        }
+        phases_[used_] = phase;
+        CHECK_CUDA(cudaEventRecord(events_[used_++], stream));
+    }
+    // Closes the current span (call after the last kernel), synchronizes, and returns ms per phase; resets.
+    std::vector<double> collect(cudaStream_t stream) {
+        std::vector<double> ms(kNumPhases, 0.0);
+        if (!enabled_ || used_ == 0) return ms;
+        mark(kPhaseOther, stream);
+        CHECK_CUDA(cudaEventSynchronize(events_[used_ - 1]));
+        for (size_t i = 0; i + 1 < used_; i++) {
+            float t = 0;
+            CHECK_CUDA(cudaEventElapsedTime(&t, events_[i], events_[i + 1]));
+            ms[phases_[i]] += t;
+        }
+        used_ = 0;
+        return ms;
+    }
+
+private:
+    void release() {
+        for (cudaEvent_t e : events_) cudaEventDestroy(e);
+        events_.clear();
+    }
+    bool enabled_ = false;
+    size_t used_ = 0;
+    std::vector<cudaEvent_t> events_;
+    std::vector<Phase> phases_;
+};
