@@ -7,7 +7,7 @@ precisions=("$@"); [ ${#precisions[@]} -eq 0 ] && precisions=(bf16 fp8)
 mkdir -p "$out"
 for p in "${precisions[@]}"; do
   ./train_gpt --model 1.5b --batch 12 --seq 1024 --train-data random --steps "$steps" --precision "$p" \
-    --log-every 5 --log-dir "$out/$p" > "$out/$p.log" 2>&1 || { echo "bench: $p failed:"; tail -5 "$out/$p.log"; }
+    --log-every 5 --profile ${BENCH_ARGS:-} --log-dir "$out/$p" > "$out/$p.log" 2>&1 || { echo "bench: $p failed:"; tail -5 "$out/$p.log"; }
 done
 echo "| precision | median step ms | tokens/s | TFLOP/s (honest) | MFU | peak GB |"
 echo "|---|---|---|---|---|---|"
