@@ -27,6 +27,7 @@ if has bench; then
   bash scripts/bench.sh "${BENCH_STEPS:-25}" "$LOGS/bench" ${BENCH_PRECISIONS:-bf16 fp8} > "$LOGS/bench.txt" 2>&1
   summary+=("$(cat "$LOGS/bench.txt")")
   summary+=("$(grep -h '^profile' "$LOGS"/bench/*.log)")
+  summary+=("$(grep -h 'fp8 health\|error\|step    20' "$LOGS"/bench/*.log | tail -6)")
 fi
 echo "================ summary"
 for s in "${summary[@]}"; do echo "$s"; done
