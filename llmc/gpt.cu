@@ -254,12 +254,9 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (size_t l = 0; l < L; l++) {
         a.add("residual_mid", &s.residual_mid[l], N * C);
         // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies instead.
-        if (!use_fp8 || l == 0) {
+        if (!use_fp8 || l == 0) {  // FP8: one shared buffer, aliased below once allocated
             a.add("ln1", &s.ln1[l], N * C);
             a.add("ln2", &s.ln2[l], N * C);
-        } else {
-            s.ln1[l] = s.ln1[0];
-            s.ln2[l] = s.ln2[0];
         }
         a.add("qkv", &s.qkv[l], N * 3 * C);
         a.add("atty", &s.atty[l], N * C);
@@ -308,6 +305,10 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch), fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
     }
     size_t act_bytes = a.allocate("activations");
+    for (size_t l = 1; use_fp8 && l < L; l++) {
+        s.ln1[l] = s.ln1[0];
+        s.ln2[l] = s.ln2[0];
+    }
     a.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
 
@@ -495,6 +496,13 @@ void GptModel::backward() {
     s.have_targets = false;
 }
 
+// |x * scale| above this is clipped by more than the format's own rounding (half a step above the max: E4M3
+// has 3 mantissa bits, E5M2 2), so a calibrated scale whose float rounding lands a hair above max is not
+// counted as saturated.
+static double fp8_clip_threshold(Fp8Dtype d) {
+    return fp8_dtype_max(d) * (1.0 + (d == Fp8Dtype::E4M3 ? 1.0 / 16 : 1.0 / 8));
+}
+
 // Host view of the staging amaxes and scales before the update: saturated slots (amax * scale > fp8 max) and
 // slots that keep their old scale (amax 0, inf or NaN).
 static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
@@ -509,7 +517,7 @@ static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
     for (int i = 0; i < n; i++) {
         if (!(std::isfinite(amax[i]) && amax[i] > 0))
             h->fell_back++;
-        else if ((double)amax[i] * scale[i] > fp8_dtype_max(s.scales.dtypes[i]))
+        else if ((double)amax[i] * scale[i] > fp8_clip_threshold(s.scales.dtypes[i]))
             h->saturated++;
     }
 }
