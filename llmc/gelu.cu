@@ -14,7 +14,7 @@ constexpr float kGeluCubic = 0.044715f;
 // Exact form. 0.5 (1 + erf(x/sqrt2)) = 0.5 erfc(-x/sqrt2) = Phi(x): erfc keeps full relative accuracy for
 // x << 0, where 1 + erf(...) would cancel. erfcf is not replaced by an intrinsic under --use_fast_math.
 __device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * erfcf(-x * kInvSqrt2); }
-// d/dx [x Phi(x)] = Phi(x) + x phi(x).
+// d/dx [x Phi(x)] = Phi(x) + x phi(x). The FP8 dGELU cast (llmc/fp8.cu) evaluates the same expression.
 __device__ __forceinline__ float gelu_erf_grad(float x) {
     return 0.5f * erfcf(-x * kInvSqrt2) + x * kInvSqrt2Pi * __expf(-0.5f * x * x);
 }
@@ -29,14 +29,17 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     const float s = (u >= 0.0f ? 1.0f : e) / (1.0f + e);
     return x * s;
 }
+// gelu'(x) = s + 2 x s (1 - s) u' = s (1 + 2 x (1 - s) u'), 1 - s = e/(1+e) (u >= 0) or 1/(1+e) (u < 0):
+// relative accuracy everywhere but at gelu's root (-0.75), and a flushed left tail gives -0 (the true sign).
+// The FP8 dGELU cast (llmc/fp8.cu) evaluates the same expression; keep the two in sync.
 __device__ __forceinline__ float gelu_tanh_grad(float x) {
     const float u = gelu_tanh_u(x);
     const float e = __expf(-2.0f * fabsf(u));
     const float inv = 1.0f / (1.0f + e);
     const float s = (u >= 0.0f ? 1.0f : e) * inv;
-    const float s_1ms = e * inv * inv;  // s (1 - s)
+    const float one_minus_s = (u >= 0.0f ? e : 1.0f) * inv;
     const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-    return s + 2.0f * x * s_1ms * du;
+    return s * (1.0f + 2.0f * x * one_minus_s * du);
 }
 
 template <bool kTanh>
