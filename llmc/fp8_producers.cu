@@ -97,7 +97,7 @@ constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kLnThreads, K <= 5 ? 3 : (K <= 8 ? 2 : 1))
+__global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
     fp8_layernorm_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
                          float* __restrict__ out_scale_inv, float* __restrict__ mean,
                          float* __restrict__ rstd, float* staging, const bf16* __restrict__ inp1,

@@ -21,7 +21,8 @@
 // LayerNorm (eps 1e-5, weight and bias) with an optional fused residual add, quantized to FP8.
 // inp2_NC != null: residual_NC = bf16(inp1 + inp2) is stored and normalized (as residual_layernorm_forward);
 // inp2_NC == null: inp1_NC is normalized and residual_NC is not written (may be null).
-// mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit.
+// mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit. Outputs
+// must not overlap the inputs.
 // One block per 32 rows (16 when C > 3072): each warp normalizes whole rows held in registers, writes the
 // row-wise FP8 bytes and stages them in shared memory; then the block writes the transposed tile.
 void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_NC,

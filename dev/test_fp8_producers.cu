@@ -1,0 +1,577 @@
+// Tests for llmc/fp8_producers.cu: the fused FP8 producers (LayerNorm with optional residual add, GELU) must
+// write exactly the bytes of the shipped BF16 kernel followed by the shipped fp8_cast_transpose (run on a
+// second slot of the same scale state with the same scale), the same amax (= max |y| of the BF16 output,
+// bit for bit), residual / mean / rstd bit-identical to the BF16 kernel, scale_inv written, and the
+// transposed copy equal to the row-wise copy transposed. CPU references: LayerNorm replicates the kernel's
+// fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be replicated bit for bit),
+// so a few one-code differences are allowed there (bound derived below). Calibration: amax-only passes, then
+// fp8_calibrate_scales, then the fused kernel. Timings at GPT-1.5B sizes (N = B*T = 12288, C = 1600,
+// 4C = 6400) against the unfused sequences.
+#include <cstring>
+
+#include "dev/dev_utils.h"
+#include "llmc/fp8.cuh"
+#include "llmc/fp8_producers.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/layernorm.cuh"
+
+namespace {
+
+typedef __nv_fp8_storage_t fp8b;
+
+__nv_fp8_interpretation_t interp(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? __NV_E4M3 : __NV_E5M2; }
+const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
+uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }  // 448, 57344
+
+// The reference quantization: host emulation of the conversion the kernels use (saturating, RNE).
+uint8_t quantize(float y, float scale, Fp8Dtype d) {
+    return __nv_cvt_float_to_fp8(y * scale, __NV_SATFINITE, interp(d));
+}
+uint32_t amax_bits(const std::vector<float>& y) {
+    uint32_t m = 0;
+    for (float v : y) m = std::max(m, fp8_abs_bits(v));
+    return m;
+}
+int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f); }
+
+bool expect_bytes(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ref.size(); i++)
+        if (got[i] != ref[i] && bad++ == 0) first = i;
+    printf("  %-44s %zu / %zu bytes differ\n", what, bad, ref.size());
+    if (bad) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s: %zu bytes differ, first at %zu: 0x%02x vs reference 0x%02x", what, bad,
+                 first, got[first], ref[first]);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    return true;
+}
+// Every byte within one code of the reference, and at most max_differ bytes different at all.
+bool expect_bytes_near(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref,
+                       size_t max_differ) {
+    size_t differ = 0, far = 0, first_far = 0;
+    for (size_t i = 0; i < ref.size(); i++) {
+        differ += got[i] != ref[i];
+        if (std::abs(ordinal(got[i]) - ordinal(ref[i])) > 1 && far++ == 0) first_far = i;
+    }
+    printf("  %-44s %zu / %zu bytes differ (allowed %zu), %zu by more than one code\n", what, differ,
+           ref.size(), max_differ, far);
+    char buf[256];
+    if (far) {
+        snprintf(buf, sizeof buf, "%s: %zu bytes more than one code off, first at %zu: 0x%02x vs 0x%02x",
+                 what, far, first_far, got[first_far], ref[first_far]);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    if (differ > max_differ) {
+        snprintf(buf, sizeof buf, "%s: %zu bytes differ by one code, more than %zu", what, differ,
+                 max_differ);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    return true;
+}
+template <class T>
+bool expect_same_bits(const char* what, const std::vector<T>& got, const std::vector<T>& ref) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ref.size(); i++)
+        if (memcmp(&got[i], &ref[i], sizeof(T)) != 0 && bad++ == 0) first = i;
+    printf("  %-44s %zu / %zu differ (bitwise)\n", what, bad, ref.size());
+    if (bad) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s: %zu of %zu elements differ bitwise, first at %zu", what, bad,
+                 ref.size(), first);
+        testing::fail(__FILE__, __LINE__, buf);
+        return false;
+    }
+    return true;
+}
+std::vector<uint16_t> bf16_bits(const bf16* d, size_t n) {
+    return dev::from_device(reinterpret_cast<const uint16_t*>(d), n);
+}
+// Saturation: every element with |y * scale| > fp8_max must be the signed max code. Returns the count.
+size_t check_saturation(const std::vector<float>& y, const std::vector<uint8_t>& q, float scale, Fp8Dtype d) {
+    size_t count = 0;
+    for (size_t i = 0; i < y.size(); i++) {
+        if (std::fabs(y[i] * scale) > fp8_dtype_max(d)) {
+            count++;
+            if (q[i] != ((y[i] < 0 ? 0x80 : 0x00) | max_code(d))) {
+                testing::fail(__FILE__, __LINE__, "saturated element is not +-fp8_max");
+                break;
+            }
+        }
+    }
+    return count;
+}
+// Row-wise [N, C] and transposed [C, N] reference bytes of y quantized with `scale`.
+void quantize_ref(const std::vector<float>& y, int N, int C, float scale, Fp8Dtype d, std::vector<uint8_t>& q,
+                  std::vector<uint8_t>& qT) {
+    q.resize((size_t)N * C);
+    qT.resize((size_t)N * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            const uint8_t b = quantize(y[(size_t)n * C + c], scale, d);
+            q[(size_t)n * C + c] = b;
+            qT[(size_t)c * N + n] = b;
+        }
+}
+std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& t_CN, int N, int C) {
+    std::vector<uint8_t> r((size_t)N * C);
+    for (int c = 0; c < C; c++)
+        for (int n = 0; n < N; n++) r[(size_t)n * C + c] = t_CN[(size_t)c * N + n];
+    return r;
+}
+
+// Frees device buffers at scope exit.
+struct Allocs {
+    std::vector<void*> ptrs;
+    template <class T>
+    T* operator()(T* p) {
+        ptrs.push_back((void*)p);
+        return p;
+    }
+    ~Allocs() {
+        for (void* p : ptrs) CHECK_CUDA(cudaFree(p));
+    }
+};
+
+// Slots 0/1: the fused kernels (E4M3/E5M2); slots 2/3: the reference sequence (same formats and scales).
+struct Fixture {
+    Fp8ScaleState st;
+    Fixture() {
+        st = fp8_scale_state_create({Fp8Dtype::E4M3, Fp8Dtype::E5M2, Fp8Dtype::E4M3, Fp8Dtype::E5M2}, 4);
+    }
+    ~Fixture() { fp8_scale_state_destroy(&st); }
+    int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
+    int ref_slot(Fp8Dtype d) const { return slot(d) + 2; }
+    void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
+    void set_scale(Fp8Dtype d, float s) {
+        std::vector<float> sc = dev::from_device(st.scale, st.num_slots);
+        sc[slot(d)] = sc[ref_slot(d)] = s;
+        fp8_set_scales(&st, sc);
+    }
+    uint32_t staged_bits(int s) { return fp8_float_bits(dev::from_device(fp8_staging_amax(&st) + s, 1)[0]); }
+    float scale_of(int s) { return dev::from_device(st.scale + s, 1)[0]; }
+};
+
+// Scale fitted to the amax (largest |y| maps to ~fp8_max), or 4x that so every |y| > amax / 4 saturates.
+float pick_scale(uint32_t amax, Fp8Dtype d, bool saturate) {
+    const float s = fp8_compute_scale(fp8_bits_float(amax), fp8_dtype_max(d), 0, 1.0f);
+    return saturate ? 4.0f * s : s;
+}
+
+// Accumulated fp32 sum error bound (random walk, 4x margin), as in dev/test_layernorm.cu.
+double fp32_sum_rel(int n) { return 4.0 * std::sqrt((double)n) * std::ldexp(1.0, -24); }
+
+// ---------------------------------------------------------------------------------------------------------
+// LayerNorm
+// ---------------------------------------------------------------------------------------------------------
+
+struct LnCase {
+    int N, C;
+    Fp8Dtype d;
+    bool residual, rowwise, saturate;
+};
+
+void ln_case(const LnCase& k) {
+    const int N = k.N, C = k.C;
+    const size_t NC = (size_t)N * C;
+    printf(" layernorm N=%d C=%d %s%s%s%s\n", N, C, name(k.d), k.residual ? " residual" : "",
+           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "");
+    Fixture f;
+    Allocs A;
+    // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
+    std::vector<float> x1 = dev::random_normal(NC, 1.5f, 2.0f), x2, w = dev::random_normal(C, 1.0f, 0.2f),
+                       b = dev::random_normal(C, 0.0f, 0.2f);
+    dev::round_to_bf16(x1);
+    dev::round_to_bf16(w);
+    dev::round_to_bf16(b);
+    std::vector<float> x = x1;  // the LayerNorm input
+    if (k.residual) {
+        x2 = dev::random_normal(NC);
+        dev::round_to_bf16(x2);
+        for (size_t i = 0; i < NC; i++) x[i] = dev::bf16_round(x1[i] + x2[i]);  // fp32 add, one bf16 rounding
+    }
+    bf16* d_x1 = A(dev::to_device_bf16(x1));
+    bf16* d_x2 = k.residual ? A(dev::to_device_bf16(x2)) : nullptr;
+    bf16* d_w = A(dev::to_device_bf16(w));
+    bf16* d_b = A(dev::to_device_bf16(b));
+
+    // Reference sequence: shipped BF16 LayerNorm, then shipped cast_transpose on the reference slot.
+    bf16* d_res_ref = k.residual ? A(dev::device_alloc<bf16>(NC)) : nullptr;
+    bf16* d_y_ref = A(dev::device_alloc<bf16>(NC));
+    float* d_mean_ref = A(dev::device_alloc<float>(N));
+    float* d_rstd_ref = A(dev::device_alloc<float>(N));
+    if (k.residual)
+        residual_layernorm_forward(d_res_ref, d_y_ref, d_mean_ref, d_rstd_ref, d_x1, d_x2, d_w, d_b, N, C, 0);
+    else
+        layernorm_forward(d_y_ref, d_mean_ref, d_rstd_ref, d_x1, d_w, d_b, N, C, 0);
+    const std::vector<float> y = dev::from_device_bf16(d_y_ref, NC);
+    const std::vector<float> mean_ref = dev::from_device(d_mean_ref, N),
+                             rstd_ref = dev::from_device(d_rstd_ref, N);
+    const uint32_t ref_amax = amax_bits(y);
+    const float scale = pick_scale(ref_amax, k.d, k.saturate);
+    f.set_scale(k.d, scale);
+    f.reset_staging();
+    fp8b* d_q_ref = A(dev::device_alloc<fp8b>(NC));
+    fp8b* d_qT_ref = A(dev::device_alloc<fp8b>(NC));
+    fp8_cast_transpose(d_q_ref, d_qT_ref, nullptr, &f.st, f.ref_slot(k.d), d_y_ref, N, C, 0);
+
+    // Fused kernel.
+    bf16* d_res = k.residual ? A(dev::device_alloc<bf16>(NC)) : nullptr;
+    fp8b* d_q = k.rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
+    fp8b* d_qT = A(dev::device_alloc<fp8b>(NC));
+    float* d_sinv = A(dev::device_alloc<float>(1));
+    float* d_mean = A(dev::device_alloc<float>(N));
+    float* d_rstd = A(dev::device_alloc<float>(N));
+    fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1, d_x2,
+                                   d_w, d_b, N, C, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    // 1. Against the shipped sequence: everything bit for bit.
+    const std::vector<uint8_t> gotT = dev::from_device(d_qT, NC);
+    expect_bytes("transposed vs layernorm+cast_transpose", gotT, dev::from_device(d_qT_ref, NC));
+    std::vector<uint8_t> got;
+    if (k.rowwise) {
+        got = dev::from_device(d_q, NC);
+        expect_bytes("row-wise vs layernorm+cast_transpose", got, dev::from_device(d_q_ref, NC));
+        expect_bytes("transposed == row-wise transposed", transpose_bytes(gotT, N, C), got);
+    }
+    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);  // max |y| exactly
+    EXPECT_EQ(f.staged_bits(f.ref_slot(k.d)), ref_amax);
+    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    expect_same_bits("mean vs BF16 kernel", dev::from_device(d_mean, N), mean_ref);
+    expect_same_bits("rstd vs BF16 kernel", dev::from_device(d_rstd, N), rstd_ref);
+    if (k.residual) {
+        const std::vector<uint16_t> res = bf16_bits(d_res, NC);
+        expect_same_bits("residual vs BF16 kernel", res, bf16_bits(d_res_ref, NC));
+        std::vector<uint16_t> res_cpu(NC);
+        for (size_t i = 0; i < NC; i++) {
+            const bf16 h = __float2bfloat16(x[i]);
+            memcpy(&res_cpu[i], &h, 2);
+        }
+        expect_same_bits("residual vs CPU bf16(a + b)", res, res_cpu);
+    }
+
+    // 2. CPU reference. Statistics against float64 (the kernel's 1/C and rsqrtf are fast-math approximations
+    // the host cannot reproduce bit for bit): mean within an fp32 sum's error over C, rstd also within
+    // rsqrtf's ~2 ulp (2^-21). Then y with the kernel's statistics and its exact fp32 formula:
+    // bf16(fma((x - mean) * rstd, w, b)) (nvcc contracts n * w + b into one FMA), which must reproduce the
+    // BF16 kernel's y and the fused bytes bit for bit.
+    std::vector<float> mean64(N), rstd64(N), y_cpu(NC);
+    double xmax = 0;
+    for (float v : x) xmax = std::max(xmax, (double)std::fabs(v));
+    for (int n = 0; n < N; n++) {
+        const float* xr = &x[(size_t)n * C];
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+        mean64[n] = (float)m;
+        rstd64[n] = (float)(1.0 / std::sqrt(v / C + 1e-5));
+        const float mf = mean_ref[n], sf = rstd_ref[n];
+        for (int c = 0; c < C; c++) {
+            const float nrm = (xr[c] - mf) * sf;
+            y_cpu[(size_t)n * C + c] = dev::bf16_round(std::fmaf(nrm, w[c], b[c]));
+        }
+    }
+    dev::expect_close("mean vs float64", mean_ref, mean64, fp32_sum_rel(C) * xmax, 0.0);
+    dev::expect_close("rstd vs float64", rstd_ref, rstd64, 0.0, fp32_sum_rel(C) + std::ldexp(1.0, -21));
+    expect_same_bits("y: CPU fp32 formula vs BF16 kernel", y_cpu, y);
+    std::vector<uint8_t> q_cpu, qT_cpu;
+    quantize_ref(y_cpu, N, C, scale, k.d, q_cpu, qT_cpu);
+    expect_bytes("transposed vs CPU", gotT, qT_cpu);
+    if (k.rowwise) expect_bytes("row-wise vs CPU", got, q_cpu);
+    const size_t sat = check_saturation(y_cpu, q_cpu, scale, k.d);
+    if (k.saturate) EXPECT_TRUE(sat > 0);  // the case must exercise saturation
+
+    // 3. Amax-only pass (calibration): the same amax, bit for bit.
+    f.reset_staging();
+    fp8_layernorm_amax(&f.st, f.slot(k.d), d_x1, d_x2, d_w, d_b, N, C, 0);
+    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GELU
+// ---------------------------------------------------------------------------------------------------------
+
+// float64 GELU, cancellation-free: erf form x Phi(x) = 0.5 x erfc(-x/sqrt2); tanh form 0.5 x (1 + tanh u)
+// = x / (1 + exp(-2u)).
+double gelu_ref(double x, bool tanh_form) {
+    if (!tanh_form) return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    return x / (1.0 + std::exp(-2.0 * u));
+}
+
+// GELU inputs: N(0, 2) plus a sweep of [-12, 12] (the tails, where gelu -> 0 or x).
+std::vector<float> gelu_inputs(size_t n) {
+    std::vector<float> pre = dev::random_normal(n, 0.0f, 2.0f);
+    const size_t sweep = std::min<size_t>(n / 4, 8192);
+    for (size_t i = 0; i < sweep; i++) pre[i] = -12.0f + 24.0f * (float)i / (float)sweep;
+    dev::round_to_bf16(pre);
+    return pre;
+}
+
+struct GeluCase {
+    int N, C;
+    Fp8Dtype d;
+    bool tanh_form, rowwise, saturate;
+};
+
+// Float64 CPU reference tolerance. The kernel's fp32 GELU (erfcf: <= 4 ulp; tanh form: __expf of -2|u|
+// carries the fp32 rounding of u and of the exponent, <= ~2e-5 relative for |2u| < 150, where it does not
+// underflow) has relative error delta <= 2e-5, far below bf16's 2^-8: the bf16 values agree to one bf16 ulp
+// (rtol 2^-7, the ulp relative to the binade's low end), atol 1e-35 covers the fp32 flush-to-zero region.
+// A byte then differs only when (a) the exact y lies within delta |y| of a bf16 rounding midpoint
+// (probability <= 2 delta / 2^-8 = 1e-2) AND (b) the two bf16 neighbours quantize to different FP8 codes
+// (a code midpoint between them: probability ~ 2^-8 / 2^-4 = 1/16 for E4M3, 1/32 for E5M2), so <= 6.4e-4 of
+// the elements, one code apart; allowed: 1e-3 of the elements + 4 (counting noise of the small cases).
+void gelu_case(const GeluCase& k, bool cpu_float64) {
+    const int N = k.N, C = k.C;
+    const size_t NC = (size_t)N * C;
+    printf(" gelu N=%d C=%d %s %s%s%s\n", N, C, name(k.d), k.tanh_form ? "tanh" : "erf",
+           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "");
+    Fixture f;
+    Allocs A;
+    const std::vector<float> pre = gelu_inputs(NC);
+    bf16* d_pre = A(dev::to_device_bf16(pre));
+
+    // Reference sequence: shipped gelu_forward, then shipped cast_transpose on the reference slot.
+    bf16* d_y_ref = A(dev::device_alloc<bf16>(NC));
+    gelu_forward(d_y_ref, d_pre, NC, k.tanh_form, 0);
+    const std::vector<float> y = dev::from_device_bf16(d_y_ref, NC);
+    const uint32_t ref_amax = amax_bits(y);
+    const float scale = pick_scale(ref_amax, k.d, k.saturate);
+    f.set_scale(k.d, scale);
+    f.reset_staging();
+    fp8b* d_q_ref = A(dev::device_alloc<fp8b>(NC));
+    fp8b* d_qT_ref = A(dev::device_alloc<fp8b>(NC));
+    fp8_cast_transpose(d_q_ref, d_qT_ref, nullptr, &f.st, f.ref_slot(k.d), d_y_ref, N, C, 0);
+
+    fp8b* d_q = k.rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
+    fp8b* d_qT = A(dev::device_alloc<fp8b>(NC));
+    float* d_sinv = A(dev::device_alloc<float>(1));
+    fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    // 1. Against the shipped sequence, bit for bit.
+    const std::vector<uint8_t> gotT = dev::from_device(d_qT, NC);
+    expect_bytes("transposed vs gelu_forward+cast_transpose", gotT, dev::from_device(d_qT_ref, NC));
+    std::vector<uint8_t> got;
+    if (k.rowwise) {
+        got = dev::from_device(d_q, NC);
+        expect_bytes("row-wise vs gelu_forward+cast_transpose", got, dev::from_device(d_q_ref, NC));
+        expect_bytes("transposed == row-wise transposed", transpose_bytes(gotT, N, C), got);
+    }
+    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+    EXPECT_EQ(f.staged_bits(f.ref_slot(k.d)), ref_amax);
+    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+
+    // 2. CPU quantization of the BF16 kernel's y: exact (the quantization/transposition semantics on their
+    // own).
+    std::vector<uint8_t> q_cpu, qT_cpu;
+    quantize_ref(y, N, C, scale, k.d, q_cpu, qT_cpu);
+    expect_bytes("transposed vs CPU quantize(gelu_forward)", gotT, qT_cpu);
+    if (k.rowwise) expect_bytes("row-wise vs CPU quantize(gelu_forward)", got, q_cpu);
+    const size_t sat = check_saturation(y, q_cpu, scale, k.d);
+    if (k.saturate) EXPECT_TRUE(sat > 0);
+
+    // 3. Float64 CPU GELU (tolerance derivation above).
+    if (cpu_float64) {
+        std::vector<float> y64(NC);
+        for (size_t i = 0; i < NC; i++) y64[i] = dev::bf16_round((float)gelu_ref(pre[i], k.tanh_form));
+        dev::expect_close("y vs float64 gelu", y, y64, 1e-35, std::ldexp(1.0, -7));
+        std::vector<uint8_t> q64, qT64;
+        quantize_ref(y64, N, C, scale, k.d, q64, qT64);
+        expect_bytes_near("transposed vs float64 CPU", gotT, qT64, (size_t)(1e-3 * NC) + 4);
+    }
+
+    // 4. Amax-only pass (calibration).
+    f.reset_staging();
+    fp8_gelu_amax(&f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+}
+
+}  // namespace
+
+// Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 2064 (K = 9 -> the 16-chunk kernel,
+// partial last chunk), 1600 (GPT-1.5B, 32-row tiles, N = 272: a last 16-row tile), 3200 and 8192 (16-row
+// tiles, > 48 KB of shared memory, register-heavy kernels).
+TEST(layernorm_fp8_bit_exact) {
+    const int small[][2] = {{48, 80}, {272, 144}, {272, 1600}};
+    for (auto& s : small)
+        for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
+            for (int residual = 0; residual < 2; residual++)
+                for (int saturate = 0; saturate < 2; saturate++)
+                    ln_case({s[0], s[1], d, (bool)residual, true, (bool)saturate});
+    ln_case({48, 80, Fp8Dtype::E4M3, true, false, true});  // no row-wise output
+    ln_case({80, 2064, Fp8Dtype::E4M3, true, true, true});
+    ln_case({64, 3200, Fp8Dtype::E5M2, true, true, false});
+    ln_case({32, 8192, Fp8Dtype::E4M3, false, true, true});
+    ln_case({32, 8192, Fp8Dtype::E5M2, true, false, false});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true});
+    ln_case({12288, 1600, Fp8Dtype::E5M2, false, false, false});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, false, true, false});
+}
+
+TEST(gelu_fp8_bit_exact) {
+    const int small[][2] = {{48, 80}, {272, 144}, {144, 6400}};
+    for (auto& s : small)
+        for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
+            for (int tanh_form = 0; tanh_form < 2; tanh_form++)
+                for (int saturate = 0; saturate < 2; saturate++)
+                    gelu_case({s[0], s[1], d, (bool)tanh_form, true, (bool)saturate}, true);
+    gelu_case({48, 80, Fp8Dtype::E5M2, false, false, true}, true);  // no row-wise output
+    gelu_case({12288, 6400, Fp8Dtype::E4M3, false, true, true}, true);
+    gelu_case({12288, 6400, Fp8Dtype::E5M2, true, false, false}, true);
+}
+
+// Step-0 calibration: amax pass -> fp8_calibrate_scales -> fused kernel. The new scale must be exactly
+// fp8_compute_scale(max |y|, fp8_max, margin), the fused bytes must be the CPU quantization of y with it, and
+// with margin 0 the largest |y| lands on the max code (|y| * scale rounds to fp8_max), nothing beyond.
+TEST(calibration) {
+    for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
+        for (int margin : {0, 1}) {
+            const int N = 272, C = 1600;
+            const size_t NC = (size_t)N * C;
+            printf(" calibration %s margin %d\n", name(d), margin);
+            Fixture f;
+            Allocs A;
+            f.set_scale(d, 3.0f);  // the old scale, replaced by the calibration
+            const int slot = f.slot(d);
+            std::vector<float> x1 = dev::random_normal(NC, 0.0f, 3.0f), x2 = dev::random_normal(NC),
+                               w = dev::random_normal(C, 1.0f, 0.2f), b = dev::random_normal(C, 0.0f, 0.2f);
+            for (auto* v : {&x1, &x2, &w, &b}) dev::round_to_bf16(*v);
+            bf16 *d_x1 = A(dev::to_device_bf16(x1)), *d_x2 = A(dev::to_device_bf16(x2));
+            bf16 *d_w = A(dev::to_device_bf16(w)), *d_b = A(dev::to_device_bf16(b));
+            bf16* d_res = A(dev::device_alloc<bf16>(NC));
+            bf16* d_y = A(dev::device_alloc<bf16>(NC));
+            fp8b* d_q = A(dev::device_alloc<fp8b>(NC));
+            fp8b* d_qT = A(dev::device_alloc<fp8b>(NC));
+            float* d_sinv = A(dev::device_alloc<float>(1));
+            for (int which = 0; which < 2; which++) {  // 0: LayerNorm (+ residual), 1: GELU (of x1)
+                f.reset_staging();
+                std::vector<float> y;
+                if (which == 0) {
+                    residual_layernorm_forward(d_res, d_y, nullptr, nullptr, d_x1, d_x2, d_w, d_b, N, C, 0);
+                    y = dev::from_device_bf16(d_y, NC);
+                    fp8_layernorm_amax(&f.st, slot, d_x1, d_x2, d_w, d_b, N, C, 0);
+                } else {
+                    gelu_forward(d_y, d_x1, NC, false, 0);
+                    y = dev::from_device_bf16(d_y, NC);
+                    fp8_gelu_amax(&f.st, slot, d_x1, N, C, false, 0);
+                }
+                const uint32_t amax = amax_bits(y);
+                EXPECT_EQ(f.staged_bits(slot), amax);
+                const float old_scale = f.scale_of(slot);
+                fp8_calibrate_scales(&f.st, slot, 1, margin, 0);
+                const float scale = f.scale_of(slot);
+                EXPECT_EQ(fp8_float_bits(scale),
+                          fp8_float_bits(
+                              fp8_compute_scale(fp8_bits_float(amax), fp8_dtype_max(d), margin, old_scale)));
+                if (which == 0)
+                    fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, nullptr, nullptr, &f.st, slot,
+                                                   d_x1, d_x2, d_w, d_b, N, C, 0);
+                else
+                    fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, slot, d_x1, N, C, false, 0);
+                std::vector<uint8_t> q, qT;
+                quantize_ref(y, N, C, scale, d, q, qT);
+                const std::vector<uint8_t> got = dev::from_device(d_q, NC);
+                expect_bytes(which == 0 ? "layernorm row-wise" : "gelu row-wise", got, q);
+                expect_bytes(which == 0 ? "layernorm transposed" : "gelu transposed",
+                             dev::from_device(d_qT, NC), qT);
+                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                          fp8_float_bits(fp8_compute_scale_inv(scale)));
+                EXPECT_EQ(check_saturation(y, q, scale, d), (size_t)0);
+                int top = 0;  // largest code magnitude present
+                for (uint8_t v : got) top = std::max(top, (int)(v & 0x7f));
+                if (margin == 0)
+                    EXPECT_EQ(top, (int)max_code(d));
+                else
+                    EXPECT_TRUE(top < (int)max_code(d));
+            }
+        }
+}
+
+// ---- timings at GPT-1.5B sizes, against the unfused sequences (BF16 kernel + cast_transpose) ----
+TEST(timing) {
+    Fixture f;
+    Allocs A;
+    const int N = 12288, C = 1600, C4 = 6400;
+    const double nc = (double)N * C, nc4 = (double)N * C4;
+    f.set_scale(Fp8Dtype::E4M3, 64.0f);
+    std::vector<float> x = dev::random_normal((size_t)N * C4);
+    dev::round_to_bf16(x);
+    std::vector<float> w = dev::random_normal(C, 1.0f, 0.2f), b = dev::random_normal(C, 0.0f, 0.2f);
+    bf16* d_a = A(dev::to_device_bf16(x));
+    bf16* d_b2 = A(dev::to_device_bf16(x));
+    bf16* d_w = A(dev::to_device_bf16(w));
+    bf16* d_bias = A(dev::to_device_bf16(b));
+    bf16* d_res = A(dev::device_alloc<bf16>((size_t)N * C));
+    bf16* d_y = A(dev::device_alloc<bf16>((size_t)N * C4));
+    float* d_mean = A(dev::device_alloc<float>(N));
+    float* d_rstd = A(dev::device_alloc<float>(N));
+    fp8b* d_q = A(dev::device_alloc<fp8b>((size_t)N * C4));
+    fp8b* d_qT = A(dev::device_alloc<fp8b>((size_t)N * C4));
+    float* d_sinv = A(dev::device_alloc<float>(1));
+    const int s = f.slot(Fp8Dtype::E4M3);
+    auto report = [](const char* what, float ms, double bytes, float ref_ms) {
+        printf("  %-52s %8.1f us  %7.0f GB/s", what, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
+        if (ref_ms > 0) printf("  (%.2fx faster than unfused)", ref_ms / ms);
+        printf("\n");
+    };
+    // Residual LayerNorm: fused reads 2 inputs, writes the residual (bf16) + 2 FP8 copies = 8 B/elem;
+    // unfused: residual_layernorm_forward (4 + 4) + cast_transpose (2 + 2) = 12 B/elem.
+    float ref = dev::time_ms([&] {
+        residual_layernorm_forward(d_res, d_y, d_mean, d_rstd, d_a, d_b2, d_w, d_bias, N, C, 0);
+        fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C, 0);
+    });
+    report("unfused residual_layernorm + cast_transpose", ref, 12 * nc, 0);
+    float ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, d_b2, d_w,
+                                       d_bias, N, C, 0);
+    });
+    report("fp8_residual_layernorm_forward 12288x1600 (res, NC+T)", ms, 8 * nc, ref);
+    ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(d_res, nullptr, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, d_b2, d_w,
+                                       d_bias, N, C, 0);
+    });
+    report("fp8_residual_layernorm_forward (res, T only)", ms, 7 * nc, 0);
+    // Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).
+    ref = dev::time_ms([&] {
+        layernorm_forward(d_y, d_mean, d_rstd, d_a, d_w, d_bias, N, C, 0);
+        fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C, 0);
+    });
+    report("unfused layernorm + cast_transpose", ref, 8 * nc, 0);
+    ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(nullptr, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, nullptr,
+                                       d_w, d_bias, N, C, 0);
+    });
+    report("fp8 layernorm 12288x1600 (NC+T)", ms, 4 * nc, ref);
+    ms = dev::time_ms([&] { fp8_layernorm_amax(&f.st, s, d_a, d_b2, d_w, d_bias, N, C, 0); });
+    report("fp8_layernorm_amax (residual)", ms, 4 * nc, 0);
+    // GELU: fused 2 + 2 B/elem; unfused gelu_forward (2 + 2) + cast_transpose (2 + 2).
+    for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+        ref = dev::time_ms([&] {
+            gelu_forward(d_y, d_a, (size_t)nc4, tanh_form, 0);
+            fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C4, 0);
+        });
+        report(tanh_form ? "unfused gelu_forward (tanh) + cast_transpose"
+                         : "unfused gelu_forward + cast_transpose",
+               ref, 8 * nc4, 0);
+        ms = dev::time_ms(
+            [&] { fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_a, N, C4, tanh_form, 0); });
+        report(
+            tanh_form ? "fp8_gelu_cast_transpose 12288x6400 tanh" : "fp8_gelu_cast_transpose 12288x6400 erf",
+            ms, 4 * nc4, ref);
+    }
+    ms =
+        dev::time_ms([&] { fp8_gelu_cast_transpose(nullptr, d_qT, d_sinv, &f.st, s, d_a, N, C4, false, 0); });
+    report("fp8_gelu_cast_transpose erf (T only)", ms, 3 * nc4, 0);
+    ms = dev::time_ms([&] { fp8_gelu_amax(&f.st, s, d_a, N, C4, false, 0); });
+    report("fp8_gelu_amax erf", ms, 2 * nc4, 0);
+}
+
+TEST_MAIN()
