@@ -14,6 +14,11 @@ void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NO
         fp8_calibrate_scales(f->scales, slot, 1, f->margin, stream);
     }
     fp8_cast_transpose(f->scratch.x_rows, lin->xT, lin->x_scale_inv, f->scales, slot, inp_NC, N, C, stream);
+    fp8_linear_forward_quantized(f, lin, out_NOC, bias_OC, N, C, OC, stream);
+}
+
+void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* bias_OC,
+                                  int N, int C, int OC, cudaStream_t stream) {
     mark(f, kPhaseGemm, stream);
     matmul_fp8_forward(f->plans, f->ctx, out_NOC, reinterpret_cast<const __nv_fp8_e4m3*>(f->scratch.x_rows),
                        lin->x_scale_inv, reinterpret_cast<const __nv_fp8_e4m3*>(lin->w), lin->w_scale_inv, bias_OC,

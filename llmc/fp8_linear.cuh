@@ -43,7 +43,11 @@ struct Fp8LinearContext {
     PhaseTimer* timer = nullptr;
 };
 
-// out_NOC = inp_NC W^T + bias. Saves X^T (fp8) in `lin` for the backward.
+// out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels write
+// scratch.x_rows, lin->xT and lin->x_scale_inv).
+void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* bias_OC,
+                                  int N, int C, int OC, cudaStream_t stream);
+// out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.
 void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
                         const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
 // dinp_NC = dY W, dweight_OCC = dY^T X, dbias_OC = sum_n dY (all overwritten). dY = dout_NOC, or, when

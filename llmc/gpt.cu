@@ -15,6 +15,7 @@
 #include "llmc/encoder.cuh"
 #include "llmc/fp8.cuh"
 #include "llmc/fp8_linear.cuh"
+#include "llmc/fp8_producers.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/init.cuh"
@@ -177,8 +178,11 @@ struct GptModel::Impl {
         int in, outf;
         linear_dims(kind, &in, &outf);
         if (use_fp8()) {
-            fp8_linear_forward(&fp8, &fp8_linears[kLinearsPerLayer * l + kind], out, inp, bias, B * T, in, outf,
-                               ctx->stream);
+            Fp8LinearBuffers* lin = &fp8_linears[kLinearsPerLayer * l + kind];
+            if (kind == kAttProj)  // the attention output cast
+                fp8_linear_forward(&fp8, lin, out, inp, bias, B * T, in, outf, ctx->stream);
+            else  // written in FP8 by norm_into_linear / gelu_into_linear
+                fp8_linear_forward_quantized(&fp8, lin, out, bias, B * T, in, outf, ctx->stream);
         } else {
             mark(kPhaseGemm);
             matmul_forward(&matmul_plans, ctx, out, inp, weight, bias, B * T, in, outf, ctx->stream);
@@ -197,6 +201,45 @@ struct GptModel::Impl {
             matmul_backward(&matmul_plans, ctx, dinp, dweight, dbias, dout, inp, weight, B * T, in, outf, false,
                             reduce_scratch, ctx->stream);
         }
+    }
+    // (Residual add +) LayerNorm feeding block Linear (l, kind). BF16 writes `ln_out`; FP8 writes the Linear's
+    // FP8 input (row-wise scratch + saved transposed copy + scale_inv + amax) in the same pass.
+    void norm_into_linear(int l, int kind, bf16* residual_out, bf16* ln_out, float* mean, float* rstd, const bf16* inp1,
+                          const bf16* inp2, const bf16* w, const bf16* b) {
+        const int N = B * T, C = cfg.channels;
+        mark(kPhaseOther);
+        if (!use_fp8()) {
+            if (inp2)
+                residual_layernorm_forward(residual_out, ln_out, mean, rstd, inp1, inp2, w, b, N, C, ctx->stream);
+            else
+                layernorm_forward(ln_out, mean, rstd, inp1, w, b, N, C, ctx->stream);
+            return;
+        }
+        Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kind];
+        const int slot = fp8_slot(lin.linear, kFp8X);
+        if (fp8.calibrate) {
+            fp8_layernorm_amax(&scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
+            fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
+        }
+        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, mean,
+                                       rstd, &scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
+    }
+    // GELU feeding the fc-proj Linear: BF16 writes fch_gelu; FP8 writes fc-proj's FP8 input directly.
+    void gelu_into_linear(int l, const bf16* pre) {
+        const int N = B * T, C4 = 4 * cfg.channels;
+        mark(kPhaseOther);
+        if (!use_fp8()) {
+            gelu_forward(fch_gelu, pre, (size_t)N * C4, cfg.gelu_tanh, ctx->stream);
+            return;
+        }
+        Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kFcProj];
+        const int slot = fp8_slot(lin.linear, kFp8X);
+        if (fp8.calibrate) {
+            fp8_gelu_amax(&scales, slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
+            fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
+        }
+        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, &scales, slot, pre, N, C4, cfg.gelu_tanh,
+                                ctx->stream);
     }
     void cast_fp8_weights() {
         mark(kPhaseCast);
@@ -257,7 +300,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (size_t l = 0; l < L; l++) {
         a.add("residual_mid", &s.residual_mid[l], N * C);
         // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies instead.
-        if (!use_fp8 || l == 0) {  // FP8: one shared buffer, aliased below once allocated
+        if (!use_fp8) {  // FP8: the LayerNorms write their FP8 copies directly, no BF16 output
             a.add("ln1", &s.ln1[l], N * C);
             a.add("ln2", &s.ln2[l], N * C);
         }
@@ -308,10 +351,6 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch), fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
     }
     size_t act_bytes = a.allocate("activations");
-    for (size_t l = 1; use_fp8 && l < L; l++) {
-        s.ln1[l] = s.ln1[0];
-        s.ln2[l] = s.ln2[0];
-    }
     a.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
 
@@ -395,27 +434,29 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
     s.mark(kPhaseOther);
     encoder_forward(s.residual[0], s.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
     LayerParams p0 = s.layer(s.params, 0);
-    layernorm_forward(s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], p0.ln1w, p0.ln1b, N, C, st);
+    s.norm_into_linear(0, kQkv, nullptr, s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], nullptr, p0.ln1w,
+                       p0.ln1b);
     for (int l = 0; l < L; l++) {
         LayerParams p = s.layer(s.params, l);
         s.linear_forward(l, kQkv, s.qkv[l], s.ln1[l], p.qkvw, p.qkvb);
         s.mark(kPhaseAttention);
         attention_forward(&s.attention_graphs, s.ctx, s.atty[l], s.att_stats[l], s.qkv[l], B, T, H, D, st);
         s.linear_forward(l, kAttProj, s.scratch_NC, s.atty[l], p.attprojw, p.attprojb);
-        s.mark(kPhaseOther);
-        residual_layernorm_forward(s.residual_mid[l], s.ln2[l], s.ln2_mean[l], s.ln2_rstd[l], s.residual[l],
-                                   s.scratch_NC, p.ln2w, p.ln2b, N, C, st);
+        s.norm_into_linear(l, kFc, s.residual_mid[l], s.ln2[l], s.ln2_mean[l], s.ln2_rstd[l], s.residual[l],
+                           s.scratch_NC, p.ln2w, p.ln2b);
         s.linear_forward(l, kFc, s.fch[l], s.ln2[l], p.fcw, p.fcb);
-        s.mark(kPhaseOther);
-        gelu_forward(s.fch_gelu, s.fch[l], (size_t)N * 4 * C, s.cfg.gelu_tanh, st);
+        s.gelu_into_linear(l, s.fch[l]);
         s.linear_forward(l, kFcProj, s.scratch_NC, s.fch_gelu, p.fcprojw, p.fcprojb);
-        // The next block's ln1 (or the final LayerNorm) is fused with this block's residual add.
-        s.mark(kPhaseOther);
-        bool last = l == L - 1;
-        LayerParams next = s.layer(s.params, last ? l : l + 1);
-        residual_layernorm_forward(s.residual[l + 1], last ? s.lnf : s.ln1[l + 1], last ? s.lnf_mean : s.ln1_mean[l + 1],
-                                   last ? s.lnf_rstd : s.ln1_rstd[l + 1], s.residual_mid[l], s.scratch_NC,
-                                   last ? s.param(LNFW) : next.ln1w, last ? s.param(LNFB) : next.ln1b, N, C, st);
+        // The next block's ln1 (or the final LayerNorm, BF16 for the LM head) is fused with this residual add.
+        if (l < L - 1) {
+            LayerParams next = s.layer(s.params, l + 1);
+            s.norm_into_linear(l + 1, kQkv, s.residual[l + 1], s.ln1[l + 1], s.ln1_mean[l + 1], s.ln1_rstd[l + 1],
+                               s.residual_mid[l], s.scratch_NC, next.ln1w, next.ln1b);
+        } else {
+            s.mark(kPhaseOther);
+            residual_layernorm_forward(s.residual[L], s.lnf, s.lnf_mean, s.lnf_rstd, s.residual_mid[l], s.scratch_NC,
+                                       s.param(LNFW), s.param(LNFB), N, C, st);
+        }
     }
     s.mark(kPhaseGemm);
     matmul_forward(&s.matmul_plans, s.ctx, s.logits, s.lnf, s.param(WTE), nullptr, N, C, V, st);
