@@ -358,6 +358,72 @@ TEST(model_reference_small_tanh) { run_reference_test(kSmallTanh); }
 TEST(model_reference_gpt1p5b_2layer) { run_reference_test(kBig); }
 
 // ---- Determinism: the same 3 steps from the same weights, twice, in two fresh models --------------------
+// FP8 (per-tensor delayed scaling, hybrid format) against the float64 reference and against our BF16 path.
+// Tolerances from the formats: E4M3 keeps 3 mantissa bits (relative rounding error <= 2^-4, RMS 2^-4/sqrt(3)
+// ~ 0.036 for uniformly spread values), E5M2 2 bits (<= 2^-3, RMS ~ 0.072). A GEMM output mixes two rounded
+// operands, so its normwise relative error is ~ sqrt(0.036^2 + 0.036^2) ~ 0.05 forward and ~ 0.08 for
+// gradients (E5M2 dY); two layers of dgrad/wgrad chains compound a few of those: 0.25 normwise per gradient
+// tensor leaves ~2x margin on that estimate, while a wrong scale_inv, transpose or slot (errors of order 1) fails.
+// The loss is a mean over B*T tokens, so per-logit errors average out: 2e-2 relative at step 0, and
+// 5e-2 relative + 5e-2 nats over the 10 steps (the BF16 path itself needs 1e-2 + 1e-2, see above).
+constexpr double kFp8GradRtol = 0.25;
+constexpr double kFp8Loss0Rtol = 2e-2;
+constexpr double kFp8StepRtol = 5e-2, kFp8StepAtol = 5e-2;
+
+void run_fp8_reference_test(const RefConfig& cfg) {
+    REQUIRE_GPU();
+    std::string skip, error;
+    const std::string path = ensure_reference(cfg, &skip, &error);
+    if (!skip.empty()) SKIP(skip);
+    if (!error.empty()) {
+        testing::fail(__FILE__, __LINE__, error);
+        return;
+    }
+    Reference ref;
+    std::string why = read_reference(path, cfg, &ref);
+    if (!why.empty()) {
+        testing::fail(__FILE__, __LINE__, why);
+        return;
+    }
+    const ModelConfig& m = ref.model;
+    ContextGuard guard;
+    std::vector<float> grads[2], losses[2];
+    for (int run = 0; run < 2; run++) {  // 0: bf16, 1: fp8
+        GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx);
+        model.load_weights(ref.params);
+        for (int s = 1; s <= ref.steps; s++) {
+            losses[run].push_back(model.forward(ref.inputs.data(), ref.targets.data()));
+            model.backward();
+            if (s == 1) grads[run] = model.grads_to_host();
+            model.update(ref.adamw, s);
+        }
+    }
+    printf("%s fp8 vs reference (and vs our bf16 path)\n", cfg.name);
+    printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0], losses[0][0],
+           ref.loss, rel_diff(losses[1][0], ref.loss), kFp8Loss0Rtol);
+    EXPECT_NEAR(losses[1][0], ref.loss, kFp8Loss0Rtol * ref.loss);
+    EXPECT_NEAR(losses[1][0], losses[0][0], kFp8Loss0Rtol * ref.loss);
+    printf("  gradient   fp8 vs ref   bf16 vs ref   fp8 vs bf16  (tol %.2f normwise)\n", kFp8GradRtol);
+    for (const ParamTensorInfo& t : parameter_table(m)) {
+        double mx;
+        double e_fp8 = normwise_rel(grads[1].data() + t.offset, ref.grads.data() + t.offset, t.numel, &mx);
+        double e_bf16 = normwise_rel(grads[0].data() + t.offset, ref.grads.data() + t.offset, t.numel, &mx);
+        double e_pair = normwise_rel(grads[1].data() + t.offset, grads[0].data() + t.offset, t.numel, &mx);
+        printf("  %-10s %10.3e   %10.3e   %10.3e\n", t.name.c_str(), e_fp8, e_bf16, e_pair);
+        if (!(e_fp8 <= kFp8GradRtol) || !(e_pair <= kFp8GradRtol))
+            testing::fail(__FILE__, __LINE__, "fp8 gradient of " + t.name + " off by " + std::to_string(e_fp8));
+    }
+    printf("  step    fp8 loss   bf16 loss    ref loss\n");
+    for (int s = 0; s < ref.steps; s++) {
+        printf("  %4d  %10.6f  %10.6f  %10.6f\n", s + 1, losses[1][s], losses[0][s], ref.losses[s]);
+        if (!(std::fabs(losses[1][s] - ref.losses[s]) <= kFp8StepRtol * ref.losses[s] + kFp8StepAtol))
+            testing::fail(__FILE__, __LINE__, "fp8 loss at step " + std::to_string(s + 1) + " off");
+    }
+}
+
+TEST(model_fp8_small) { run_fp8_reference_test(kSmall); }
+TEST(model_fp8_gpt1p5b_2layer) { run_fp8_reference_test(kBig); }
+
 struct Run {
     std::vector<float> losses, norms, weights;
 };
