@@ -484,7 +484,13 @@ TEST(calibration) {
                              dev::from_device(d_qT, NC), qT);
                 EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
                           fp8_float_bits(fp8_compute_scale_inv(scale)));
-                EXPECT_EQ(check_saturation(y, q, scale, d), (size_t)0);
+                // scale = fl(fp8_max / amax) may land one float ulp high, so amax * scale can exceed fp8_max by
+                // 2^-24 relative and be clamped onto the max code it rounds to anyway; nothing beyond that.
+                size_t clipped_beyond_rounding = 0;
+                for (float v : y)
+                    clipped_beyond_rounding += std::fabs((double)v * scale) > fp8_dtype_max(d) * (1.0 + 1e-6);
+                EXPECT_EQ(clipped_beyond_rounding, (size_t)0);
+                check_saturation(y, q, scale, d);  // any clamped element must be exactly +-max
                 int top = 0;  // largest code magnitude present
                 for (uint8_t v : got) top = std::max(top, (int)(v & 0x7f));
                 if (margin == 0)

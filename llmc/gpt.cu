@@ -268,9 +268,6 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     const size_t L = m.num_layers, C = m.channels, V = m.vocab_size, N = (size_t)B * T, H = m.num_heads;
     const bool use_fp8 = s.use_fp8();
 
-    // BF16 bias gradients come from the wgrad GEMM's BGRADB epilogue (one pass over dY less per Linear);
-    // FP8 fuses them into the dY cast instead.
-    s.matmul_plans.dbias_via_epilogue = true;
     s.param_arena.add("params bf16", &s.params, s.P);
     s.param_arena.add("grads bf16", &s.grads, s.P);
     s.param_arena.add("master fp32", &s.master, s.P);
