@@ -39,7 +39,9 @@ HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
 GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
              $(patsubst test/%.cu,$(BUILD)/test/%,$(wildcard test/gpu_*.cu))
 
-.PHONY: all deps test test-host test-gpu clean format
+.PHONY: all deps test clean format
+# keep the test objects (make would delete them as intermediates, after the test summary line)
+.SECONDARY:
 all: train_gpt $(HOST_TESTS) $(GPU_TESTS)
 
 deps:
