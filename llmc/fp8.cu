@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "llmc/fp8.cuh"
+#include "llmc/gelu_math.cuh"
 
 namespace {
 
@@ -11,37 +12,18 @@ namespace {
 // Kernels
 // ---------------------------------------------------------------------------------------------------------
 
-// d/dx GELU(x): the same cancellation-free formulas, evaluated in the same order, as the BF16 GELU backward
-// in llmc/gelu.cu (keep the two in sync). Both keep full relative accuracy (~1e-5 under --use_fast_math)
-// in the left tail where gelu'(x) -> 0, which matters here: E5M2 resolves |g| down to 2^-17 / scale (a
-// 2^-34 fraction of the amax at the usual scales), so a tail value computed as a difference of O(1) terms
-// (0.5 (1 + erf), 1 + tanh, 1 - tanh^2) would come out as rounding noise or 0, many codes away.
-// Exact form: Phi(x) + x phi(x) with Phi(x) = 0.5 erfc(-x/sqrt2) (erfcf has no fast-math intrinsic).
-__device__ inline float gelu_grad_erf(float x) {
-    return 0.5f * erfcf(-x * 0.70710678118654752f) + x * 0.39894228040143268f * __expf(-0.5f * x * x);
-}
-// Tanh form: gelu' = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u', u = k0 (x + k1 x^3). With s = sigmoid(2u) =
-// 0.5 (1 + tanh u), 0.5 (1 - tanh^2 u) = 2 s (1 - s), so gelu' = s (1 + 2 x (1 - s) u'); from e = exp(-2|u|)
-// in (0, 1]: s = 1/(1+e), 1 - s = e/(1+e) for u >= 0 and the reverse for u < 0. No cancellation except
-// at gelu's root (-0.75), no overflow, and a flushed tail gives -0, the sign of the true value. (The
-// former 1 - 2/(exp(2u) + 1) form rounded exp(2u) + 1 to 1 for x < -4.9, returning gelu' = 0 instead of
-// ~ -1e-6, and lost digits from x < -3.)
-__device__ inline float gelu_grad_tanh(float x) {
-    const float k0 = 0.79788456080286536f, k1 = 0.044715f;  // sqrt(2/pi)
-    const float u = k0 * (x + k1 * x * x * x);
-    const float e = __expf(-2.0f * fabsf(u));
-    const float inv = 1.0f / (1.0f + e);
-    const float s = (u >= 0.0f ? 1.0f : e) * inv;
-    const float one_minus_s = (u >= 0.0f ? e : 1.0f) * inv;
-    const float du = k0 * (1.0f + 3.0f * k1 * x * x);
-    return s * (1.0f + 2.0f * x * one_minus_s * du);
-}
+// d/dx GELU(x): gelu_erf_grad / gelu_tanh_grad of llmc/gelu_math.cuh, the very same code as the BF16 GELU
+// backward (llmc/gelu.cu). Both keep full relative accuracy (erf form <= 4.3e-6, tanh form ~1e-5, under
+// --use_fast_math) in the left tail where gelu'(x) -> 0, which matters here: E5M2 resolves |g| down to
+// 2^-17 / scale (a 2^-34 fraction of the amax at the usual scales), so a tail value computed as a difference
+// of O(1) terms (0.5 (1 + erf), 1 + tanh, 1 - tanh^2) would come out as rounding noise or 0, many codes away.
+
 // Element operation applied before quantization: identity, or g = dout * gelu'(pre).
 enum ElemOp { kOpCopy = 0, kOpDgeluErf = 1, kOpDgeluTanh = 2 };
 template <int OP>
 __device__ inline float apply_op(float x, float pre) {
-    if constexpr (OP == kOpDgeluErf) return x * gelu_grad_erf(pre);
-    if constexpr (OP == kOpDgeluTanh) return x * gelu_grad_tanh(pre);
+    if constexpr (OP == kOpDgeluErf) return x * gelu_erf_grad(pre);
+    if constexpr (OP == kOpDgeluTanh) return x * gelu_tanh_grad(pre);
     return x;
 }
 

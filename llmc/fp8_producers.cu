@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "llmc/fp8_producers.cuh"
+#include "llmc/gelu_math.cuh"
 #include "llmc/layernorm.cuh"
 
 namespace {
@@ -218,20 +219,8 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
 // ---------------------------------------------------------------------------------------------------------
 // GELU -> FP8
 // ---------------------------------------------------------------------------------------------------------
-// GELU forward, the same expressions as llmc/gelu.cu's gelu_erf / gelu_tanh (private there; keep the two in
-// sync, or unify them into a shared header: dev/test_fp8_producers.cu checks bit equality with gelu_forward).
-constexpr float kInvSqrt2 = 0.70710678118654752f;     // 1 / sqrt(2)
-constexpr float kSqrt2OverPi = 0.79788456080286536f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
-
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * erfcf(-x * kInvSqrt2); }
-__device__ __forceinline__ float gelu_tanh_u(float x) { return kSqrt2OverPi * (x + kGeluCubic * x * x * x); }
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float u = gelu_tanh_u(x);
-    const float e = __expf(-2.0f * fabsf(u));
-    const float s = (u >= 0.0f ? 1.0f : e) / (1.0f + e);
-    return x * s;
-}
+// GELU forward: gelu_erf / gelu_tanh of llmc/gelu_math.cuh, the very same code as llmc/gelu.cu's
+// gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward + fp8_cast_transpose).
 // y = bf16(gelu(x)) as gelu_forward stores it, back in fp32.
 template <bool kTanh>
 __device__ __forceinline__ float gelu_bf16(float x) {

@@ -1,46 +1,13 @@
-// GELU kernels then launchers. One thread per 8 elements (16-byte loads/stores).
+// GELU kernels then launchers. One thread per 8 elements (16-byte loads/stores). The GELU math (value and
+// derivative, both forms) lives in llmc/gelu_math.cuh, shared with the FP8 kernels.
 #include <cstdint>
 
 #include "llmc/gelu.cuh"
+#include "llmc/gelu_math.cuh"
 
 namespace {
 
 constexpr int kGeluBlock = 256;
-constexpr float kInvSqrt2 = 0.70710678118654752f;     // 1 / sqrt(2)
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1 / sqrt(2 pi)
-constexpr float kSqrt2OverPi = 0.79788456080286536f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
-
-// Exact form. 0.5 (1 + erf(x/sqrt2)) = 0.5 erfc(-x/sqrt2) = Phi(x): erfc keeps full relative accuracy for
-// x << 0, where 1 + erf(...) would cancel. erfcf is not replaced by an intrinsic under --use_fast_math.
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * erfcf(-x * kInvSqrt2); }
-// d/dx [x Phi(x)] = Phi(x) + x phi(x). The FP8 dGELU cast (llmc/fp8.cu) evaluates the same expression.
-__device__ __forceinline__ float gelu_erf_grad(float x) {
-    return 0.5f * erfcf(-x * kInvSqrt2) + x * kInvSqrt2Pi * __expf(-0.5f * x * x);
-}
-
-// Tanh form. 0.5 (1 + tanh(u)) = sigmoid(2u); with e = exp(-2|u|) in (0, 1]: sigmoid(2u) = 1/(1+e) for u >= 0
-// and e/(1+e) for u < 0, sigmoid(2u) (1 - sigmoid(2u)) = e/(1+e)^2. No cancellation anywhere (unlike 1 -
-// tanh^2).
-__device__ __forceinline__ float gelu_tanh_u(float x) { return kSqrt2OverPi * (x + kGeluCubic * x * x * x); }
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float u = gelu_tanh_u(x);
-    const float e = __expf(-2.0f * fabsf(u));
-    const float s = (u >= 0.0f ? 1.0f : e) / (1.0f + e);
-    return x * s;
-}
-// gelu'(x) = s + 2 x s (1 - s) u' = s (1 + 2 x (1 - s) u'), 1 - s = e/(1+e) (u >= 0) or 1/(1+e) (u < 0):
-// relative accuracy everywhere but at gelu's root (-0.75), and a flushed left tail gives -0 (the true sign).
-// The FP8 dGELU cast (llmc/fp8.cu) evaluates the same expression; keep the two in sync.
-__device__ __forceinline__ float gelu_tanh_grad(float x) {
-    const float u = gelu_tanh_u(x);
-    const float e = __expf(-2.0f * fabsf(u));
-    const float inv = 1.0f / (1.0f + e);
-    const float s = (u >= 0.0f ? 1.0f : e) * inv;
-    const float one_minus_s = (u >= 0.0f ? e : 1.0f) * inv;
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-    return s * (1.0f + 2.0f * x * one_minus_s * du);
-}
 
 template <bool kTanh>
 __global__ void __launch_bounds__(kGeluBlock) gelu_forward_kernel(bf16* out, const bf16* inp, size_t n) {

@@ -229,21 +229,33 @@ struct ContextGuard {
         if (!cuda_device_available(&why_)) SKIP("no CUDA device: " + why_); \
     } while (0)
 
-void run_reference_test(const RefConfig& cfg) {
-    REQUIRE_GPU();
+// Generates (if needed) and reads the reference file of `cfg`. Returns false after recording a skip or a
+// failure in the test state, so the caller only has to return.
+bool load_reference(const RefConfig& cfg, Reference* ref) {
+    std::string why;
+    if (!cuda_device_available(&why)) {
+        testing::state().skipped = true;
+        testing::state().why = "no CUDA device: " + why;
+        return false;
+    }
     std::string skip, error;
     const std::string path = ensure_reference(cfg, &skip, &error);
-    if (!skip.empty()) SKIP(skip);
+    if (!skip.empty()) {
+        testing::state().skipped = true;
+        testing::state().why = skip;
+        return false;
+    }
+    if (error.empty()) error = read_reference(path, cfg, ref);
     if (!error.empty()) {
         testing::fail(__FILE__, __LINE__, error);
-        return;
+        return false;
     }
+    return true;
+}
+
+void run_reference_test(const RefConfig& cfg) {
     Reference ref;
-    std::string why = read_reference(path, cfg, &ref);
-    if (!why.empty()) {
-        testing::fail(__FILE__, __LINE__, why);
-        return;
-    }
+    if (!load_reference(cfg, &ref)) return;
     const ModelConfig& m = ref.model;
     const int V = m.vocab_size, k = ref.logit_rows;
     const std::vector<ParamTensorInfo> table = parameter_table(m);
@@ -371,20 +383,8 @@ constexpr double kFp8Loss0Rtol = 2e-2;
 constexpr double kFp8StepRtol = 5e-2, kFp8StepAtol = 5e-2;
 
 void run_fp8_reference_test(const RefConfig& cfg) {
-    REQUIRE_GPU();
-    std::string skip, error;
-    const std::string path = ensure_reference(cfg, &skip, &error);
-    if (!skip.empty()) SKIP(skip);
-    if (!error.empty()) {
-        testing::fail(__FILE__, __LINE__, error);
-        return;
-    }
     Reference ref;
-    std::string why = read_reference(path, cfg, &ref);
-    if (!why.empty()) {
-        testing::fail(__FILE__, __LINE__, why);
-        return;
-    }
+    if (!load_reference(cfg, &ref)) return;
     const ModelConfig& m = ref.model;
     ContextGuard guard;
     std::vector<float> grads[2], losses[2];
