@@ -62,6 +62,10 @@ int train(const TrainConfig& cfg) {
     const int B = cfg.batch, T = cfg.seq;
     printf("train_gpt: resolved configuration\n%s", to_json(cfg).c_str());
 
+    // Data first: a bad shard is reported (naming the file) before any GPU work.
+    std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
+    std::unique_ptr<TokenSource> val_data;
+    if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     std::string why;
     if (!cuda_device_available(&why)) fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
@@ -69,9 +73,6 @@ int train(const TrainConfig& cfg) {
     printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
            ctx.props.totalGlobalMem / 1073741824.0);
 
-    std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
-    std::unique_ptr<TokenSource> val_data;
-    if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     RunLogger logger(cfg.log_dir, to_json(cfg));
 
     GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);

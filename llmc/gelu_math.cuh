@@ -91,7 +91,8 @@ __device__ __forceinline__ float gelu_erf(float x) {
 }
 
 // Phi(x) + x phi(x) = H + E (x / sqrt(2 pi) - sign(x) q): E (q + x/sqrt(2 pi)) for x < 0 (the two terms
-// cancel only at the root, -0.7518), 1 + E (x/sqrt(2 pi) - q) for x >= 0. t gets one Newton step: q's
+// cancel only at the root, -0.7518; H = -0 keeps the sign of a flushed left tail), 1 + E (x/sqrt(2 pi) - q)
+// for x >= 0. t gets one Newton step: q's
 // sensitivity to t (|d ln q / d ln t| ~ 2 at the root) would otherwise carry the reciprocal's error into the
 // cancellation.
 __device__ __forceinline__ float gelu_erf_grad(float x) {
@@ -103,7 +104,7 @@ __device__ __forceinline__ float gelu_erf_grad(float x) {
     const float e = gauss_exp(x);
     const bool pos = x >= 0.0f;
     const float w = fmaf(x, kInvSqrt2Pi, pos ? -q : q);
-    return fmaf(e, w, pos ? 1.0f : 0.0f);
+    return fmaf(e, w, pos ? 1.0f : -0.0f);
 }
 
 // ---- tanh form ----
