@@ -291,14 +291,15 @@ int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f);
 
 }  // namespace
 
-// dGELU. The kernel evaluates gelu' in fp32 with fast-math intrinsics (__expf = ex2.approx of a rounded
-// argument, approximate division, erfcf), in cancellation-free forms like the reference. Emulating those
-// instruction sequences (with ftz) on the CPU over every bf16 input, with ex2/rcp errors 4x their 2 ulp /
-// 1 ulp bounds, gives: absolute error <= 1.2e-6 everywhere (eps_g = 1e-5 below: 8x margin); relative error
-// <= 1.1e-5, except within 0.05 of gelu's root at -0.7518 (<= 1.2e-4: bf16 inputs keep |gelu'| >= 6.2e-4
-// there) and in the far tail |gelu'| < 1e-36 (x < -10 tanh, x < -13 erf) where flush to zero returns a
-// zero (-0 for the tanh form, the true sign; the erf form may give +0 below -13.2, which this test's
-// pre-activations never reach). Hence, for the quantized g * scale:
+// dGELU. The kernel evaluates gelu' in fp32 with llmc/gelu_math.cuh (erf form: one ex2.approx, one
+// rcp.approx + Newton step and a degree-7 polynomial for erfc(x/sqrt2) exp(x^2/2); tanh form: __expf =
+// ex2.approx of a rounded argument, approximate division), in cancellation-free forms like the reference.
+// Emulating those instruction sequences (with ftz) on the CPU over every bf16 input, with ex2/rcp errors 4x
+// their 2 ulp / 1 ulp bounds, gives: absolute error <= 1.2e-6 everywhere (erf form <= 6.8e-7; eps_g = 1e-5
+// below: 8x margin); relative error <= 1.1e-5 (erf form <= 4.3e-6), except within 0.05 of gelu's root at
+// -0.7518 (<= 1.2e-4, erf form <= 6.0e-5: bf16 inputs keep |gelu'| >= 6.2e-4 there) and in the far tail
+// |gelu'| < 1e-36 (x < -10 tanh, x < -13.2 erf) where flush to zero returns -0 (the true sign) for both
+// forms. Hence, for the quantized g * scale:
 // - no byte is more than one code away: its relative error (<= 1.3e-4 with the fp32 roundings of g and of
 //   g * scale) is far below the relative code spacing (>= 2^-4 for E4M3 normals, 2^-3 for E5M2, more for
 //   subnormals), a saturated value stays saturated, and in the flushed tail |g * scale| < 1e-36 * |dout| *

@@ -1,21 +1,26 @@
 // GELU forward/backward (exact erf form and tanh approximation) against float64 CPU references.
+#include <cstring>
+
 #include "dev/dev_utils.h"
 #include "llmc/gelu.cuh"
 
 namespace {
 
 // rtol for a bf16 result computed in fp32: bf16 rounding (8 significant bits: up to 2^-8 relative, just
-// above a power of two) + the fp32 evaluation. The latter, from a CPU emulation of the compiled fast-math
-// sequences (ex2.approx, rcp.approx, erfcf, ftz) over every bf16 input with ex2/rcp errors at 4x their
-// bounds: <= 1.1e-5 relative, except gelu' within 0.05 of its root at -0.75 (two O(1) terms cancel:
-// <= 1.2e-4, bf16 inputs keep |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
+// above a power of two) + the fp32 evaluation (llmc/gelu_math.cuh). The latter, from CPU emulations of the
+// compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with ex2/rcp errors at 4x
+// their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5, except gelu' within
+// 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form <= 1.2e-4; bf16 inputs keep
+// |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
 constexpr double kRtol = 1.0 / 256 + 1.0 / 4096;
-// atol: only for results the fp32 flush-to-zero of --use_fast_math drops. exp(-2|u|) (tanh form, x < -9.9)
-// and erfc / exp(-x^2/2) (erf form, x < -13) are flushed once below 2^-126, so the lost forward values are
-// |x| 2^-126 / (1 or 2) < 16 * 2^-126 = 2^-122 (~1.9e-37), and the lost gradients |d| |gelu'| with
-// |gelu'| < |1 + 2 x u'| 2^-126 < 230 * 2^-126 < 2^-118 (tanh form at x ~ -10; erf form x phi < 2^-123):
-// 2^-116 |d| (4x). Any real loss of accuracy (e.g. a tail computed as 1 + tanh(u) in fp32, which is 0 for
-// x < -4.9) exceeds these by many orders of magnitude.
+// atol: only for results the fp32 flush-to-zero of --use_fast_math drops. Tanh form: exp(-2|u|) (x < -9.9)
+// is flushed once below 2^-126, so the lost forward values are |x| 2^-126 / (1 or 2) < 16 * 2^-126 =
+// 2^-122 (~1.9e-37), and the lost gradients |d| |gelu'| with |gelu'| < |1 + 2 x u'| 2^-126 < 230 * 2^-126 <
+// 2^-118 (x ~ -10). Erf form: a result below 2^-126 (gelu for x < -13.1: |x| q E; gelu' = E w for x < -13.2,
+// |w| < 5.3) is flushed, so the loss is < 2^-126 (gelu) and < 5.3 * 2^-126 < 2^-123 (gelu'); for |x| <=
+// 2^-125 the forward returns x (|x| q flushes) instead of x/2: off by < 2^-126. Hence 2^-122 (forward) and
+// 2^-116 |d| (4x the gradient bound). Any real loss of accuracy (e.g. a tail computed as 1 + tanh(u) in
+// fp32, which is 0 for x < -4.9) exceeds these by many orders of magnitude.
 const double kFwdAtol = std::ldexp(1.0, -122);
 const double kBwdAtolPerUnitD = std::ldexp(1.0, -116);
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
@@ -96,6 +101,57 @@ void check_gelu(size_t n, bool tanh_approx, bool timing) {
     CHECK_CUDA(cudaFree(d_z));
 }
 
+// Every bf16 value in [-13, 13] (33k values: all binades down to the subnormals, both signs, +-0, the
+// cancellation region around gelu's root, the left tail down to where the erf form's results approach
+// fp32's underflow), padded to a multiple of 8 with 1.0. Backward with d = 1 (exact), so its output is
+// bf16(gelu'(x)) itself. Besides the elementwise tolerances above, the outputs must equal the correctly
+// rounded float64 value except where that value lies within the fp32 error delta |y| of a bf16 rounding
+// midpoint: midpoints are >= 2^-8 |y| apart, so that is at most a fraction 256 delta of the elements
+// (delta <= 1.1e-5 for both forms: 0.3%; allowed: 0.6% = 512 delta), plus the ~26 values within 0.05 of the
+// root (larger delta there), plus a few at the flush boundaries: allowed n / 170 + 30. Elements with
+// |x| <= 2^-125 or a float64 value below 2^-126 (flushed, covered by atol) are not counted. The CPU
+// emulation of the erf form has no such difference at all.
+void check_gelu_all_bf16(bool tanh_approx) {
+    std::vector<float> x;
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        const uint32_t bits = b << 16;
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        if (std::isfinite(v) && std::fabs(v) <= 13.0f) x.push_back(v);
+    }
+    while (x.size() % 8 != 0) x.push_back(1.0f);
+    const size_t n = x.size();
+    printf("  %zu bf16 inputs in [-13, 13], %s form\n", n, tanh_approx ? "tanh" : "erf");
+    std::vector<float> ref_y(n), ref_g(n);
+    for (size_t i = 0; i < n; i++) {
+        ref_y[i] = (float)gelu_ref(x[i], tanh_approx);
+        ref_g[i] = (float)gelu_grad_ref(x[i], tanh_approx);
+    }
+    bf16* d_x = dev::to_device_bf16(x);
+    bf16* d_y = dev::device_alloc<bf16>(n);
+    bf16* d_g = dev::to_device_bf16(std::vector<float>(n, 1.0f));
+    gelu_forward(d_y, d_x, n, tanh_approx, 0);
+    gelu_backward_inplace(d_g, d_x, n, tanh_approx, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> y = dev::from_device_bf16(d_y, n), g = dev::from_device_bf16(d_g, n);
+    dev::expect_close("gelu forward, all bf16", y, ref_y, kFwdAtol, kRtol);
+    dev::expect_close("gelu', all bf16", g, ref_g, kBwdAtolPerUnitD, kRtol);
+    size_t diff_y = 0, diff_g = 0, counted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (std::fabs(x[i]) <= std::ldexp(1.0f, -125)) continue;
+        counted++;
+        if (std::fabs(ref_y[i]) >= std::ldexp(1.0f, -126)) diff_y += y[i] != dev::bf16_round(ref_y[i]);
+        if (std::fabs(ref_g[i]) >= std::ldexp(1.0f, -126)) diff_g += g[i] != dev::bf16_round(ref_g[i]);
+    }
+    printf("  outputs != correctly rounded float64: forward %zu, gelu' %zu (of %zu)\n", diff_y, diff_g,
+           counted);
+    EXPECT_TRUE(diff_y <= counted / 170 + 30);
+    EXPECT_TRUE(diff_g <= counted / 170 + 30);
+    CHECK_CUDA(cudaFree(d_x));
+    CHECK_CUDA(cudaFree(d_y));
+    CHECK_CUDA(cudaFree(d_g));
+}
+
 // n/8 = 12345 threads: not a multiple of the 256-thread block.
 constexpr size_t kSmallN = 8 * 12345;
 // GPT-1.5B MLP activation: N = B*T = 12288 rows of 4C = 6400.
@@ -103,6 +159,8 @@ constexpr size_t kLargeN = (size_t)12288 * 6400;
 
 }  // namespace
 
+TEST(gelu_erf_all_bf16) { check_gelu_all_bf16(false); }
+TEST(gelu_tanh_all_bf16) { check_gelu_all_bf16(true); }
 TEST(gelu_erf_small) { check_gelu(kSmallN, false, false); }
 TEST(gelu_tanh_small) { check_gelu(kSmallN, true, false); }
 TEST(gelu_erf_gpt1p5b) { check_gelu(kLargeN, false, true); }

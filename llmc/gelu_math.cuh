@@ -10,25 +10,26 @@
 //   function erfcx(z)/2, z = |x|/sqrt2, which is smooth in t on (0, 1] and ~ t at large |x|),
 // then Phi(x) = Q for x < 0 and 1 - Q for x >= 0 (Q <= 1/2: no cancellation), and
 //   gelu(x)  = max(x, 0) - |x| q E                                   (one FFMA),
-//   gelu'(x) = H(x) + E (x / sqrt(2 pi) - sign(x) q),  H = [x >= 0]  (one FFMA).
+//   gelu'(x) = H + E (x / sqrt(2 pi) - sign(x) q),  H = 1 (x >= 0) or -0 (x < 0)  (one FFMA).
 // Both keep full relative accuracy in the left tail (gelu -> 0 like x Q, gelu' -> x phi). The coefficients
 // are a relative-error minimax fit (Lawson iteration, float64, fp32-rounded) of q(t) = Q(x) / E32(x) on
 // x in [0, 13.3], where E32 uses the fp32-rounded exponent constant below (its rounding is thus absorbed;
 // E underflows to 0 beyond 13.22 and then q no longer matters). Fit error 3.1e-7 relative. Cost per
-// element: forward 1 MUFU.RCP + 1 MUFU.EX2 + ~13 FP32 ops, derivative the same + a Newton step on t (2 FFMA,
-// which removes the reciprocal's error from the cancellation near gelu's root at -0.7518) + ~3 selects.
+// element (SASS, sm_90a): forward MUFU.RCP + MUFU.EX2 + 13 FP32 ops (9 FFMA, 3 FMUL, 1 FMNMX; erfcf was ~45
+// ops and 3 MUFU), derivative the two MUFU + 17 (12 FFMA including a Newton step on t, which keeps the
+// reciprocal's error out of the cancellation near gelu's root at -0.7518, 2 FMUL, 3 for the sign selects).
 //
 // Accuracy, exhaustive CPU emulation of these exact fp32 sequences (fmaf, flush to zero) over all 65280
 // finite bf16 inputs against float64 erfc/exp, with the ex2.approx / rcp.approx results perturbed by
 // +-2 ulp / +-1 ulp (their documented bounds; in brackets: 4x the bounds, +-2^-20 / +-2^-21 relative):
 //   Phi (as E q, 1 - E q) relative, x in [-13, inf), Phi >= 2^-126:   <= 3.1e-6 [4.3e-6]  (2^-16 = 1.5e-5)
 //   gelu relative, x in [-13, inf), |x| > 2^-125:                    <= 3.1e-6 [4.3e-6]
-//   gelu absolute for x < -13 and |x| <= 2^-125 (flushed tails):    < 2^-126 (x < -13.2 gives -0; for
-//     |x| <= 2^-125, |x| q flushes and gelu returns x instead of x/2)
+//   gelu absolute for x < -13 and |x| <= 2^-125 (flushed ranges):    < 2^-126 (x < -13.2 gives -0; for
+//     |x| <= 2^-125, |x| q flushes and gelu returns x, or 0 for subnormal x, instead of x/2)
 //   gelu' absolute, everywhere:                                      <= 3.4e-7 [6.8e-7]
 //   gelu' relative, x >= -13 and |x + 0.7518| >= 0.05:               <= 3.6e-6 [4.3e-6]  (2^-14 = 6.1e-5)
 //   gelu' relative within 0.05 of the root (|gelu'| >= 7.7e-4 at bf16 inputs): <= 5.9e-5 [6.0e-5]
-//   gelu' absolute for x < -13 (E, or E w, flushed):                 < 4e-38
+//   gelu' absolute for x < -13 (E, or E w, flushed to -0):           < 4e-38
 // The dominant term in the tails is the fp32 rounding of the exponent x^2 log2(e)/2 (up to 122 at x = -13:
 // 2^-24 * 122 * ln 2 = 5e-6 relative in E); for bf16 inputs x^2 itself is exact. Rounded to bf16 (without
 // the perturbations), every output for x > -13 and |x| > 2^-125 equals the correctly rounded float64 value
@@ -81,20 +82,21 @@ __device__ __forceinline__ float gelu_tanh_u(float x) { return kSqrt2OverPi * (x
 // ---- exact (erf) form ----
 
 // x Phi(x) = max(x, 0) - |x| Q(|x|): x Q for x < 0, x (1 - Q) for x >= 0. fmaxf(x, -0) keeps the sign of a
-// flushed left tail (-0).
+// flushed left tail (-0); |q| (a free operand modifier) only matters at |x| > 1e4, where the polynomial's
+// constant term makes q < 0 while E = 0.
 __device__ __forceinline__ float gelu_erf(float x) {
     using namespace gelu_math_detail;
     const float t = rcp_approx(fmaf(kT, fabsf(x), 1.0f));
     const float q = erfc_poly(t);
     const float e = gauss_exp(x);
-    return fmaf(-(fabsf(x) * q), e, fmaxf(x, -0.0f));
+    return fmaf(-(fabsf(x) * fabsf(q)), e, fmaxf(x, -0.0f));
 }
 
 // Phi(x) + x phi(x) = H + E (x / sqrt(2 pi) - sign(x) q): E (q + x/sqrt(2 pi)) for x < 0 (the two terms
 // cancel only at the root, -0.7518; H = -0 keeps the sign of a flushed left tail), 1 + E (x/sqrt(2 pi) - q)
-// for x >= 0. t gets one Newton step: q's
-// sensitivity to t (|d ln q / d ln t| ~ 2 at the root) would otherwise carry the reciprocal's error into the
-// cancellation.
+// for x >= 0. Both selects use the same predicate (a subnormal x, 0 under ftz, takes the x >= 0 side: 0.5
+// either way). t gets one Newton step: q's sensitivity to t (|d ln q / d ln t| ~ 2 at the root) would
+// otherwise carry the reciprocal's 1 ulp into the cancellation (1.3e-4 relative instead of 5.9e-5 there).
 __device__ __forceinline__ float gelu_erf_grad(float x) {
     using namespace gelu_math_detail;
     const float d = fmaf(kT, fabsf(x), 1.0f);
