@@ -37,8 +37,8 @@ void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, s
         data->next_batch(inputs.data(), targets.data());
         model->forward(inputs.data(), targets.data());
         model->backward();
-        model->update({learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay,
-                       cfg.grad_clip},
+        model->update({learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps,
+                       cfg.weight_decay, cfg.grad_clip},
                       cfg.steps + i + 1);
         std::vector<double> ms = model->collect_phase_ms();
         for (int p = 0; p < kNumPhases; p++) total[p] += ms[p] / steps;
@@ -67,7 +67,8 @@ int train(const TrainConfig& cfg) {
     std::unique_ptr<TokenSource> val_data;
     if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     std::string why;
-    if (!cuda_device_available(&why)) fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
+    if (!cuda_device_available(&why))
+        fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
     GpuContext ctx = create_gpu_context(0, cfg.precision == Precision::FP8 ? 89 : 80);
     printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
@@ -78,8 +79,8 @@ int train(const TrainConfig& cfg) {
     GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);
     model.init_weights(cfg.seed);
     const double flops_per_step = flops_per_token(m, T) * B * T;
-    printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n", model.num_parameters(),
-           flops_per_step / 1e12);
+    printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n",
+           model.num_parameters(), flops_per_step / 1e12);
 
     std::vector<int> inputs(B * T), targets(B * T);
     std::vector<double> step_ms;
@@ -114,15 +115,19 @@ int train(const TrainConfig& cfg) {
         double tflops = flops_per_step / (ms / 1e3) / 1e12;
         double peak_gb = model.peak_memory_bytes() / 1e9;
         if (step % cfg.log_every == 0 || last) {
-            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU %.1f%% | "
-                   "peak %.1f GB\n",
-                   step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops, 100 * tflops / kBf16PeakTflops,
-                   peak_gb);
+            printf(
+                "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU "
+                "%.1f%% | "
+                "peak %.1f GB\n",
+                step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops,
+                100 * tflops / kBf16PeakTflops, peak_gb);
             fflush(stdout);
         }
         if (fp8_health) {
-            printf("step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax 0/inf/nan)\n",
-                   step, health.min_scale, health.max_scale, health.saturated, health.slots, health.fell_back);
+            printf(
+                "step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax "
+                "0/inf/nan)\n",
+                step, health.min_scale, health.max_scale, health.saturated, health.slots, health.fell_back);
             logger.record("fp8", {{"step", step},
                                   {"min_scale", health.min_scale},
                                   {"max_scale", health.max_scale},
@@ -142,11 +147,12 @@ int train(const TrainConfig& cfg) {
     if (cfg.profile) profile_steps(cfg, &model, train_data.get(), inputs, targets, &logger);
     double med = median(step_ms);
     double tflops = flops_per_step / (med / 1e3) / 1e12;
-    printf("summary: %s B=%d T=%d | median step %.2f ms over %zu steps | %.0f tok/s | %.1f TFLOP/s honest "
-           "(MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script formula %.1f TFLOP/s | peak %.1f GB\n",
-           to_string(cfg.precision), B, T, med, step_ms.size(), B * T / (med / 1e3), tflops,
-           100 * tflops / kBf16PeakTflops, kBf16PeakTflops, 100 * tflops / kFp8PeakTflops, kFp8PeakTflops,
-           seed_script_flops_per_step(m) / (med / 1e3) / 1e12, model.peak_memory_bytes() / 1e9);
+    printf(
+        "summary: %s B=%d T=%d | median step %.2f ms over %zu steps | %.0f tok/s | %.1f TFLOP/s honest "
+        "(MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script formula %.1f TFLOP/s | peak %.1f GB\n",
+        to_string(cfg.precision), B, T, med, step_ms.size(), B * T / (med / 1e3), tflops,
+        100 * tflops / kBf16PeakTflops, kBf16PeakTflops, 100 * tflops / kFp8PeakTflops, kFp8PeakTflops,
+        seed_script_flops_per_step(m) / (med / 1e3) / 1e12, model.peak_memory_bytes() / 1e9);
     logger.record("summary", {{"median_step_ms", med},
                               {"tokens_per_s", B * T / (med / 1e3)},
                               {"tflops", tflops},

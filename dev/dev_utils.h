@@ -1,6 +1,6 @@
-// Helpers for the kernel tests in dev/: random inputs, bf16 conversion, error report, timing with an L2 flush.
-// Each test includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new seed
-// every run, printed so a failure can be replayed with DEV_SEED=...), compares against a CPU reference
+// Helpers for the kernel tests in dev/: random inputs, bf16 conversion, error report, timing with an L2
+// flush. Each test includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new
+// seed every run, printed so a failure can be replayed with DEV_SEED=...), compares against a CPU reference
 // computed from the same (rounded) inputs, and prints max abs/rel error plus achieved GB/s or TFLOP/s.
 #pragma once
 #include <cuda_bf16.h>
@@ -26,7 +26,8 @@ inline uint64_t run_seed() {
         const char* s = getenv("DEV_SEED");
         uint64_t v = s ? strtoull(s, nullptr, 10)
                        : (uint64_t)std::chrono::high_resolution_clock::now().time_since_epoch().count();
-        printf("dev: random seed %llu (replay with DEV_SEED=%llu)\n", (unsigned long long)v, (unsigned long long)v);
+        printf("dev: random seed %llu (replay with DEV_SEED=%llu)\n", (unsigned long long)v,
+               (unsigned long long)v);
         return v;
     }();
     return seed;
@@ -60,7 +61,8 @@ inline void round_to_bf16(std::vector<float>& v) {
     for (auto& x : v) x = bf16_round(x);
 }
 
-// Device buffer helpers. Each allocation is poisoned (0xFF bytes = NaN in bf16/fp32) so unwritten outputs fail.
+// Device buffer helpers. Each allocation is poisoned (0xFF bytes = NaN in bf16/fp32) so unwritten outputs
+// fail.
 template <class T>
 T* device_alloc(size_t n) {
     T* p = nullptr;
@@ -115,7 +117,8 @@ inline bool expect_close(const char* what, const std::vector<float>& got, const 
             max_rel = std::fmax(max_rel, err / (std::fabs(r) + 1e-6));
         }
     }
-    printf("  %-28s max abs err %.3e  max rel err %.3e  (atol %.1e rtol %.1e)\n", what, max_abs, max_rel, atol, rtol);
+    printf("  %-28s max abs err %.3e  max rel err %.3e  (atol %.1e rtol %.1e)\n", what, max_abs, max_rel,
+           atol, rtol);
     if (first_bad >= 0) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g", what, first_bad, got[first_bad],

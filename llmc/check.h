@@ -1,5 +1,6 @@
 // Error checking: one macro family, each failure a one-line message naming file:line and the expression,
-// then exit(1). User mistakes (bad flag, corrupt file, unsupported GPU) go through fatal() with a plain message.
+// then exit(1). User mistakes (bad flag, corrupt file, unsupported GPU) go through fatal() with a plain
+// message.
 #pragma once
 #include <cstdarg>
 #include <cstdio>
@@ -16,35 +17,35 @@
     exit(1);
 }
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
+#define CHECK(cond, ...)                                                             \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fatal(__VA_ARGS__);                                                 \
-        }                                                                       \
+            fatal(__VA_ARGS__);                                                      \
+        }                                                                            \
     } while (0)
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
-#define CHECK_CUDA(expr)                                                                            \
-    do {                                                                                            \
-        cudaError_t err_ = (expr);                                                                  \
-        if (err_ != cudaSuccess) {                                                                  \
-            if (err_ == cudaErrorMemoryAllocation)                                                  \
+#define CHECK_CUDA(expr)                                                                              \
+    do {                                                                                              \
+        cudaError_t err_ = (expr);                                                                    \
+        if (err_ != cudaSuccess) {                                                                    \
+            if (err_ == cudaErrorMemoryAllocation)                                                    \
                 fatal("%s:%d: out of GPU memory in %s (reduce --batch or --seq)", __FILE__, __LINE__, \
-                      #expr);                                                                       \
+                      #expr);                                                                         \
             fatal("%s:%d: CUDA error %s in %s", __FILE__, __LINE__, cudaGetErrorString(err_), #expr); \
-        }                                                                                           \
+        }                                                                                             \
     } while (0)
 // After every kernel launch.
 #define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
 #endif
 
 // cuBLAS(Lt), cuDNN and NCCL all use 0 for success; the numeric status names the failure precisely.
-#define CHECK_STATUS_(lib, expr)                                                                   \
-    do {                                                                                           \
-        int st_ = (int)(expr);                                                                     \
-        if (st_ != 0) fatal("%s:%d: %s error %d in %s", __FILE__, __LINE__, lib, st_, #expr);    \
+#define CHECK_STATUS_(lib, expr)                                                              \
+    do {                                                                                      \
+        int st_ = (int)(expr);                                                                \
+        if (st_ != 0) fatal("%s:%d: %s error %d in %s", __FILE__, __LINE__, lib, st_, #expr); \
     } while (0)
 #define CHECK_CUBLAS(expr) CHECK_STATUS_("cuBLAS", expr)
 #define CHECK_CUDNN(expr) CHECK_STATUS_("cuDNN", expr)

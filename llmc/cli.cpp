@@ -173,9 +173,10 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     app.add_option("--fp8-health-every", c.fp8_health_every,
                    "with fp8: print scale range, saturated and fallen-back slots every N steps")
         ->group("Logging");
-    app.add_flag("--profile", c.profile,
-                 "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, optimizer, "
-                 "other)")
+    app.add_flag(
+           "--profile", c.profile,
+           "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, optimizer, "
+           "other)")
         ->group("Logging");
 
     app.footer(

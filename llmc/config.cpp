@@ -71,12 +71,12 @@ std::string validate(const TrainConfig& cfg) {
 
 size_t num_parameters(const ModelConfig& m) {
     size_t C = m.channels, V = m.vocab_size, T = m.max_seq_len, L = m.num_layers;
-    size_t per_layer = 2 * C                 // ln1 weight, bias
-                       + 3 * C * C + 3 * C   // qkv
-                       + C * C + C           // attention out-projection
-                       + 2 * C               // ln2
-                       + 4 * C * C + 4 * C   // fc
-                       + 4 * C * C + C;      // fc projection
+    size_t per_layer = 2 * C                // ln1 weight, bias
+                       + 3 * C * C + 3 * C  // qkv
+                       + C * C + C          // attention out-projection
+                       + 2 * C              // ln2
+                       + 4 * C * C + 4 * C  // fc
+                       + 4 * C * C + C;     // fc projection
     return V * C + T * C + L * per_layer + 2 * C;
 }
 
@@ -84,7 +84,9 @@ double flops_per_token(const ModelConfig& m, int seq_len) {
     return 6.0 * (double)num_parameters(m) + 12.0 * m.num_layers * (double)seq_len * m.channels;
 }
 
-double seed_script_flops_per_step(const ModelConfig& m) { return 6.0 * (double)num_parameters(m) * 16 * 1024; }
+double seed_script_flops_per_step(const ModelConfig& m) {
+    return 6.0 * (double)num_parameters(m) * 16 * 1024;
+}
 
 float learning_rate(const TrainConfig& cfg, int step) {
     if (step < cfg.warmup) return cfg.lr * (float)(step + 1) / (float)cfg.warmup;

@@ -14,15 +14,16 @@ bool cuda_device_available(std::string* why) {
 
 GpuContext create_gpu_context(int device, int min_sm) {
     std::string why;
-    if (!cuda_device_available(&why)) fatal("no usable CUDA device (%s); train_gpt needs an NVIDIA GPU", why.c_str());
+    if (!cuda_device_available(&why))
+        fatal("no usable CUDA device (%s); train_gpt needs an NVIDIA GPU", why.c_str());
     GpuContext ctx;
     ctx.device = device;
     CHECK_CUDA(cudaSetDevice(device));
     CHECK_CUDA(cudaGetDeviceProperties(&ctx.props, device));
     int sm = ctx.props.major * 10 + ctx.props.minor;
     if (sm < min_sm)
-        fatal("GPU %s has compute capability %d.%d; this needs sm_%d or newer", ctx.props.name, ctx.props.major,
-              ctx.props.minor, min_sm);
+        fatal("GPU %s has compute capability %d.%d; this needs sm_%d or newer", ctx.props.name,
+              ctx.props.major, ctx.props.minor, min_sm);
     CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
     CHECK_CUBLAS(cublasLtCreate(&ctx.cublaslt));
     ctx.cublaslt_workspace_size = 32ull << 20;

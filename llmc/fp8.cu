@@ -1,9 +1,9 @@
 // FP8 delayed scaling: scale state, the one-launch amax-history/scale update, and the cast kernels
 // (plain, cast+transpose, +dbias, +dGELU). See llmc/fp8.cuh for the contracts.
 #include <cstdint>
-#include <type_traits>
 
 #include "llmc/fp8.cuh"
+#include "llmc/fp8_device.cuh"
 #include "llmc/gelu_math.cuh"
 
 namespace {
@@ -52,55 +52,28 @@ __device__ inline void unpack8(const Raw8<float>& r, float v[8]) {
     }
 }
 
-// Four floats -> four saturated FP8 bytes (first element in the lowest byte, i.e. at the lowest address).
-template <__nv_fp8_interpretation_t FMT>
-__device__ inline uint32_t to_fp8x4(float a, float b, float c, float d) {
-    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, FMT);
-    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, FMT);
-    return lo | (hi << 16);
+// Loads the 8-element chunk at element offset idx of the input, and of pre when OP needs it.
+template <int OP, class Tin>
+__device__ __forceinline__ void load_chunk(Raw8<Tin>& raw, Raw8<bf16>& raw_pre, const Tin* in,
+                                           const bf16* pre, size_t idx) {
+    raw = load_raw8(in + idx);
+    if constexpr (OP != kOpCopy) raw_pre = load_raw8(pre + idx);
 }
-
-// Block max of |x| bits (1-D blocks), then one atomicMax into the staging amax. Non-negative float bit
-// patterns order like unsigned ints (NaN above +inf), so the integer max is the float max and keeps NaN.
-// Contains a
-// __syncthreads (callers rely on it as a barrier).
-__device__ inline void block_amax_atomic(uint32_t bits, float* staging) {
-    __shared__ uint32_t warp_max[32];
-    bits = __reduce_max_sync(0xffffffffu, bits);
-    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = bits;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        uint32_t m = 0;
-        for (int w = 0; w < (int)blockDim.x / 32; w++) m = max(m, warp_max[w]);
-        if (m != 0) atomicMax(reinterpret_cast<unsigned int*>(staging), m);
+// The 8 values to quantize: the loaded input with OP applied.
+template <int OP, class Tin>
+__device__ __forceinline__ void chunk_values(const Raw8<Tin>& raw, const Raw8<bf16>& raw_pre, float v[8]) {
+    unpack8(raw, v);
+    if constexpr (OP != kOpCopy) {
+        float p[8];
+        unpack8(raw_pre, p);
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
     }
 }
 
 // ---- cast + transpose (+ dbias partials, + dGELU) ----
-// Tile of 128 rows x 128 columns per block of 256 threads. Phase 1: thread (rr = tid/16, cc = tid%16) loads
-// 8 columns [cc*8, cc*8+8) of rows rr + 16 i (i < 8) with 16-byte loads (all loads of a batch issued before
-// any math), quantizes them, stores 8 row-wise bytes per row and parks them in shared memory (128 rows x 33
-// words, the pad word making both phases bank-conflict free). Phase 2: thread (g, s) gathers the 16 x 4 byte
-// block of rows [16s, 16s+16) and columns [4g, 4g+4) (16 word loads), transposes it in registers with byte
-// permutes and writes 4 rows of the transposed output, 16 bytes each; lane pairs write adjacent 16-byte
-// halves of one 32-byte sector. Partial tiles: N and C are multiples of 16, so 16-row segments and 8-column
-// chunks are whole.
-constexpr int kTile = 128;
-constexpr int kCtThreads = 256;
-constexpr int kTileWords = kTile / 4 + 1;
-
-// 4x4 byte transpose: in[r] holds bytes (r, 0..3); out[c] gets bytes (0..3, c).
-__device__ inline void transpose4x4(const uint32_t in[4], uint32_t out[4]) {
-    const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140);  // a0 b0 a1 b1
-    const uint32_t t1 = __byte_perm(in[0], in[1], 0x7362);  // a2 b2 a3 b3
-    const uint32_t t2 = __byte_perm(in[2], in[3], 0x5140);  // c0 d0 c1 d1
-    const uint32_t t3 = __byte_perm(in[2], in[3], 0x7362);  // c2 d2 c3 d3
-    out[0] = __byte_perm(t0, t2, 0x5410);                   // a0 b0 c0 d0
-    out[1] = __byte_perm(t0, t2, 0x7632);                   // a1 b1 c1 d1
-    out[2] = __byte_perm(t1, t3, 0x5410);
-    out[3] = __byte_perm(t1, t3, 0x7632);
-}
-
+// The 128 x 128 tile of llmc/fp8_device.cuh (kCtTile), phase 2 by ct_tile_write_transposed; with DBIAS the
+// per-thread column sums of phase 1 go through shared memory and are added in a fixed order.
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)
     cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,
@@ -108,9 +81,9 @@ __global__ void __launch_bounds__(kCtThreads, 2)
                           float* staging, const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
                           const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
                           int C) {
-    __shared__ uint32_t tile[kTile * kTileWords];
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const int tid = threadIdx.x;
-    const int n0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+    const int n0 = blockIdx.y * kCtTile, c0 = blockIdx.x * kCtTile;
     const int cc = tid % 16, rr = tid / 16;
     const int c = c0 + cc * 8;
     const bool col_ok = c < C;
@@ -129,67 +102,39 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
             const int n = n0 + rr + 16 * (b + i);
-            if (col_ok && n < N) {
-                raw[i] = load_raw8(in_NC + (size_t)n * C + c);
-                if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre_NC + (size_t)n * C + c);
-            }
+            if (col_ok && n < N) load_chunk<OP>(raw[i], raw_pre[i], in_NC, pre_NC, (size_t)n * C + c);
         }
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
             const int r = rr + 16 * (b + i), n = n0 + r;
-            uint32_t w0 = 0, w1 = 0;
+            uint2 q = make_uint2(0, 0);
             if (col_ok && n < N) {
                 float v[8];
-                unpack8(raw[i], v);
-                if constexpr (OP != kOpCopy) {
-                    float p[8];
-                    unpack8(raw_pre[i], p);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
-                }
+                chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
                     if constexpr (DBIAS) colsum[k] += v[k];
                 }
-                w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
-                w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
-                if (out_NC != nullptr)
-                    *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = make_uint2(w0, w1);
+                q = to_fp8x8<FMT>(v, scale);
+                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
             }
-            tile[r * kTileWords + cc * 2] = w0;
-            tile[r * kTileWords + cc * 2 + 1] = w1;
+            ct_tile_park(tile, r, cc, q);
         }
     }
-    __shared__ float red[DBIAS ? 16 : 1][kTile];
+    __shared__ float red[DBIAS ? 16 : 1][kCtTile];
     if constexpr (DBIAS) {
 #pragma unroll
         for (int k = 0; k < 8; k++) red[rr][cc * 8 + k] = colsum[k];
     }
     block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[] and red[]
 
-    // Phase 2: transposed output.
-    const int warp = tid / 32, lane = tid % 32;
-    const int g = (warp % 2) * 16 + lane / 2;   // 4-column group, 0..31
-    const int s = (warp / 2) * 2 + (lane & 1);  // 16-row segment, 0..7
-    if (16 * s < N - n0 && 4 * g < C - c0) {
-        uint32_t w[16];
-#pragma unroll
-        for (int k = 0; k < 16; k++) w[k] = tile[(16 * s + k) * kTileWords + g];
-        uint32_t o[4][4];  // o[q][j]: transposed row j (column 4g + j), bytes of rows 16s + 4q .. +4
-#pragma unroll
-        for (int q = 0; q < 4; q++) transpose4x4(&w[4 * q], o[q]);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint4 v = make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
-            *reinterpret_cast<uint4*>(out_T + (size_t)(c0 + 4 * g + j) * N + n0 + 16 * s) = v;
-        }
-    }
+    ct_tile_write_transposed(out_T, tile, n0, c0, N, C);  // phase 2: transposed output
 
     if constexpr (DBIAS) {
         // Column sums of this tile in a fixed order (deterministic); partial row blockIdx.y of
         // [gridDim.y][C].
-        if (tid < kTile && c0 + tid < C) {
+        if (tid < kCtTile && c0 + tid < C) {
             float sum = 0.0f;
 #pragma unroll
             for (int r = 0; r < 16; r++) sum += red[r][tid];
@@ -237,10 +182,7 @@ __global__ void __launch_bounds__(kEwThreads)
 #pragma unroll
     for (int i = 0; i < kEwChunks; i++) {
         const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) {
-            raw[i] = load_raw8(in + idx);
-            if constexpr (OP != kOpCopy) raw_pre[i] = load_raw8(pre + idx);
-        }
+        if (idx < n) load_chunk<OP>(raw[i], raw_pre[i], in, pre, idx);
     }
     const float scale = WRITE ? *scale_ptr : 0.0f;
     uint32_t amax_bits = 0;
@@ -249,20 +191,10 @@ __global__ void __launch_bounds__(kEwThreads)
         const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
         if (idx < n) {
             float v[8];
-            unpack8(raw[i], v);
-            if constexpr (OP != kOpCopy) {
-                float p[8];
-                unpack8(raw_pre[i], p);
-#pragma unroll
-                for (int k = 0; k < 8; k++) v[k] = apply_op<OP>(v[k], p[k]);
-            }
+            chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
             for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-            if constexpr (WRITE) {
-                const uint32_t w0 = to_fp8x4<FMT>(v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale);
-                const uint32_t w1 = to_fp8x4<FMT>(v[4] * scale, v[5] * scale, v[6] * scale, v[7] * scale);
-                *reinterpret_cast<uint2*>(out + idx) = make_uint2(w0, w1);
-            }
+            if constexpr (WRITE) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -339,19 +271,6 @@ __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const fl
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
-template <__nv_fp8_interpretation_t F>
-using FmtTag = std::integral_constant<__nv_fp8_interpretation_t, F>;
-
-// Calls fn(FmtTag<...>{}) with the slot's format.
-template <class Fn>
-void dispatch_format(const Fp8ScaleState* st, int slot, Fn fn) {
-    CHECK(slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range [0, %d)", slot, st->num_slots);
-    if (st->dtypes[slot] == Fp8Dtype::E4M3)
-        fn(FmtTag<__NV_E4M3>{});
-    else
-        fn(FmtTag<__NV_E5M2>{});
-}
-
 inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 template <class Tin, int OP, bool WRITE>
@@ -362,7 +281,7 @@ void launch_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* s
           "fp8 cast: pointers must be 16-byte aligned");
     if (n == 0) return;
     const int grid = ceil_div(n, kEwPerBlock);
-    dispatch_format(st, slot, [&](auto tag) {
+    fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         cast_kernel<Tin, OP, WRITE, FMT><<<grid, kEwThreads, 0, stream>>>(
             out, out_scale_inv, st->amax_history + slot, in, pre, st->scale + slot, st->scale_inv + slot, n);
@@ -381,9 +300,9 @@ void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T
     CHECK(out_T != nullptr, "fp8 cast_transpose: the transposed output is required");
     CHECK(aligned16(out_NC) && aligned16(out_T) && aligned16(in_NC) && aligned16(pre_NC),
           "fp8 cast_transpose: pointers must be 16-byte aligned");
-    const dim3 grid(ceil_div(C, kTile), ceil_div(N, kTile));
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
-    dispatch_format(st, slot, [&](auto tag) {
+    fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
             out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
@@ -394,7 +313,7 @@ void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T
 
 void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool accumulate,
                          cudaStream_t stream) {
-    const int rows = ceil_div(N, kTile);
+    const int rows = ceil_div(N, kCtTile);
     dbias_reduce_kernel<<<ceil_div(C, 32), dim3(32, 8), 0, stream>>>(dbias, partial, rows, C, accumulate);
     CHECK_LAUNCH();
 }
@@ -496,7 +415,7 @@ void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN
                                                  nullptr, N, C, stream);
 }
 
-size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kTile) * OC * sizeof(float); }
+size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kCtTile) * OC * sizeof(float); }
 
 void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN,
                               float* out_scale_inv, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,

@@ -17,12 +17,12 @@ void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NO
     fp8_linear_forward_quantized(f, lin, out_NOC, bias_OC, N, C, OC, stream);
 }
 
-void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* bias_OC,
-                                  int N, int C, int OC, cudaStream_t stream) {
+void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
+                                  const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
     mark(f, kPhaseGemm, stream);
     matmul_fp8_forward(f->plans, f->ctx, out_NOC, reinterpret_cast<const __nv_fp8_e4m3*>(f->scratch.x_rows),
-                       lin->x_scale_inv, reinterpret_cast<const __nv_fp8_e4m3*>(lin->w), lin->w_scale_inv, bias_OC,
-                       N, C, OC, stream);
+                       lin->x_scale_inv, reinterpret_cast<const __nv_fp8_e4m3*>(lin->w), lin->w_scale_inv,
+                       bias_OC, N, C, OC, stream);
 }
 
 void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
@@ -36,8 +36,8 @@ void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_
             fp8_amax_dgelu(f->scales, slot, dout_NOC, pre_gelu_NOC, (long)N * OC, f->gelu_tanh, stream);
             fp8_calibrate_scales(f->scales, slot, 1, f->margin, stream);
         }
-        fp8_cast_transpose_dbias_dgelu(s.dy_rows, s.dyT, s.dy_scale_inv, dbias_OC, s.dbias_scratch, f->scales, slot,
-                                       dout_NOC, pre_gelu_NOC, N, OC, f->gelu_tanh, false, stream);
+        fp8_cast_transpose_dbias_dgelu(s.dy_rows, s.dyT, s.dy_scale_inv, dbias_OC, s.dbias_scratch, f->scales,
+                                       slot, dout_NOC, pre_gelu_NOC, N, OC, f->gelu_tanh, false, stream);
     } else {
         if (f->calibrate) {
             fp8_amax(f->scales, slot, dout_NOC, (long)N * OC, stream);
@@ -48,14 +48,14 @@ void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_
     }
     mark(f, kPhaseGemm, stream);
     if (dinp_NC)
-        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, reinterpret_cast<const __nv_fp8_e4m3*>(lin->wT), lin->w_scale_inv,
-                         s.dy_rows, f->dy_type, s.dy_scale_inv, N, C, OC, stream);
-    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, reinterpret_cast<const __nv_fp8_e4m3*>(lin->xT), lin->x_scale_inv,
-                     s.dyT, f->dy_type, s.dy_scale_inv, N, C, OC, false, stream);
+        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, reinterpret_cast<const __nv_fp8_e4m3*>(lin->wT),
+                         lin->w_scale_inv, s.dy_rows, f->dy_type, s.dy_scale_inv, N, C, OC, stream);
+    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, reinterpret_cast<const __nv_fp8_e4m3*>(lin->xT),
+                     lin->x_scale_inv, s.dyT, f->dy_type, s.dy_scale_inv, N, C, OC, false, stream);
 }
 
-void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC, int C,
-                            cudaStream_t stream) {
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
+                            int C, cudaStream_t stream) {
     const int slot = fp8_slot(lin->linear, kFp8W);
     if (f->calibrate) {
         fp8_amax(f->scales, slot, master_OCC, (long)OC * C, stream);

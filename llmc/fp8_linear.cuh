@@ -37,7 +37,8 @@ struct Fp8LinearContext {
     Fp8ScaleState* scales = nullptr;
     Fp8Scratch scratch;
     cudaDataType_t dy_type = CUDA_R_8F_E5M2;  // E5M2 (hybrid) or E4M3
-    bool calibrate = false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
+    bool calibrate =
+        false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
     int margin = 0;
     bool gelu_tanh = false;
     PhaseTimer* timer = nullptr;
@@ -45,8 +46,8 @@ struct Fp8LinearContext {
 
 // out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels write
 // scratch.x_rows, lin->xT and lin->x_scale_inv).
-void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* bias_OC,
-                                  int N, int C, int OC, cudaStream_t stream);
+void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
+                                  const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
 // out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.
 void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
                         const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
@@ -56,5 +57,5 @@ void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          cudaStream_t stream);
 // W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step).
-void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC, int C,
-                            cudaStream_t stream);
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
+                            int C, cudaStream_t stream);

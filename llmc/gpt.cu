@@ -1,7 +1,5 @@
 // GptModel: owns the parameter/optimizer allocation, the activation allocation and the per-component state
 // (matmul plans, attention graphs), and sequences the kernels of a training step. See llmc/gpt.h.
-#include "llmc/gpt.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +16,7 @@
 #include "llmc/fp8_producers.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/global_norm.cuh"
+#include "llmc/gpt.h"
 #include "llmc/init.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
@@ -30,11 +29,21 @@ std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) {
         bool decay;
     };
     const Spec specs[kNumParamTensors] = {
-        {"wte", {V, C}, true},           {"wpe", {maxT, C}, true},        {"ln1w", {L, C}, false},
-        {"ln1b", {L, C}, false},         {"qkvw", {L, 3 * C, C}, true},   {"qkvb", {L, 3 * C}, false},
-        {"attprojw", {L, C, C}, true},   {"attprojb", {L, C}, false},     {"ln2w", {L, C}, false},
-        {"ln2b", {L, C}, false},         {"fcw", {L, 4 * C, C}, true},    {"fcb", {L, 4 * C}, false},
-        {"fcprojw", {L, C, 4 * C}, true}, {"fcprojb", {L, C}, false},     {"lnfw", {C}, false},
+        {"wte", {V, C}, true},
+        {"wpe", {maxT, C}, true},
+        {"ln1w", {L, C}, false},
+        {"ln1b", {L, C}, false},
+        {"qkvw", {L, 3 * C, C}, true},
+        {"qkvb", {L, 3 * C}, false},
+        {"attprojw", {L, C, C}, true},
+        {"attprojb", {L, C}, false},
+        {"ln2w", {L, C}, false},
+        {"ln2b", {L, C}, false},
+        {"fcw", {L, 4 * C, C}, true},
+        {"fcb", {L, 4 * C}, false},
+        {"fcprojw", {L, C, 4 * C}, true},
+        {"fcprojb", {L, C}, false},
+        {"lnfw", {C}, false},
         {"lnfb", {C}, false},
     };
     std::vector<ParamTensorInfo> table;
@@ -49,11 +58,28 @@ std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) {
 }
 
 namespace {
-enum ParamIndex { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, LNFW, LNFB };
+enum ParamIndex {
+    WTE,
+    WPE,
+    LN1W,
+    LN1B,
+    QKVW,
+    QKVB,
+    ATTPROJW,
+    ATTPROJB,
+    LN2W,
+    LN2B,
+    FCW,
+    FCB,
+    FCPROJW,
+    FCPROJB,
+    LNFW,
+    LNFB
+};
 
 // A list of named device buffers carved out of one allocation (256-byte aligned views).
 class Arena {
-public:
+  public:
     template <class T>
     void add(const char* name, T** ptr, size_t count) {
         entries_.push_back({name, reinterpret_cast<void**>(ptr), count * sizeof(T)});
@@ -85,7 +111,7 @@ public:
         if (base_) cudaFree(base_);
     }
 
-private:
+  private:
     static size_t align(size_t b) { return (b + 255) & ~size_t(255); }
     struct Entry {
         std::string name;
@@ -154,9 +180,18 @@ struct GptModel::Impl {
     LayerParams layer(bf16* base, int l) {
         const size_t C = cfg.channels;
         auto at = [&](int kind, size_t per_layer) { return base + table[kind].offset + l * per_layer; };
-        return {at(LN1W, C),        at(LN1B, C),    at(QKVW, 3 * C * C), at(QKVB, 3 * C),
-                at(ATTPROJW, C * C), at(ATTPROJB, C), at(LN2W, C),         at(LN2B, C),
-                at(FCW, 4 * C * C), at(FCB, 4 * C), at(FCPROJW, 4 * C * C), at(FCPROJB, C)};
+        return {at(LN1W, C),
+                at(LN1B, C),
+                at(QKVW, 3 * C * C),
+                at(QKVB, 3 * C),
+                at(ATTPROJW, C * C),
+                at(ATTPROJB, C),
+                at(LN2W, C),
+                at(LN2B, C),
+                at(FCW, 4 * C * C),
+                at(FCB, 4 * C),
+                at(FCPROJW, 4 * C * C),
+                at(FCPROJB, C)};
     }
     // in/out features of a block Linear
     void linear_dims(int kind, int* in, int* out) const {
@@ -189,28 +224,29 @@ struct GptModel::Impl {
         }
     }
     // Backward of a block Linear. BF16 reads the saved input `inp`; FP8 its saved transposed FP8 copy.
-    void linear_backward(int l, int kind, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
-                         const bf16* weight) {
+    void linear_backward(int l, int kind, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout,
+                         const bf16* inp, const bf16* weight) {
         int in, outf;
         linear_dims(kind, &in, &outf);
         if (use_fp8()) {
-            fp8_linear_backward(&fp8, &fp8_linears[kLinearsPerLayer * l + kind], dinp, dweight, dbias, dout, nullptr,
-                                B * T, in, outf, ctx->stream);
+            fp8_linear_backward(&fp8, &fp8_linears[kLinearsPerLayer * l + kind], dinp, dweight, dbias, dout,
+                                nullptr, B * T, in, outf, ctx->stream);
         } else {
             mark(kPhaseGemm);
-            matmul_backward(&matmul_plans, ctx, dinp, dweight, dbias, dout, inp, weight, B * T, in, outf, false,
-                            reduce_scratch, ctx->stream);
+            matmul_backward(&matmul_plans, ctx, dinp, dweight, dbias, dout, inp, weight, B * T, in, outf,
+                            false, reduce_scratch, ctx->stream);
         }
     }
-    // (Residual add +) LayerNorm feeding block Linear (l, kind). BF16 writes `ln_out`; FP8 writes the Linear's
-    // FP8 input (row-wise scratch + saved transposed copy + scale_inv + amax) in the same pass.
-    void norm_into_linear(int l, int kind, bf16* residual_out, bf16* ln_out, float* mean, float* rstd, const bf16* inp1,
-                          const bf16* inp2, const bf16* w, const bf16* b) {
+    // (Residual add +) LayerNorm feeding block Linear (l, kind). BF16 writes `ln_out`; FP8 writes the
+    // Linear's FP8 input (row-wise scratch + saved transposed copy + scale_inv + amax) in the same pass.
+    void norm_into_linear(int l, int kind, bf16* residual_out, bf16* ln_out, float* mean, float* rstd,
+                          const bf16* inp1, const bf16* inp2, const bf16* w, const bf16* b) {
         const int N = B * T, C = cfg.channels;
         mark(kPhaseOther);
         if (!use_fp8()) {
             if (inp2)
-                residual_layernorm_forward(residual_out, ln_out, mean, rstd, inp1, inp2, w, b, N, C, ctx->stream);
+                residual_layernorm_forward(residual_out, ln_out, mean, rstd, inp1, inp2, w, b, N, C,
+                                           ctx->stream);
             else
                 layernorm_forward(ln_out, mean, rstd, inp1, w, b, N, C, ctx->stream);
             return;
@@ -221,8 +257,9 @@ struct GptModel::Impl {
             fp8_layernorm_amax(&scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
             fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
         }
-        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, mean,
-                                       rstd, &scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
+        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, fp8.scratch.x_rows, lin.xT,
+                                       lin.x_scale_inv, mean, rstd, &scales, slot, inp1, inp2, w, b, N, C,
+                                       ctx->stream);
     }
     // GELU feeding the fc-proj Linear: BF16 writes fch_gelu; FP8 writes fc-proj's FP8 input directly.
     void gelu_into_linear(int l, const bf16* pre) {
@@ -238,8 +275,8 @@ struct GptModel::Impl {
             fp8_gelu_amax(&scales, slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
             fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
         }
-        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, &scales, slot, pre, N, C4, cfg.gelu_tanh,
-                                ctx->stream);
+        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, &scales, slot, pre, N, C4,
+                                cfg.gelu_tanh, ctx->stream);
     }
     void cast_fp8_weights() {
         mark(kPhaseCast);
@@ -247,14 +284,15 @@ struct GptModel::Impl {
             for (int k = 0; k < kLinearsPerLayer; k++) {
                 int in, out;
                 linear_dims(k, &in, &out);
-                fp8_linear_cast_weight(&fp8, &fp8_linears[kLinearsPerLayer * l + k], master_weight(l, k), out, in,
-                                       ctx->stream);
+                fp8_linear_cast_weight(&fp8, &fp8_linears[kLinearsPerLayer * l + k], master_weight(l, k), out,
+                                       in, ctx->stream);
             }
         fp8_weights_stale = false;
     }
 };
 
-GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx, const Fp8Config& fp8)
+GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
+                   const Fp8Config& fp8)
     : impl_(new Impl) {
     Impl& s = *impl_;
     s.cfg = m;
@@ -296,7 +334,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (size_t l = 0; l <= L; l++) a.add("residual", &s.residual[l], N * C);
     for (size_t l = 0; l < L; l++) {
         a.add("residual_mid", &s.residual_mid[l], N * C);
-        // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies instead.
+        // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies
+        // instead.
         if (!use_fp8) {  // FP8: the LayerNorms write their FP8 copies directly, no BF16 output
             a.add("ln1", &s.ln1[l], N * C);
             a.add("ln2", &s.ln2[l], N * C);
@@ -323,8 +362,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     a.add("grad scratch", &s.grad_NC, N * C);
     a.add("grad scratch", &s.grad_N4C, N * 4 * C);
     a.add("grad scratch", &s.grad_residual, N * C);
-    size_t reduce_bytes = std::max<size_t>({layernorm_backward_scratch_bytes((int)N, (int)C),
-                                            matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
+    size_t reduce_bytes = std::max<size_t>(
+        {layernorm_backward_scratch_bytes((int)N, (int)C), matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
     a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
     a.add("reduce scratch", &s.norm_partials, global_norm_num_partials());
     a.add("reduce scratch", &s.grad_norm, 1);
@@ -345,7 +384,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         a.add("fp8 scratch", &fs.dy_rows, N * 4 * C);
         a.add("fp8 scratch", &fs.dyT, N * 4 * C);
         a.add("fp8 scratch", &fs.dy_scale_inv, 1);
-        a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch), fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
+        a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch),
+              fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
     }
     size_t act_bytes = a.allocate("activations");
     a.print_plan();
@@ -402,7 +442,8 @@ void GptModel::init_weights(uint64_t seed) {
         if (i == LN1W || i == LN2W || i == LNFW)
             fill_constant(p, t.numel, 1.0f, s.ctx->stream);
         else if (t.weight_decay)  // the matrices
-            fill_normal(p, t.numel, (i == ATTPROJW || i == FCPROJW) ? residual_std : 0.02f, seed, i, s.ctx->stream);
+            fill_normal(p, t.numel, (i == ATTPROJW || i == FCPROJW) ? residual_std : 0.02f, seed, i,
+                        s.ctx->stream);
         else
             fill_constant(p, t.numel, 0.0f, s.ctx->stream);
     }
@@ -418,21 +459,24 @@ void GptModel::load_weights(const std::vector<float>& host) {
 
 float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
     Impl& s = *impl_;
-    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size, L = s.cfg.num_layers;
+    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
+              L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
     cudaStream_t st = s.ctx->stream;
     for (int i = 0; i < N; i++)
-        CHECK(inputs_BT[i] >= 0 && inputs_BT[i] < V && (!targets_BT || (targets_BT[i] >= 0 && targets_BT[i] < V)),
+        CHECK(inputs_BT[i] >= 0 && inputs_BT[i] < V &&
+                  (!targets_BT || (targets_BT[i] >= 0 && targets_BT[i] < V)),
               "token id out of range [0, %d) at position %d", V, i);
     CHECK_CUDA(cudaMemcpyAsync(s.inputs, inputs_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
-    if (targets_BT) CHECK_CUDA(cudaMemcpyAsync(s.targets, targets_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
+    if (targets_BT)
+        CHECK_CUDA(cudaMemcpyAsync(s.targets, targets_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
     if (s.use_fp8() && s.fp8_weights_stale) s.cast_fp8_weights();
 
     s.mark(kPhaseOther);
     encoder_forward(s.residual[0], s.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
     LayerParams p0 = s.layer(s.params, 0);
-    s.norm_into_linear(0, kQkv, nullptr, s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], nullptr, p0.ln1w,
-                       p0.ln1b);
+    s.norm_into_linear(0, kQkv, nullptr, s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], nullptr,
+                       p0.ln1w, p0.ln1b);
     for (int l = 0; l < L; l++) {
         LayerParams p = s.layer(s.params, l);
         s.linear_forward(l, kQkv, s.qkv[l], s.ln1[l], p.qkvw, p.qkvb);
@@ -444,15 +488,16 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
         s.linear_forward(l, kFc, s.fch[l], s.ln2[l], p.fcw, p.fcb);
         s.gelu_into_linear(l, s.fch[l]);
         s.linear_forward(l, kFcProj, s.scratch_NC, s.fch_gelu, p.fcprojw, p.fcprojb);
-        // The next block's ln1 (or the final LayerNorm, BF16 for the LM head) is fused with this residual add.
+        // The next block's ln1 (or the final LayerNorm, BF16 for the LM head) is fused with this residual
+        // add.
         if (l < L - 1) {
             LayerParams next = s.layer(s.params, l + 1);
-            s.norm_into_linear(l + 1, kQkv, s.residual[l + 1], s.ln1[l + 1], s.ln1_mean[l + 1], s.ln1_rstd[l + 1],
-                               s.residual_mid[l], s.scratch_NC, next.ln1w, next.ln1b);
+            s.norm_into_linear(l + 1, kQkv, s.residual[l + 1], s.ln1[l + 1], s.ln1_mean[l + 1],
+                               s.ln1_rstd[l + 1], s.residual_mid[l], s.scratch_NC, next.ln1w, next.ln1b);
         } else {
             s.mark(kPhaseOther);
-            residual_layernorm_forward(s.residual[L], s.lnf, s.lnf_mean, s.lnf_rstd, s.residual_mid[l], s.scratch_NC,
-                                       s.param(LNFW), s.param(LNFB), N, C, st);
+            residual_layernorm_forward(s.residual[L], s.lnf, s.lnf_mean, s.lnf_rstd, s.residual_mid[l],
+                                       s.scratch_NC, s.param(LNFW), s.param(LNFB), N, C, st);
         }
     }
     s.mark(kPhaseGemm);
@@ -472,7 +517,8 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
     s.num_buckets = (int)buckets.tokens.size();
     CHECK_CUDA(cudaMemcpyAsync(s.bucket_offsets, buckets.offsets.data(), buckets.offsets.size() * sizeof(int),
                                cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(cudaMemcpyAsync(s.bucket_positions, buckets.positions.data(), N * sizeof(int), cudaMemcpyHostToDevice, st));
+    CHECK_CUDA(cudaMemcpyAsync(s.bucket_positions, buckets.positions.data(), N * sizeof(int),
+                               cudaMemcpyHostToDevice, st));
     CHECK_CUDA(cudaMemcpyAsync(s.bucket_tokens, buckets.tokens.data(), s.num_buckets * sizeof(int),
                                cudaMemcpyHostToDevice, st));
     float loss = 0;
@@ -484,20 +530,22 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
 void GptModel::backward() {
     Impl& s = *impl_;
     CHECK(s.have_targets, "backward() needs a forward() with targets first");
-    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size, L = s.cfg.num_layers;
+    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
+              L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
     cudaStream_t st = s.ctx->stream;
     bf16* dres = s.grad_residual;  // gradient of the residual stream at the current point
     s.mark(kPhaseOther);
     CHECK_CUDA(cudaMemsetAsync(dres, 0, (size_t)N * C * sizeof(bf16), st));
 
-    // LM head (tied, BF16): dwte is overwritten here, the encoder backward adds the embedding part at the end.
+    // LM head (tied, BF16): dwte is overwritten here, the encoder backward adds the embedding part at the
+    // end.
     s.mark(kPhaseGemm);
-    matmul_backward(&s.matmul_plans, s.ctx, s.grad_NC, s.grad(WTE), nullptr, s.logits, s.lnf, s.param(WTE), N, C, V,
-                    false, s.reduce_scratch, st);
+    matmul_backward(&s.matmul_plans, s.ctx, s.grad_NC, s.grad(WTE), nullptr, s.logits, s.lnf, s.param(WTE), N,
+                    C, V, false, s.reduce_scratch, st);
     s.mark(kPhaseOther);
-    layernorm_backward(dres, s.grad(LNFW), s.grad(LNFB), s.reduce_scratch, s.grad_NC, s.residual[L], s.param(LNFW),
-                       s.lnf_mean, s.lnf_rstd, N, C, st);
+    layernorm_backward(dres, s.grad(LNFW), s.grad(LNFB), s.reduce_scratch, s.grad_NC, s.residual[L],
+                       s.param(LNFW), s.lnf_mean, s.lnf_rstd, N, C, st);
     for (int l = L - 1; l >= 0; l--) {
         LayerParams p = s.layer(s.params, l);
         LayerParams g = s.layer(s.grads, l);
@@ -516,24 +564,25 @@ void GptModel::backward() {
             s.linear_backward(l, kFc, s.grad_NC, g.fcw, g.fcb, s.grad_N4C, s.ln2[l], p.fcw);
         }
         s.mark(kPhaseOther);
-        layernorm_backward(dres, g.ln2w, g.ln2b, s.reduce_scratch, s.grad_NC, s.residual_mid[l], p.ln2w, s.ln2_mean[l],
-                           s.ln2_rstd[l], N, C, st);
+        layernorm_backward(dres, g.ln2w, g.ln2b, s.reduce_scratch, s.grad_NC, s.residual_mid[l], p.ln2w,
+                           s.ln2_mean[l], s.ln2_rstd[l], N, C, st);
         // Attention: residual_mid[l] = residual[l] + attproj(sdpa(qkv(ln1(residual[l]))))
         s.linear_backward(l, kAttProj, s.grad_NC, g.attprojw, g.attprojb, dres, s.atty[l], p.attprojw);
         bf16* dqkv = s.grad_N4C;  // [N, 3C] fits in the [N, 4C] scratch
         s.mark(kPhaseAttention);
-        attention_backward(&s.attention_graphs, s.ctx, dqkv, s.grad_NC, s.qkv[l], s.atty[l], s.att_stats[l], B, T, H, D,
-                           st);
+        attention_backward(&s.attention_graphs, s.ctx, dqkv, s.grad_NC, s.qkv[l], s.atty[l], s.att_stats[l],
+                           B, T, H, D, st);
         s.linear_backward(l, kQkv, s.grad_NC, g.qkvw, g.qkvb, dqkv, s.ln1[l], p.qkvw);
         s.mark(kPhaseOther);
-        layernorm_backward(dres, g.ln1w, g.ln1b, s.reduce_scratch, s.grad_NC, s.residual[l], p.ln1w, s.ln1_mean[l],
-                           s.ln1_rstd[l], N, C, st);
+        layernorm_backward(dres, g.ln1w, g.ln1b, s.reduce_scratch, s.grad_NC, s.residual[l], p.ln1w,
+                           s.ln1_mean[l], s.ln1_rstd[l], N, C, st);
     }
     encoder_backward(s.grad(WTE), s.grad(WPE), dres, s.bucket_offsets, s.bucket_positions, s.bucket_tokens,
                      s.num_buckets, B, T, C, st);
     // Rows of dwpe beyond T are not touched by this batch: their gradient is zero.
     if (T < s.cfg.max_seq_len)
-        CHECK_CUDA(cudaMemsetAsync(s.grad(WPE) + (size_t)T * C, 0, (size_t)(s.cfg.max_seq_len - T) * C * sizeof(bf16), st));
+        CHECK_CUDA(cudaMemsetAsync(s.grad(WPE) + (size_t)T * C, 0,
+                                   (size_t)(s.cfg.max_seq_len - T) * C * sizeof(bf16), st));
     s.have_targets = false;
 }
 
@@ -549,9 +598,10 @@ static double fp8_clip_threshold(Fp8Dtype d) {
 static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
     const int n = s.scales.num_slots;
     std::vector<float> amax(n), scale(n);
-    CHECK_CUDA(cudaMemcpyAsync(amax.data(), fp8_staging_amax(&s.scales), n * sizeof(float), cudaMemcpyDeviceToHost,
+    CHECK_CUDA(cudaMemcpyAsync(amax.data(), fp8_staging_amax(&s.scales), n * sizeof(float),
+                               cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost,
                                s.ctx->stream));
-    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost, s.ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
     h->slots = n;
     h->saturated = h->fell_back = 0;
@@ -584,12 +634,14 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     }
     s.mark(kPhaseOptimizer);
     global_norm_squared(s.norm_partials, s.grads, s.P, st);
-    grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip, st);
+    grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip,
+                    st);
     for (const ParamTensorInfo& t : s.table)
         adamw_update(s.master + t.offset, s.params + t.offset, s.adam_m + t.offset, s.adam_v + t.offset,
-                     s.grads + t.offset, t.numel, a.lr, a.beta1, a.beta2, a.eps, t.weight_decay ? a.weight_decay : 0.0f,
-                     step, s.grad_scale, st);
-    if (s.use_fp8()) s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
+                     s.grads + t.offset, t.numel, a.lr, a.beta1, a.beta2, a.eps,
+                     t.weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st);
+    if (s.use_fp8())
+        s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
     s.mark(kPhaseOther);
     float norm = 0;
     CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));

@@ -2,8 +2,9 @@
 //
 // Parameter order (the "canonical order", also the layout of reference files and checkpoints), each tensor
 // grouped across layers, weights in PyTorch's nn.Linear layout [out, in]:
-//   0 wte_VC  1 wpe_TC (maxT x C)  2 ln1w_LC  3 ln1b_LC  4 qkvw_L3CC  5 qkvb_L3C  6 attprojw_LCC  7 attprojb_LC
-//   8 ln2w_LC  9 ln2b_LC  10 fcw_L4CC  11 fcb_L4C  12 fcprojw_LC4C  13 fcprojb_LC  14 lnfw_C  15 lnfb_C
+//   0 wte_VC  1 wpe_TC (maxT x C)  2 ln1w_LC  3 ln1b_LC  4 qkvw_L3CC  5 qkvb_L3C  6 attprojw_LCC  7
+//   attprojb_LC 8 ln2w_LC  9 ln2b_LC  10 fcw_L4CC  11 fcb_L4C  12 fcprojw_LC4C  13 fcprojb_LC  14 lnfw_C  15
+//   lnfb_C
 // qkv output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part.
 #pragma once
 #include <cstdint>
@@ -21,7 +22,8 @@ struct ParamTensorInfo {
     std::vector<size_t> shape;  // full shape including the leading L for per-layer tensors
     size_t offset;              // element offset into the flat parameter buffer
     size_t numel;
-    bool weight_decay;  // matrices (2-D per layer: Linear weights, wte, wpe) are decayed; biases and LN are not
+    bool weight_decay;  // matrices (2-D per layer: Linear weights, wte, wpe) are decayed; biases and LN are
+                        // not
 };
 // The parameter table for `m` in canonical order.
 std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m);
@@ -38,7 +40,7 @@ struct AdamWSettings {
 };
 
 class GptModel {
-public:
+  public:
     // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
     // (another allocation). Prints the memory plan.
     GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
@@ -47,7 +49,8 @@ public:
     GptModel(const GptModel&) = delete;
     GptModel& operator=(const GptModel&) = delete;
 
-    // GPT-2 initialization: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN weight 1.
+    // GPT-2 initialization: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN
+    // weight 1.
     void init_weights(uint64_t seed);
     // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
     void load_weights(const std::vector<float>& params);
@@ -76,6 +79,6 @@ public:
 
     struct Impl;
 
-private:
+  private:
     Impl* impl_;
 };

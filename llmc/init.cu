@@ -1,6 +1,6 @@
-#include "llmc/init.cuh"
-
 #include <algorithm>
+
+#include "llmc/init.cuh"
 
 __device__ inline uint64_t splitmix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -10,7 +10,8 @@ __device__ inline uint64_t splitmix64(uint64_t x) {
 }
 
 __global__ void fill_normal_kernel(float* out, size_t n, float stddev, uint64_t key) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
         uint64_t r = splitmix64(key ^ splitmix64(i));
         // two 24-bit uniforms in (0, 1]
         float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);

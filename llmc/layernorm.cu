@@ -2,22 +2,17 @@
 #include <cstdint>
 
 #include "llmc/layernorm.cuh"
+#include "llmc/layernorm_row.cuh"
 
 namespace {
 
 // ---------------------------------------------------------------------------------------------------------
 // Kernels
 
-__device__ __forceinline__ x128 load128ldg(const bf16* p) {
-    x128 r;
-    *reinterpret_cast<int4*>(&r) = __ldg(reinterpret_cast<const int4*>(p));
-    return r;
-}
-
 constexpr int kFwdBlock = 256;  // 8 warps = 8 rows per block
 
-// One warp per row. Lane l holds 16-byte chunks l, l+32, ..., l+32(K-1) of the row (coalesced 512-byte warp
-// accesses), so K = ceil(C / 256) chunks per lane; chunks past the end of the row are predicated off.
+// One warp per row (layernorm_row_forward, llmc/layernorm_row.cuh): the row is held in registers, K 16-byte
+// chunks per lane.
 template <int K, bool kResidual>
 __global__ void __launch_bounds__(kFwdBlock)
     layernorm_forward_kernel(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* inp1,
@@ -26,69 +21,10 @@ __global__ void __launch_bounds__(kFwdBlock)
     const int row = blockIdx.x * (kFwdBlock / 32) + threadIdx.x / 32;
     if (row >= N) return;
     const size_t off = (size_t)row * C;
-
-    x128 x[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) x[k] = load128cs(inp1 + off + c);
-    }
-    if constexpr (kResidual) {
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int c = (k * 32 + lane) * x128::size;
-            if (c < C) {
-                const x128 y = load128cs(inp2 + off + c);
-#pragma unroll
-                for (int i = 0; i < x128::size; i++)
-                    x[k][i] = __float2bfloat16(__bfloat162float(x[k][i]) + __bfloat162float(y[i]));
-                store128(residual + off + c, x[k]);
-            }
-        }
-    }
-
-    // Two passes over the registers: mean, then the variance about the mean (no E[x^2] - E[x]^2
-    // cancellation).
-    const float inv_c = 1.0f / (float)C;
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) sum += __bfloat162float(x[k][i]);
-        }
-    }
-    const float m = warp_reduce_sum(sum) * inv_c;
-    float sq = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) {
-                const float d = __bfloat162float(x[k][i]) - m;
-                sq += d * d;
-            }
-        }
-    }
-    const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
-
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-            const x128 w = load128ldg(weight + c);
-            const x128 b = load128ldg(bias + c);
-            x128 o;
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) {
-                const float n = (__bfloat162float(x[k][i]) - m) * s;
-                o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
-            }
-            store128(out + off + c, o);
-        }
-    }
+    float m, s;
+    layernorm_row_forward<K, kResidual, kResidual>(m, s, residual, inp1, inp2, weight, bias, off, C,
+                                                   1.0f / (float)C, lane,
+                                                   [&](int c, const x128& o) { store128(out + off + c, o); });
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = s;
@@ -260,28 +196,8 @@ typedef void (*ForwardKernel)(bf16*, bf16*, float*, float*, const bf16*, const b
 
 template <bool kResidual>
 ForwardKernel pick_forward_kernel(int C) {
-    const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
-    switch (k) {
-        case 1:
-            return layernorm_forward_kernel<1, kResidual>;
-        case 2:
-            return layernorm_forward_kernel<2, kResidual>;
-        case 3:
-            return layernorm_forward_kernel<3, kResidual>;
-        case 4:
-            return layernorm_forward_kernel<4, kResidual>;
-        case 5:
-            return layernorm_forward_kernel<5, kResidual>;
-        case 6:
-            return layernorm_forward_kernel<6, kResidual>;
-        case 7:
-            return layernorm_forward_kernel<7, kResidual>;  // C = 1600
-        case 8:
-            return layernorm_forward_kernel<8, kResidual>;
-        default:
-            return k <= 16 ? layernorm_forward_kernel<16, kResidual>
-                           : layernorm_forward_kernel<32, kResidual>;
-    }
+    return layernorm_pick_k(C,
+                            [](auto k) { return layernorm_forward_kernel<decltype(k)::value, kResidual>; });
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <vector>
 
 class RunLogger {
-public:
+  public:
     // Creates `log_dir` (and parents) and writes config.json; exits with a one-line error if it cannot.
     RunLogger(const std::string& log_dir, const std::string& config_json);
     ~RunLogger();
@@ -17,7 +17,7 @@ public:
     void record(const char* kind, const std::vector<std::pair<const char*, double>>& fields);
     const std::string& dir() const { return dir_; }
 
-private:
+  private:
     std::string dir_;
     FILE* jsonl_ = nullptr;
 };

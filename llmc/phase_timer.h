@@ -1,6 +1,6 @@
-// Per-phase GPU time of a step (GEMMs, casts, attention, optimizer, other), for the breakdown that shows where
-// FP8 wins or loses. mark(phase) records an event on the stream: the time until the next mark is charged to
-// `phase`. Disabled (the default), mark() does nothing, so the hot path pays nothing.
+// Per-phase GPU time of a step (GEMMs, casts, attention, optimizer, other), for the breakdown that shows
+// where FP8 wins or loses. mark(phase) records an event on the stream: the time until the next mark is
+// charged to `phase`. Disabled (the default), mark() does nothing, so the hot path pays nothing.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -15,7 +15,7 @@ inline const char* phase_name(int p) {
 }
 
 class PhaseTimer {
-public:
+  public:
     ~PhaseTimer() { release(); }
     void enable(bool on) { enabled_ = on; }
     bool enabled() const { return enabled_; }
@@ -45,7 +45,7 @@ public:
         return ms;
     }
 
-private:
+  private:
     void release() {
         for (cudaEvent_t e : events_) cudaEventDestroy(e);
         events_.clear();

@@ -375,8 +375,8 @@ TEST(model_reference_gpt1p5b_2layer) { run_reference_test(kBig); }
 // ~ 0.036 for uniformly spread values), E5M2 2 bits (<= 2^-3, RMS ~ 0.072). A GEMM output mixes two rounded
 // operands, so its normwise relative error is ~ sqrt(0.036^2 + 0.036^2) ~ 0.05 forward and ~ 0.08 for
 // gradients (E5M2 dY); two layers of dgrad/wgrad chains compound a few of those: 0.25 normwise per gradient
-// tensor leaves ~2x margin on that estimate, while a wrong scale_inv, transpose or slot (errors of order 1) fails.
-// The loss is a mean over B*T tokens, so per-logit errors average out: 2e-2 relative at step 0, and
+// tensor leaves ~2x margin on that estimate, while a wrong scale_inv, transpose or slot (errors of order 1)
+// fails. The loss is a mean over B*T tokens, so per-logit errors average out: 2e-2 relative at step 0, and
 // 5e-2 relative + 5e-2 nats over the 10 steps (the BF16 path itself needs 1e-2 + 1e-2, see above).
 constexpr double kFp8GradRtol = 0.25;
 constexpr double kFp8Loss0Rtol = 2e-2;
@@ -399,8 +399,8 @@ void run_fp8_reference_test(const RefConfig& cfg) {
         }
     }
     printf("%s fp8 vs reference (and vs our bf16 path)\n", cfg.name);
-    printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0], losses[0][0],
-           ref.loss, rel_diff(losses[1][0], ref.loss), kFp8Loss0Rtol);
+    printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0],
+           losses[0][0], ref.loss, rel_diff(losses[1][0], ref.loss), kFp8Loss0Rtol);
     EXPECT_NEAR(losses[1][0], ref.loss, kFp8Loss0Rtol * ref.loss);
     EXPECT_NEAR(losses[1][0], losses[0][0], kFp8Loss0Rtol * ref.loss);
     printf("  gradient   fp8 vs ref   bf16 vs ref   fp8 vs bf16  (tol %.2f normwise)\n", kFp8GradRtol);
@@ -411,7 +411,8 @@ void run_fp8_reference_test(const RefConfig& cfg) {
         double e_pair = normwise_rel(grads[1].data() + t.offset, grads[0].data() + t.offset, t.numel, &mx);
         printf("  %-10s %10.3e   %10.3e   %10.3e\n", t.name.c_str(), e_fp8, e_bf16, e_pair);
         if (!(e_fp8 <= kFp8GradRtol) || !(e_pair <= kFp8GradRtol))
-            testing::fail(__FILE__, __LINE__, "fp8 gradient of " + t.name + " off by " + std::to_string(e_fp8));
+            testing::fail(__FILE__, __LINE__,
+                          "fp8 gradient of " + t.name + " off by " + std::to_string(e_fp8));
     }
     printf("  step    fp8 loss   bf16 loss    ref loss\n");
     for (int s = 0; s < ref.steps; s++) {

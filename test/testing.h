@@ -60,35 +60,37 @@ inline int run_all(int argc, char** argv) {
 
 #define TEST_CONCAT2_(a, b) a##b
 #define TEST_CONCAT_(a, b) TEST_CONCAT2_(a, b)
-#define TEST(name)                                                                         \
-    static void name();                                                                    \
-    static testing::Register TEST_CONCAT_(register_, name)(#name, name);                   \
+#define TEST(name)                                                       \
+    static void name();                                                  \
+    static testing::Register TEST_CONCAT_(register_, name)(#name, name); \
     static void name()
 
 // Non-fatal expectations: record the first failure, keep going (return on your own if needed).
-#define EXPECT_TRUE(cond)                                                   \
-    do {                                                                    \
+#define EXPECT_TRUE(cond)                                                  \
+    do {                                                                   \
         if (!(cond)) testing::fail(__FILE__, __LINE__, "expected " #cond); \
     } while (0)
-#define EXPECT_EQ(a, b)                                                                              \
-    do {                                                                                             \
-        auto va_ = (a);                                                                              \
-        auto vb_ = (b);                                                                              \
-        if (!(va_ == vb_))                                                                           \
-            testing::fail(__FILE__, __LINE__,                                                        \
-                          "expected " #a " == " #b " (" + std::to_string(va_) + " vs " + std::to_string(vb_) + ")"); \
+#define EXPECT_EQ(a, b)                                                                                    \
+    do {                                                                                                   \
+        auto va_ = (a);                                                                                    \
+        auto vb_ = (b);                                                                                    \
+        if (!(va_ == vb_))                                                                                 \
+            testing::fail(                                                                                 \
+                __FILE__, __LINE__,                                                                        \
+                "expected " #a " == " #b " (" + std::to_string(va_) + " vs " + std::to_string(vb_) + ")"); \
     } while (0)
-#define EXPECT_NEAR(a, b, tol)                                                                   \
-    do {                                                                                         \
-        double va_ = (a), vb_ = (b);                                                             \
-        if (!(std::fabs(va_ - vb_) <= (tol)))                                                    \
-            testing::fail(__FILE__, __LINE__, "expected |" #a " - " #b "| <= " #tol " (" +       \
-                                                  std::to_string(va_) + " vs " + std::to_string(vb_) + ")"); \
+#define EXPECT_NEAR(a, b, tol)                                                                        \
+    do {                                                                                              \
+        double va_ = (a), vb_ = (b);                                                                  \
+        if (!(std::fabs(va_ - vb_) <= (tol)))                                                         \
+            testing::fail(__FILE__, __LINE__,                                                         \
+                          "expected |" #a " - " #b "| <= " #tol " (" + std::to_string(va_) + " vs " + \
+                              std::to_string(vb_) + ")");                                             \
     } while (0)
-#define EXPECT_CONTAINS(haystack, needle)                                                        \
-    do {                                                                                         \
-        std::string h_ = (haystack), n_ = (needle);                                              \
-        if (h_.find(n_) == std::string::npos)                                                    \
+#define EXPECT_CONTAINS(haystack, needle)                                                           \
+    do {                                                                                            \
+        std::string h_ = (haystack), n_ = (needle);                                                 \
+        if (h_.find(n_) == std::string::npos)                                                       \
             testing::fail(__FILE__, __LINE__, "expected \"" + h_ + "\" to contain \"" + n_ + "\""); \
     } while (0)
 #define SKIP(msg)                        \
