@@ -6,27 +6,12 @@
 #include <cstring>
 
 #include "dev/dev_utils.h"
+#include "dev/fp8_test_utils.h"
 #include "llmc/fp8.cuh"
 
+using namespace fp8_test;
+
 namespace {
-
-typedef __nv_fp8_storage_t fp8b;
-
-__nv_fp8_interpretation_t interp(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? __NV_E4M3 : __NV_E5M2; }
-const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
-// Largest finite code (magnitude): e4m3 0.1111.110 = 448, e5m2 0.11110.11 = 57344.
-uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }
-
-// The reference quantization: host emulation of the same conversion the kernels use.
-uint8_t quantize(float x, float scale, Fp8Dtype d) {
-    return __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, interp(d));
-}
-
-uint32_t amax_bits(const std::vector<float>& x) {
-    uint32_t m = 0;
-    for (float v : x) m = std::max(m, fp8_abs_bits(v));
-    return m;
-}
 
 // Values spread over many binades (N(0,1) * 2^k, k in [-12, 1]) so FP8 normals, subnormals and zeros all
 // occur.
@@ -36,37 +21,6 @@ std::vector<float> wide_values(size_t n, bool bf16) {
     for (size_t i = 0; i < n; i++) v[i] = std::ldexp(v[i], k[i]);
     if (bf16) dev::round_to_bf16(v);
     return v;
-}
-
-bool expect_bytes(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref) {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < ref.size(); i++)
-        if (got[i] != ref[i] && bad++ == 0) first = i;
-    printf("  %-28s %zu / %zu bytes differ\n", what, bad, ref.size());
-    if (bad) {
-        char buf[200];
-        snprintf(buf, sizeof buf, "%s: %zu bytes differ, first at %zu: 0x%02x vs reference 0x%02x", what, bad,
-                 first, got[first], ref[first]);
-        testing::fail(__FILE__, __LINE__, buf);
-        return false;
-    }
-    return true;
-}
-
-// Saturation check: every element with |x * scale| > fp8_max must be the signed max code. Returns the count.
-size_t check_saturation(const std::vector<float>& x, const std::vector<uint8_t>& q, float scale, Fp8Dtype d) {
-    size_t count = 0;
-    for (size_t i = 0; i < x.size(); i++) {
-        if (std::fabs(x[i] * scale) > fp8_dtype_max(d)) {
-            count++;
-            const uint8_t want = (x[i] < 0 ? 0x80 : 0x00) | max_code(d);
-            if (q[i] != want) {
-                testing::fail(__FILE__, __LINE__, "saturated element is not +-fp8_max");
-                break;
-            }
-        }
-    }
-    return count;
 }
 
 struct Fixture {
@@ -94,6 +48,7 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     printf(" N=%d C=%d %s %s%s%s\n", N, C, name(d), bf16_in ? "bf16" : "fp32",
            rowwise ? "" : " (no row-wise)", saturate ? " saturating" : "");
     Fixture f;
+    Allocs A;
     std::vector<float> x = wide_values((size_t)N * C, bf16_in);
     const uint32_t ref_amax = amax_bits(x);
     float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
@@ -103,31 +58,22 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
 
     Tin* d_in = nullptr;
     if constexpr (std::is_same<Tin, bf16>::value)
-        d_in = dev::to_device_bf16(x);
+        d_in = A(dev::to_device_bf16(x));
     else
-        d_in = dev::to_device(x);
-    fp8b* d_out = rowwise ? dev::device_alloc<fp8b>((size_t)N * C) : nullptr;
-    fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C);
-    float* d_sinv = dev::device_alloc<float>(1);
+        d_in = A(dev::to_device(x));
+    fp8b* d_out = rowwise ? A(dev::device_alloc<fp8b>((size_t)N * C)) : nullptr;
+    fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C));
+    float* d_sinv = A(dev::device_alloc<float>(1));
     fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, f.slot(d), d_in, N, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
-    std::vector<uint8_t> ref((size_t)N * C), refT((size_t)N * C);
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) {
-            const uint8_t q = quantize(x[(size_t)n * C + c], scale, d);
-            ref[(size_t)n * C + c] = q;
-            refT[(size_t)c * N + n] = q;
-        }
+    std::vector<uint8_t> ref, refT;
+    quantize_ref(x, N, C, scale, d, ref, refT);
     if (rowwise) expect_bytes("row-wise", dev::from_device(d_out, ref.size()), ref);
     expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
     EXPECT_EQ(f.staged_bits(d), ref_amax);  // amax of the pre-scale input, exact
     EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
     if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);  // the case must exercise saturation
-    if (d_out) CHECK_CUDA(cudaFree(d_out));
-    CHECK_CUDA(cudaFree(d_outT));
-    CHECK_CUDA(cudaFree(d_sinv));
-    CHECK_CUDA(cudaFree(d_in));
 }
 
 }  // namespace
@@ -161,9 +107,10 @@ TEST(plain_cast_and_amax_only) {
                 const float scale =
                     2.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
                 f.set_scale(d, scale);
-                void* d_in = fp32 ? (void*)dev::to_device(x) : (void*)dev::to_device_bf16(x);
-                fp8b* d_out = dev::device_alloc<fp8b>(n);
-                float* d_sinv = dev::device_alloc<float>(1);
+                Allocs A;
+                void* d_in = fp32 ? (void*)A(dev::to_device(x)) : (void*)A(dev::to_device_bf16(x));
+                fp8b* d_out = A(dev::device_alloc<fp8b>(n));
+                float* d_sinv = A(dev::device_alloc<float>(1));
                 f.reset_staging();
                 if (fp32)
                     fp8_cast(d_out, d_sinv, &f.st, f.slot(d), (const float*)d_in, n, 0);
@@ -184,19 +131,16 @@ TEST(plain_cast_and_amax_only) {
                 else
                     fp8_amax(&f.st, f.slot(d), (const bf16*)d_in, n, 0);
                 EXPECT_EQ(f.staged_bits(d), ref_amax);
-                CHECK_CUDA(cudaFree(d_in));
-                CHECK_CUDA(cudaFree(d_out));
-                CHECK_CUDA(cudaFree(d_sinv));
             }
         }
     // A NaN in the input must reach the staging amax (so the update keeps the old scale).
     std::vector<float> x = wide_values(4096, true);
     x[1234] = NAN;
-    bf16* d_in = dev::to_device_bf16(x);
+    Allocs A;
+    bf16* d_in = A(dev::to_device_bf16(x));
     f.reset_staging();
     fp8_amax(&f.st, 0, d_in, (long)x.size(), 0);
     EXPECT_TRUE(std::isnan(fp8_bits_float(f.staged_bits(Fp8Dtype::E4M3))));
-    CHECK_CUDA(cudaFree(d_in));
 }
 
 namespace {
@@ -231,12 +175,13 @@ TEST(cast_transpose_dbias) {
                     3.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
                 f.set_scale(d, scale);
                 f.reset_staging();
-                bf16* d_dy = dev::to_device_bf16(dy);
-                bf16* d_db = dev::to_device_bf16(db0);
-                fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * OC);
-                fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * OC);
-                float* d_sinv = dev::device_alloc<float>(1);
-                void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, OC));
+                Allocs A;
+                bf16* d_dy = A(dev::to_device_bf16(dy));
+                bf16* d_db = A(dev::to_device_bf16(db0));
+                fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)N * OC));
+                fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * OC));
+                float* d_sinv = A(dev::device_alloc<float>(1));
+                void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, OC)));
                 fp8_cast_transpose_dbias(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d), d_dy, N,
                                          OC, accumulate, 0);
                 std::vector<uint8_t> ref((size_t)N * OC), refT((size_t)N * OC);
@@ -261,12 +206,6 @@ TEST(cast_transpose_dbias) {
                 EXPECT_TRUE(check_saturation(dy, ref, scale, d) > 0);
                 dev::expect_close("dbias", dev::from_device_bf16(d_db, OC), ref_db, dbias_atol(abs_sum, N),
                                   std::ldexp(1.0, -8));
-                CHECK_CUDA(cudaFree(d_dy));
-                CHECK_CUDA(cudaFree(d_db));
-                CHECK_CUDA(cudaFree(d_out));
-                CHECK_CUDA(cudaFree(d_outT));
-                CHECK_CUDA(cudaFree(d_sinv));
-                CHECK_CUDA(cudaFree(d_scratch));
             }
 }
 
@@ -285,9 +224,6 @@ double gelu_grad_ref(double x, bool tanh_form) {
     const double e = std::exp(-2.0 * std::fabs(u)), s = (u >= 0.0 ? 1.0 : e) / (1.0 + e);
     return s + 2.0 * x * e / ((1.0 + e) * (1.0 + e)) * du;
 }
-// Position of an FP8 code on the number line (sign-magnitude: -0 and +0 are both 0; the max codes are
-// 0x7E / 0x7B, the kernels never emit inf/NaN codes with SATFINITE).
-int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f); }
 
 }  // namespace
 
@@ -346,13 +282,14 @@ TEST(cast_transpose_dbias_dgelu) {
                 const float scale = 2.0f * fp8_compute_scale(ref_amax, fp8_dtype_max(d), 0, 1.0f);
                 f.set_scale(d, scale);
                 f.reset_staging();
-                bf16* d_dout = dev::to_device_bf16(dout);
-                bf16* d_pre = dev::to_device_bf16(pre);
-                bf16* d_db = dev::device_alloc<bf16>(C4);
-                fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * C4);
-                fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C4);
-                float* d_sinv = dev::device_alloc<float>(1);
-                void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4));
+                Allocs A;
+                bf16* d_dout = A(dev::to_device_bf16(dout));
+                bf16* d_pre = A(dev::to_device_bf16(pre));
+                bf16* d_db = A(dev::device_alloc<bf16>(C4));
+                fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)N * C4));
+                fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C4));
+                float* d_sinv = A(dev::device_alloc<float>(1));
+                void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4)));
                 fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d),
                                                d_dout, d_pre, N, C4, tanh_form, false, 0);
                 std::vector<uint8_t> got = dev::from_device(d_out, g.size());
@@ -393,13 +330,6 @@ TEST(cast_transpose_dbias_dgelu) {
                 f.reset_staging();
                 fp8_amax_dgelu(&f.st, f.slot(d), d_dout, d_pre, (long)g.size(), tanh_form, 0);
                 EXPECT_NEAR(fp8_bits_float(f.staged_bits(d)), ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
-                CHECK_CUDA(cudaFree(d_dout));
-                CHECK_CUDA(cudaFree(d_pre));
-                CHECK_CUDA(cudaFree(d_db));
-                CHECK_CUDA(cudaFree(d_out));
-                CHECK_CUDA(cudaFree(d_outT));
-                CHECK_CUDA(cudaFree(d_sinv));
-                CHECK_CUDA(cudaFree(d_scratch));
             }
 }
 
@@ -567,18 +497,19 @@ TEST(calibrate_scales) {
 // ---- timings at GPT-1.5B sizes ----
 TEST(timing) {
     Fixture f;
+    Allocs A;
     const int N = 12288, C = 1600, C4 = 6400;
     f.set_scale(Fp8Dtype::E4M3, 64.0f);
     f.set_scale(Fp8Dtype::E5M2, 4096.0f);
     std::vector<float> x = dev::random_normal((size_t)N * C4);
-    bf16* d_a = dev::to_device_bf16(x);
-    bf16* d_b = dev::to_device_bf16(x);
-    float* d_w32 = dev::to_device(std::vector<float>(x.begin(), x.begin() + (size_t)C * C4));
-    fp8b* d_out = dev::device_alloc<fp8b>((size_t)N * C4);
-    fp8b* d_outT = dev::device_alloc<fp8b>((size_t)N * C4);
-    float* d_sinv = dev::device_alloc<float>(1);
-    bf16* d_db = dev::device_alloc<bf16>(C4);
-    void* d_scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4));
+    bf16* d_a = A(dev::to_device_bf16(x));
+    bf16* d_b = A(dev::to_device_bf16(x));
+    float* d_w32 = A(dev::to_device(std::vector<float>(x.begin(), x.begin() + (size_t)C * C4)));
+    fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)N * C4));
+    fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C4));
+    float* d_sinv = A(dev::device_alloc<float>(1));
+    bf16* d_db = A(dev::device_alloc<bf16>(C4));
+    void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4)));
     auto report = [](const char* what, float ms, double bytes) {
         printf("  %-44s %8.1f us  %7.0f GB/s\n", what, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
     };
@@ -618,9 +549,6 @@ TEST(timing) {
     });
     report("update_scales 576 slots x 1024 (+ upload)", ms, 2.0 * big.storage_floats * 4);
     fp8_scale_state_destroy(&big);
-    for (void* p : {(void*)d_a, (void*)d_b, (void*)d_w32, (void*)d_out, (void*)d_outT, (void*)d_sinv,
-                    (void*)d_db, d_scratch})
-        CHECK_CUDA(cudaFree(p));
 }
 
 TEST_MAIN()

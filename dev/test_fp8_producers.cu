@@ -10,44 +10,16 @@
 #include <cstring>
 
 #include "dev/dev_utils.h"
+#include "dev/fp8_test_utils.h"
 #include "llmc/fp8.cuh"
 #include "llmc/fp8_producers.cuh"
 #include "llmc/gelu.cuh"
 #include "llmc/layernorm.cuh"
 
+using namespace fp8_test;
+
 namespace {
 
-typedef __nv_fp8_storage_t fp8b;
-
-__nv_fp8_interpretation_t interp(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? __NV_E4M3 : __NV_E5M2; }
-const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
-uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }  // 448, 57344
-
-// The reference quantization: host emulation of the conversion the kernels use (saturating, RNE).
-uint8_t quantize(float y, float scale, Fp8Dtype d) {
-    return __nv_cvt_float_to_fp8(y * scale, __NV_SATFINITE, interp(d));
-}
-uint32_t amax_bits(const std::vector<float>& y) {
-    uint32_t m = 0;
-    for (float v : y) m = std::max(m, fp8_abs_bits(v));
-    return m;
-}
-int ordinal(uint8_t b) { return (b & 0x80) ? -(int)(b & 0x7f) : (int)(b & 0x7f); }
-
-bool expect_bytes(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref) {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < ref.size(); i++)
-        if (got[i] != ref[i] && bad++ == 0) first = i;
-    printf("  %-44s %zu / %zu bytes differ\n", what, bad, ref.size());
-    if (bad) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s: %zu bytes differ, first at %zu: 0x%02x vs reference 0x%02x", what, bad,
-                 first, got[first], ref[first]);
-        testing::fail(__FILE__, __LINE__, buf);
-        return false;
-    }
-    return true;
-}
 // Every byte within one code of the reference, and at most max_differ bytes different at all.
 bool expect_bytes_near(const char* what, const std::vector<uint8_t>& got, const std::vector<uint8_t>& ref,
                        size_t max_differ) {
@@ -91,51 +63,12 @@ bool expect_same_bits(const char* what, const std::vector<T>& got, const std::ve
 std::vector<uint16_t> bf16_bits(const bf16* d, size_t n) {
     return dev::from_device(reinterpret_cast<const uint16_t*>(d), n);
 }
-// Saturation: every element with |y * scale| > fp8_max must be the signed max code. Returns the count.
-size_t check_saturation(const std::vector<float>& y, const std::vector<uint8_t>& q, float scale, Fp8Dtype d) {
-    size_t count = 0;
-    for (size_t i = 0; i < y.size(); i++) {
-        if (std::fabs(y[i] * scale) > fp8_dtype_max(d)) {
-            count++;
-            if (q[i] != ((y[i] < 0 ? 0x80 : 0x00) | max_code(d))) {
-                testing::fail(__FILE__, __LINE__, "saturated element is not +-fp8_max");
-                break;
-            }
-        }
-    }
-    return count;
-}
-// Row-wise [N, C] and transposed [C, N] reference bytes of y quantized with `scale`.
-void quantize_ref(const std::vector<float>& y, int N, int C, float scale, Fp8Dtype d, std::vector<uint8_t>& q,
-                  std::vector<uint8_t>& qT) {
-    q.resize((size_t)N * C);
-    qT.resize((size_t)N * C);
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) {
-            const uint8_t b = quantize(y[(size_t)n * C + c], scale, d);
-            q[(size_t)n * C + c] = b;
-            qT[(size_t)c * N + n] = b;
-        }
-}
 std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& t_CN, int N, int C) {
     std::vector<uint8_t> r((size_t)N * C);
     for (int c = 0; c < C; c++)
         for (int n = 0; n < N; n++) r[(size_t)n * C + c] = t_CN[(size_t)c * N + n];
     return r;
 }
-
-// Frees device buffers at scope exit.
-struct Allocs {
-    std::vector<void*> ptrs;
-    template <class T>
-    T* operator()(T* p) {
-        ptrs.push_back((void*)p);
-        return p;
-    }
-    ~Allocs() {
-        for (void* p : ptrs) CHECK_CUDA(cudaFree(p));
-    }
-};
 
 // Slots 0/1: the fused kernels (E4M3/E5M2); slots 2/3: the reference sequence (same formats and scales).
 struct Fixture {
@@ -164,6 +97,66 @@ float pick_scale(uint32_t amax, Fp8Dtype d, bool saturate) {
 
 // Accumulated fp32 sum error bound (random walk, 4x margin), as in dev/test_layernorm.cu.
 double fp32_sum_rel(int n) { return 4.0 * std::sqrt((double)n) * std::ldexp(1.0, -24); }
+
+// The FP8 buffers of a LayerNorm / GELU case: the reference sequence's (shipped fp8_cast_transpose of the
+// BF16 kernel's y, on the reference slot) and the fused kernel's outputs (q null without row-wise output).
+struct Fp8Buffers {
+    fp8b *q_ref, *qT_ref, *q, *qT;
+    float* sinv;
+};
+
+// Sets `scale` on both slots of format d, clears the staging amaxes, runs the shipped cast_transpose of d_y
+// on the reference slot and allocates the fused kernel's outputs.
+Fp8Buffers reference_cast(Fixture& f, Allocs& A, Fp8Dtype d, float scale, const bf16* d_y, int N, int C,
+                          bool rowwise) {
+    const size_t NC = (size_t)N * C;
+    f.set_scale(d, scale);
+    f.reset_staging();
+    Fp8Buffers b;
+    b.q_ref = A(dev::device_alloc<fp8b>(NC));
+    b.qT_ref = A(dev::device_alloc<fp8b>(NC));
+    fp8_cast_transpose(b.q_ref, b.qT_ref, nullptr, &f.st, f.ref_slot(d), d_y, N, C, 0);
+    b.q = rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
+    b.qT = A(dev::device_alloc<fp8b>(NC));
+    b.sinv = A(dev::device_alloc<float>(1));
+    return b;
+}
+
+// The fused kernel's bytes (q empty without row-wise output).
+struct FusedBytes {
+    std::vector<uint8_t> q, qT;
+};
+
+// After the fused kernel: its bytes against the shipped sequence `seq` bit for bit (transposed, row-wise, and
+// the transposed copy against the row-wise one), both slots' staged amax = max |y| exactly, and scale_inv.
+FusedBytes check_vs_shipped(const char* seq, Fixture& f, const Fp8Buffers& b, Fp8Dtype d, float scale,
+                            uint32_t ref_amax, int N, int C) {
+    const size_t NC = (size_t)N * C;
+    FusedBytes got;
+    got.qT = dev::from_device(b.qT, NC);
+    expect_bytes((std::string("transposed vs ") + seq).c_str(), got.qT, dev::from_device(b.qT_ref, NC));
+    if (b.q != nullptr) {
+        got.q = dev::from_device(b.q, NC);
+        expect_bytes((std::string("row-wise vs ") + seq).c_str(), got.q, dev::from_device(b.q_ref, NC));
+        expect_bytes("transposed == row-wise transposed", transpose_bytes(got.qT, N, C), got.q);
+    }
+    EXPECT_EQ(f.staged_bits(f.slot(d)), ref_amax);  // max |y| exactly
+    EXPECT_EQ(f.staged_bits(f.ref_slot(d)), ref_amax);
+    EXPECT_EQ(fp8_float_bits(dev::from_device(b.sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    return got;
+}
+
+// The fused bytes against the CPU quantization of y (`ref` names it), exactly; with `saturate` the case must
+// exercise saturation.
+void check_vs_cpu_quantize(const char* ref, const FusedBytes& got, bool rowwise, const std::vector<float>& y,
+                           int N, int C, float scale, Fp8Dtype d, bool saturate) {
+    std::vector<uint8_t> q_cpu, qT_cpu;
+    quantize_ref(y, N, C, scale, d, q_cpu, qT_cpu);
+    expect_bytes((std::string("transposed vs ") + ref).c_str(), got.qT, qT_cpu);
+    if (rowwise) expect_bytes((std::string("row-wise vs ") + ref).c_str(), got.q, q_cpu);
+    const size_t sat = check_saturation(y, q_cpu, scale, d);
+    if (saturate) EXPECT_TRUE(sat > 0);  // the case must exercise saturation
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // LayerNorm
@@ -213,35 +206,18 @@ void ln_case(const LnCase& k) {
                              rstd_ref = dev::from_device(d_rstd_ref, N);
     const uint32_t ref_amax = amax_bits(y);
     const float scale = pick_scale(ref_amax, k.d, k.saturate);
-    f.set_scale(k.d, scale);
-    f.reset_staging();
-    fp8b* d_q_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8b* d_qT_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8_cast_transpose(d_q_ref, d_qT_ref, nullptr, &f.st, f.ref_slot(k.d), d_y_ref, N, C, 0);
+    const Fp8Buffers fb = reference_cast(f, A, k.d, scale, d_y_ref, N, C, k.rowwise);
 
     // Fused kernel.
     bf16* d_res = k.residual ? A(dev::device_alloc<bf16>(NC)) : nullptr;
-    fp8b* d_q = k.rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
-    fp8b* d_qT = A(dev::device_alloc<fp8b>(NC));
-    float* d_sinv = A(dev::device_alloc<float>(1));
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
-    fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1, d_x2,
-                                   d_w, d_b, N, C, 0);
+    fp8_residual_layernorm_forward(d_res, fb.q, fb.qT, fb.sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1,
+                                   d_x2, d_w, d_b, N, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
-    const std::vector<uint8_t> gotT = dev::from_device(d_qT, NC);
-    expect_bytes("transposed vs layernorm+cast_transpose", gotT, dev::from_device(d_qT_ref, NC));
-    std::vector<uint8_t> got;
-    if (k.rowwise) {
-        got = dev::from_device(d_q, NC);
-        expect_bytes("row-wise vs layernorm+cast_transpose", got, dev::from_device(d_q_ref, NC));
-        expect_bytes("transposed == row-wise transposed", transpose_bytes(gotT, N, C), got);
-    }
-    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);  // max |y| exactly
-    EXPECT_EQ(f.staged_bits(f.ref_slot(k.d)), ref_amax);
-    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    const FusedBytes got = check_vs_shipped("layernorm+cast_transpose", f, fb, k.d, scale, ref_amax, N, C);
     expect_same_bits("mean vs BF16 kernel", dev::from_device(d_mean, N), mean_ref);
     expect_same_bits("rstd vs BF16 kernel", dev::from_device(d_rstd, N), rstd_ref);
     if (k.residual) {
@@ -280,12 +256,7 @@ void ln_case(const LnCase& k) {
     dev::expect_close("mean vs float64", mean_ref, mean64, fp32_sum_rel(C) * xmax, 0.0);
     dev::expect_close("rstd vs float64", rstd_ref, rstd64, 0.0, fp32_sum_rel(C) + std::ldexp(1.0, -21));
     expect_same_bits("y: CPU fp32 formula vs BF16 kernel", y_cpu, y);
-    std::vector<uint8_t> q_cpu, qT_cpu;
-    quantize_ref(y_cpu, N, C, scale, k.d, q_cpu, qT_cpu);
-    expect_bytes("transposed vs CPU", gotT, qT_cpu);
-    if (k.rowwise) expect_bytes("row-wise vs CPU", got, q_cpu);
-    const size_t sat = check_saturation(y_cpu, q_cpu, scale, k.d);
-    if (k.saturate) EXPECT_TRUE(sat > 0);  // the case must exercise saturation
+    check_vs_cpu_quantize("CPU", got, k.rowwise, y_cpu, N, C, scale, k.d, k.saturate);
 
     // 3. Amax-only pass (calibration): the same amax, bit for bit.
     f.reset_staging();
@@ -346,39 +317,16 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
     const std::vector<float> y = dev::from_device_bf16(d_y_ref, NC);
     const uint32_t ref_amax = amax_bits(y);
     const float scale = pick_scale(ref_amax, k.d, k.saturate);
-    f.set_scale(k.d, scale);
-    f.reset_staging();
-    fp8b* d_q_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8b* d_qT_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8_cast_transpose(d_q_ref, d_qT_ref, nullptr, &f.st, f.ref_slot(k.d), d_y_ref, N, C, 0);
-
-    fp8b* d_q = k.rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
-    fp8b* d_qT = A(dev::device_alloc<fp8b>(NC));
-    float* d_sinv = A(dev::device_alloc<float>(1));
-    fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+    const Fp8Buffers fb = reference_cast(f, A, k.d, scale, d_y_ref, N, C, k.rowwise);
+    fp8_gelu_cast_transpose(fb.q, fb.qT, fb.sinv, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence, bit for bit.
-    const std::vector<uint8_t> gotT = dev::from_device(d_qT, NC);
-    expect_bytes("transposed vs gelu_forward+cast_transpose", gotT, dev::from_device(d_qT_ref, NC));
-    std::vector<uint8_t> got;
-    if (k.rowwise) {
-        got = dev::from_device(d_q, NC);
-        expect_bytes("row-wise vs gelu_forward+cast_transpose", got, dev::from_device(d_q_ref, NC));
-        expect_bytes("transposed == row-wise transposed", transpose_bytes(gotT, N, C), got);
-    }
-    EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
-    EXPECT_EQ(f.staged_bits(f.ref_slot(k.d)), ref_amax);
-    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    const FusedBytes got = check_vs_shipped("gelu_forward+cast_transpose", f, fb, k.d, scale, ref_amax, N, C);
 
     // 2. CPU quantization of the BF16 kernel's y: exact (the quantization/transposition semantics on their
     // own).
-    std::vector<uint8_t> q_cpu, qT_cpu;
-    quantize_ref(y, N, C, scale, k.d, q_cpu, qT_cpu);
-    expect_bytes("transposed vs CPU quantize(gelu_forward)", gotT, qT_cpu);
-    if (k.rowwise) expect_bytes("row-wise vs CPU quantize(gelu_forward)", got, q_cpu);
-    const size_t sat = check_saturation(y, q_cpu, scale, k.d);
-    if (k.saturate) EXPECT_TRUE(sat > 0);
+    check_vs_cpu_quantize("CPU quantize(gelu_forward)", got, k.rowwise, y, N, C, scale, k.d, k.saturate);
 
     // 3. Float64 CPU GELU (tolerance derivation above).
     if (cpu_float64) {
@@ -387,7 +335,7 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
         dev::expect_close("y vs float64 gelu", y, y64, 1e-35, std::ldexp(1.0, -7));
         std::vector<uint8_t> q64, qT64;
         quantize_ref(y64, N, C, scale, k.d, q64, qT64);
-        expect_bytes_near("transposed vs float64 CPU", gotT, qT64, (size_t)(1e-3 * NC) + 4);
+        expect_bytes_near("transposed vs float64 CPU", got.qT, qT64, (size_t)(1e-3 * NC) + 4);
     }
 
     // 4. Amax-only pass (calibration).
@@ -486,14 +434,15 @@ TEST(calibration) {
                              dev::from_device(d_qT, NC), qT);
                 EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
                           fp8_float_bits(fp8_compute_scale_inv(scale)));
-                // scale = fl(fp8_max / amax) may land one float ulp high, so amax * scale can exceed fp8_max by
-                // 2^-24 relative and be clamped onto the max code it rounds to anyway; nothing beyond that.
+                // scale = fl(fp8_max / amax) may land one float ulp high, so amax * scale can exceed fp8_max
+                // by 2^-24 relative and be clamped onto the max code it rounds to anyway; nothing beyond
+                // that.
                 size_t clipped_beyond_rounding = 0;
                 for (float v : y)
                     clipped_beyond_rounding += std::fabs((double)v * scale) > fp8_dtype_max(d) * (1.0 + 1e-6);
                 EXPECT_EQ(clipped_beyond_rounding, (size_t)0);
                 check_saturation(y, q, scale, d);  // any clamped element must be exactly +-max
-                int top = 0;  // largest code magnitude present
+                int top = 0;                       // largest code magnitude present
                 for (uint8_t v : got) top = std::max(top, (int)(v & 0x7f));
                 if (margin == 0)
                     EXPECT_EQ(top, (int)max_code(d));

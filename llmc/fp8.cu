@@ -83,12 +83,8 @@ __global__ void __launch_bounds__(kCtThreads, 2)
                           int C) {
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const int tid = threadIdx.x;
-    const int n0 = blockIdx.y * kCtTile, c0 = blockIdx.x * kCtTile;
-    const int cc = tid % 16, rr = tid / 16;
-    const int c = c0 + cc * 8;
-    const bool col_ok = c < C;
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0)
-        *out_scale_inv = *scale_inv_ptr;
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
     uint32_t amax_bits = 0;

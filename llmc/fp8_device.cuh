@@ -84,6 +84,30 @@ constexpr int kCtTile = 128;
 constexpr int kCtThreads = 256;
 constexpr int kCtTileWords = kCtTile / 4 + 1;
 
+// Phase-1 coordinates of this thread in the tile of block (blockIdx.x, blockIdx.y): rows n0 + rr + 16 i
+// (i < 8), columns [c, c + 8), col_ok if those lie inside the tensor.
+struct CtTileCoords {
+    int n0, c0, rr, cc, c;
+    bool col_ok;
+};
+__device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
+    const int tid = threadIdx.x;
+    CtTileCoords t;
+    t.n0 = blockIdx.y * kCtTile;
+    t.c0 = blockIdx.x * kCtTile;
+    t.cc = tid % 16;
+    t.rr = tid / 16;
+    t.c = t.c0 + t.cc * 8;
+    t.col_ok = t.c < C;
+    return t;
+}
+
+// The scale_inv used to out_scale_inv (may be null), by one thread of the (2-D) grid.
+__device__ __forceinline__ void ct_write_scale_inv(float* out_scale_inv, const float* scale_inv_ptr) {
+    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+        *out_scale_inv = *scale_inv_ptr;
+}
+
 // Phase 1's shared-memory store: the 8 bytes of row r, columns [cc*8, cc*8+8) of the tile.
 __device__ __forceinline__ void ct_tile_park(uint32_t* tile, int r, int cc, uint2 q) {
     tile[r * kCtTileWords + cc * 2] = q.x;

@@ -61,29 +61,28 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
     uint32_t amax_bits = 0;
 
     // ---- phase 1: one row per warp at a time (layernorm_forward_kernel's layernorm_row_forward) ----
-    const float inv_c = 1.0f / (float)C;
     for (int r = warp; r < rows_per_block; r += kLnWarps) {
         const int row = n0 + r;
         if (row >= N) break;  // warp-uniform; no barrier inside the loop
         const size_t off = (size_t)row * C;
-        float m, s;
-        layernorm_row_forward<K, kResidual, kResidual && kWrite>(
-            m, s, residual, inp1, inp2, weight, bias, off, C, inv_c, lane, [&](int c, const x128& o) {
+        // y: amax of every value, then (kWrite) the chunk's 8 row-wise bytes and its tile words.
+        const auto on_value = [&](bf16 y) { amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y))); };
+        const auto on_chunk = [&](int c, const x128& o) {
+            if constexpr (kWrite) {
                 float y[x128::size];
 #pragma unroll
-                for (int i = 0; i < x128::size; i++) {
-                    y[i] = __bfloat162float(o[i]);
-                    amax_bits = max(amax_bits, fp8_abs_bits(y[i]));
-                }
-                if constexpr (kWrite) {
-                    const uint2 q = to_fp8x8<FMT>(y, scale);
-                    if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
-                    uint32_t* t = tile + r * pitch + c / 4;
-                    const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
-                    t[hi ? 1 : 0] = hi ? q.y : q.x;
-                    t[hi ? 0 : 1] = hi ? q.x : q.y;
-                }
-            });
+                for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
+                const uint2 q = to_fp8x8<FMT>(y, scale);
+                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
+                uint32_t* t = tile + r * pitch + c / 4;
+                const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
+                t[hi ? 1 : 0] = hi ? q.y : q.x;
+                t[hi ? 0 : 1] = hi ? q.x : q.y;
+            }
+        };
+        float m, s;
+        layernorm_row_forward<K, kResidual, kResidual && kWrite>(m, s, residual, inp1, inp2, weight, bias,
+                                                                 off, C, lane, on_value, on_chunk);
         if constexpr (kWrite) {
             if (lane == 0) {
                 if (mean != nullptr) mean[row] = m;
@@ -128,13 +127,8 @@ __global__ void __launch_bounds__(kCtThreads, 2)
                                    const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
                                    const float* __restrict__ scale_inv_ptr, int N, int C) {
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
-    const int tid = threadIdx.x;
-    const int n0 = blockIdx.y * kCtTile, c0 = blockIdx.x * kCtTile;
-    const int cc = tid % 16, rr = tid / 16;
-    const int c = c0 + cc * 8;
-    const bool col_ok = c < C;
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0)
-        *out_scale_inv = *scale_inv_ptr;
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
     uint32_t amax_bits = 0;

@@ -22,9 +22,9 @@ __global__ void __launch_bounds__(kFwdBlock)
     if (row >= N) return;
     const size_t off = (size_t)row * C;
     float m, s;
-    layernorm_row_forward<K, kResidual, kResidual>(m, s, residual, inp1, inp2, weight, bias, off, C,
-                                                   1.0f / (float)C, lane,
-                                                   [&](int c, const x128& o) { store128(out + off + c, o); });
+    layernorm_row_forward<K, kResidual, kResidual>(
+        m, s, residual, inp1, inp2, weight, bias, off, C, lane, [](bf16) {},
+        [&](int c, const x128& o) { store128(out + off + c, o); });
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = s;

@@ -21,13 +21,16 @@ __device__ __forceinline__ x128 load128ldg(const bf16* p) {
 // Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index):
 // - x = inp1, or with kResidual x = bf16(inp1 + inp2) (fp32 add), stored to `residual` if kStoreResidual;
 // - two passes over the registers: mean = sum(x) / C, then rstd = 1/sqrt(sum((x - mean)^2) / C + eps) (the
-//   variance about the mean: no E[x^2] - E[x]^2 cancellation); inv_c = 1.0f / C from the caller;
-// - emit(c, y) for each of the lane's chunks, y = bf16((x - mean) * rstd * w + b) (x128) at column c.
-template <int K, bool kResidual, bool kStoreResidual, class Emit>
+//   variance about the mean: no E[x^2] - E[x]^2 cancellation);
+// - y = bf16((x - mean) * rstd * w + b): for each of the lane's chunks, on_value(y_i) for each element as
+//   it is computed, then on_chunk(c, y) with the chunk's 8 values (x128) at column c. (Two hooks: the FP8
+//   producer's amax sits in on_value, interleaved with the arithmetic as it was written before this code was
+//   shared; folded into on_chunk it costs ptxas a few more spills in some instantiations.)
+template <int K, bool kResidual, bool kStoreResidual, class OnValue, class OnChunk>
 __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, bf16* residual,
                                                       const bf16* inp1, const bf16* inp2, const bf16* weight,
-                                                      const bf16* bias, size_t off, int C, float inv_c,
-                                                      int lane, Emit emit) {
+                                                      const bf16* bias, size_t off, int C, int lane,
+                                                      OnValue on_value, OnChunk on_chunk) {
     x128 x[K];
 #pragma unroll
     for (int k = 0; k < K; k++) {
@@ -48,6 +51,7 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
         }
     }
 
+    const float inv_c = 1.0f / (float)C;
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; k++) {
@@ -83,8 +87,9 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
             for (int i = 0; i < x128::size; i++) {
                 const float n = (__bfloat162float(x[k][i]) - m) * s;
                 o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
+                on_value(o[i]);
             }
-            emit(c, o);
+            on_chunk(c, o);
         }
     }
     mean = m;
