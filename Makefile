@@ -20,6 +20,9 @@ NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
 INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) -I$(CUDA_HOME)/include \
             $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
             -I$(CUDNN_FRONTEND_INCLUDE)
+# -MMD -MP: every object (and host test binary) gets a compiler-generated .d file listing the headers it
+# includes, so touching any header rebuilds exactly what depends on it.
+DEPFLAGS = -MMD -MP -MF $(basename $@).d
 CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter $(INCLUDES)
 NVCCFLAGS := -std=c++17 -O3 --use_fast_math --expt-relaxed-constexpr -lineinfo $(GPU_ARCH) $(INCLUDES) \
              -Xcompiler -Wall,-Wno-unused-parameter
@@ -47,17 +50,17 @@ all: train_gpt $(HOST_TESTS) $(GPU_TESTS)
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/%.o: %.cpp $(wildcard llmc/*.h)
+$(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/llmc/attention.o: llmc/attention.cpp llmc/attention.h llmc/context.h llmc/check.h llmc/cuda_common.cuh
+$(BUILD)/llmc/attention.o: llmc/attention.cpp
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -x cu -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -x cu -c $< -o $@
 
-$(BUILD)/%.o: %.cu $(wildcard llmc/*.h llmc/*.cuh)
+$(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/libllmc.a: $(HOST_OBJS) $(GPU_OBJS)
 	@rm -f $@
@@ -66,9 +69,9 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(GPU_OBJS)
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS) test/testing.h
+$(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $< $(HOST_OBJS) -o $@
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(HOST_OBJS) -o $@
 
 $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
@@ -85,3 +88,6 @@ format:
 
 clean:
 	rm -rf $(BUILD) train_gpt
+
+# header dependencies written by the compilers (absent on the first build, when everything is built anyway)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -92,7 +92,7 @@ int train(const TrainConfig& cfg) {
             double sum = 0;
             for (int i = 0; i < cfg.val_batches; i++) {
                 val_data->next_batch(inputs.data(), targets.data());
-                sum += model.forward(inputs.data(), targets.data());
+                sum += model.evaluate(inputs.data(), targets.data());  // leaves the training state as is
             }
             double val_loss = sum / cfg.val_batches;
             printf("step %5d | val loss %.6f\n", step, val_loss);

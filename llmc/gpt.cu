@@ -84,9 +84,14 @@ class Arena {
     void add(const char* name, T** ptr, size_t count) {
         entries_.push_back({name, reinterpret_cast<void**>(ptr), count * sizeof(T)});
     }
-    size_t allocate(const char* what) {
+    // Bytes allocate() will ask for (the entries added so far, each aligned).
+    size_t planned_bytes() const {
         size_t total = 0;
         for (auto& e : entries_) total += align(e.bytes);
+        return total;
+    }
+    size_t allocate(const char* what) {
+        const size_t total = planned_bytes();
         CHECK_CUDA(cudaMalloc(&base_, total));
         size_t off = 0;
         for (auto& e : entries_) {
@@ -106,6 +111,10 @@ class Arena {
             if (!found) groups.push_back({e.name, align(e.bytes)});
         }
         for (auto& g : groups) printf("memory:   %-18s %9.1f MiB\n", g.first.c_str(), g.second / 1048576.0);
+    }
+    // Tests: fill the whole allocation with 0xFF bytes (NaN as bf16 and fp32).
+    void poison(cudaStream_t stream) const {
+        CHECK_CUDA(cudaMemsetAsync(base_, 0xFF, planned_bytes(), stream));
     }
     ~Arena() {
         if (base_) cudaFree(base_);
@@ -165,6 +174,9 @@ struct GptModel::Impl {
 
     // FP8 (precision == FP8): scale state, per-Linear FP8 buffers, shared cast scratch
     Fp8ScaleState scales;
+    // Evaluation forwards (validation, no targets) run on a copy of `scales` made just before, so their
+    // amaxes and step-0 calibration never reach the training state.
+    Fp8ScaleState eval_scales;
     std::vector<Fp8LinearBuffers> fp8_linears;  // 4 per layer
     Fp8LinearContext fp8;
     bool fp8_weights_stale = true;
@@ -254,11 +266,11 @@ struct GptModel::Impl {
         Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kind];
         const int slot = fp8_slot(lin.linear, kFp8X);
         if (fp8.calibrate) {
-            fp8_layernorm_amax(&scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
-            fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
+            fp8_layernorm_amax(fp8.scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
+            fp8_calibrate_scales(fp8.scales, slot, 1, fp8.margin, ctx->stream);
         }
         fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, fp8.scratch.x_rows, lin.xT,
-                                       lin.x_scale_inv, mean, rstd, &scales, slot, inp1, inp2, w, b, N, C,
+                                       lin.x_scale_inv, mean, rstd, fp8.scales, slot, inp1, inp2, w, b, N, C,
                                        ctx->stream);
     }
     // GELU feeding the fc-proj Linear: BF16 writes fch_gelu; FP8 writes fc-proj's FP8 input directly.
@@ -272,12 +284,13 @@ struct GptModel::Impl {
         Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kFcProj];
         const int slot = fp8_slot(lin.linear, kFp8X);
         if (fp8.calibrate) {
-            fp8_gelu_amax(&scales, slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
-            fp8_calibrate_scales(&scales, slot, 1, fp8.margin, ctx->stream);
+            fp8_gelu_amax(fp8.scales, slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
+            fp8_calibrate_scales(fp8.scales, slot, 1, fp8.margin, ctx->stream);
         }
-        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, &scales, slot, pre, N, C4,
+        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, fp8.scales, slot, pre, N, C4,
                                 cfg.gelu_tanh, ctx->stream);
     }
+    // Casts every block weight to FP8 (W and W^T) with the active scale state's W slots.
     void cast_fp8_weights() {
         mark(kPhaseCast);
         for (int l = 0; l < cfg.num_layers; l++)
@@ -291,43 +304,11 @@ struct GptModel::Impl {
     }
 };
 
-GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
-                   const Fp8Config& fp8)
-    : impl_(new Impl) {
-    Impl& s = *impl_;
-    s.cfg = m;
-    s.B = B;
-    s.T = T;
-    s.precision = precision;
-    s.fp8_cfg = fp8;
-    s.ctx = ctx;
-    s.table = parameter_table(m);
-    for (auto& t : s.table) s.P += t.numel;
-    const size_t L = m.num_layers, C = m.channels, V = m.vocab_size, N = (size_t)B * T, H = m.num_heads;
+// The activation buffers for s.B x s.T (added to `a`, not allocated).
+static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
+    const size_t L = s.cfg.num_layers, C = s.cfg.channels, V = s.cfg.vocab_size, H = s.cfg.num_heads;
+    const size_t B = s.B, T = s.T, N = B * T;
     const bool use_fp8 = s.use_fp8();
-
-    s.param_arena.add("params bf16", &s.params, s.P);
-    s.param_arena.add("grads bf16", &s.grads, s.P);
-    s.param_arena.add("master fp32", &s.master, s.P);
-    s.param_arena.add("adam m fp32", &s.adam_m, s.P);
-    s.param_arena.add("adam v fp32", &s.adam_v, s.P);
-    if (use_fp8) {
-        s.fp8_linears.resize(L * kLinearsPerLayer);
-        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
-            Fp8LinearBuffers& lin = s.fp8_linears[i];
-            int in, out;
-            s.linear_dims(i % kLinearsPerLayer, &in, &out);
-            lin.linear = (int)i;
-            s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
-            s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
-            s.param_arena.add("fp8 scale_inv", &lin.w_scale_inv, 1);
-            s.param_arena.add("fp8 scale_inv", &lin.x_scale_inv, 1);
-        }
-    }
-    size_t param_bytes = s.param_arena.allocate("parameters");
-    s.param_arena.print_plan();
-
-    Arena& a = s.act_arena;
     s.residual.resize(L + 1);
     for (auto* v : {&s.residual_mid, &s.ln1, &s.ln2, &s.qkv, &s.atty, &s.fch}) v->resize(L);
     for (auto* v : {&s.ln1_mean, &s.ln1_rstd, &s.ln2_mean, &s.ln2_rstd, &s.att_stats}) v->resize(L);
@@ -387,13 +368,86 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch),
               fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
     }
-    size_t act_bytes = a.allocate("activations");
-    a.print_plan();
+}
+
+// Before allocating: if parameters + activations (+ a reserve for library workspaces) exceed the free GPU
+// memory, print the plan and exit with the largest --batch that would fit. Activation bytes are affine in B.
+static void check_memory_plan(GptModel::Impl& s) {
+    constexpr size_t kReserve = size_t(1) << 30;  // cuBLASLt/cuDNN workspaces, FP8 scale state, fragmentation
+    size_t free_b = 0, total_b = 0;
+    CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    const size_t params = s.param_arena.planned_bytes(), acts = s.act_arena.planned_bytes();
+    const size_t need = params + acts + kReserve;
+    if (need <= free_b) return;
+    auto activation_bytes_at = [&](int batch) {
+        const int saved = s.B;
+        s.B = batch;
+        Arena probe;  // never allocated: only sizes the plan
+        add_activation_buffers(s, probe);
+        s.B = saved;
+        return probe.planned_bytes();
+    };
+    const size_t one = activation_bytes_at(1), per_sample = activation_bytes_at(2) - one;
+    long fit = 0;
+    if (free_b > params + kReserve + one) fit = 1 + (long)((free_b - params - kReserve - one) / per_sample);
+    const double GiB = 1073741824.0;
+    s.param_arena.print_plan();
+    s.act_arena.print_plan();
+    if (fit > 0)
+        fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
+              "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; --batch %ld would fit",
+              s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, fit);
+    fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
+          "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; even --batch 1 does not fit, use a "
+          "smaller model",
+          s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB);
+}
+
+GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
+                   const Fp8Config& fp8)
+    : impl_(new Impl) {
+    Impl& s = *impl_;
+    s.cfg = m;
+    s.B = B;
+    s.T = T;
+    s.precision = precision;
+    s.fp8_cfg = fp8;
+    s.ctx = ctx;
+    s.table = parameter_table(m);
+    for (auto& t : s.table) s.P += t.numel;
+    const size_t L = m.num_layers;
+    const bool use_fp8 = s.use_fp8();
+
+    s.param_arena.add("params bf16", &s.params, s.P);
+    s.param_arena.add("grads bf16", &s.grads, s.P);
+    s.param_arena.add("master fp32", &s.master, s.P);
+    s.param_arena.add("adam m fp32", &s.adam_m, s.P);
+    s.param_arena.add("adam v fp32", &s.adam_v, s.P);
+    if (use_fp8) {
+        s.fp8_linears.resize(L * kLinearsPerLayer);
+        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
+            Fp8LinearBuffers& lin = s.fp8_linears[i];
+            int in, out;
+            s.linear_dims(i % kLinearsPerLayer, &in, &out);
+            lin.linear = (int)i;
+            s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
+            s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
+            s.param_arena.add("fp8 scale_inv", &lin.w_scale_inv, 1);
+            s.param_arena.add("fp8 scale_inv", &lin.x_scale_inv, 1);
+        }
+    }
+    add_activation_buffers(s, s.act_arena);
+    check_memory_plan(s);
+    size_t param_bytes = s.param_arena.allocate("parameters");
+    s.param_arena.print_plan();
+    size_t act_bytes = s.act_arena.allocate("activations");
+    s.act_arena.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
 
     if (use_fp8) {
         s.scales = fp8_scale_state_create(fp8_linear_slot_dtypes(fp8.format, (int)s.fp8_linears.size()),
                                           fp8.history_len);
+        s.eval_scales = fp8_scale_state_create(s.scales.dtypes, fp8.history_len);
         s.fp8.ctx = ctx;
         s.fp8.plans = &s.matmul_plans;
         s.fp8.scales = &s.scales;
@@ -409,7 +463,10 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
 }
 
 GptModel::~GptModel() {
-    if (impl_->use_fp8()) fp8_scale_state_destroy(&impl_->scales);
+    if (impl_->use_fp8()) {
+        fp8_scale_state_destroy(&impl_->scales);
+        fp8_scale_state_destroy(&impl_->eval_scales);
+    }
     delete impl_;
 }
 
@@ -453,11 +510,20 @@ void GptModel::init_weights(uint64_t seed) {
 void GptModel::load_weights(const std::vector<float>& host) {
     Impl& s = *impl_;
     CHECK(host.size() == s.P, "weights have %zu values, the model has %zu parameters", host.size(), s.P);
-    CHECK_CUDA(cudaMemcpy(s.master, host.data(), s.P * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpyAsync(s.master, host.data(), s.P * sizeof(float), cudaMemcpyHostToDevice,
+                               s.ctx->stream));
     sync_working_weights(s);
 }
 
+float GptModel::evaluate(const int* inputs_BT, const int* targets_BT) {
+    return run_forward(inputs_BT, targets_BT, /*training=*/false);
+}
+
 float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
+    return run_forward(inputs_BT, targets_BT, /*training=*/targets_BT != nullptr);
+}
+
+float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool training) {
     Impl& s = *impl_;
     const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
               L = s.cfg.num_layers;
@@ -470,7 +536,20 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
     CHECK_CUDA(cudaMemcpyAsync(s.inputs, inputs_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
     if (targets_BT)
         CHECK_CUDA(cudaMemcpyAsync(s.targets, targets_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
-    if (s.use_fp8() && s.fp8_weights_stale) s.cast_fp8_weights();
+    if (s.use_fp8()) {
+        if (training) {
+            s.fp8.scales = &s.scales;
+            if (s.fp8_weights_stale) s.cast_fp8_weights();
+        } else {  // a throwaway copy of the scale state records this pass's amaxes (and calibration)
+            CHECK_CUDA(cudaMemcpyAsync(s.eval_scales.storage, s.scales.storage,
+                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, st));
+            s.fp8.scales = &s.eval_scales;
+            if (s.fp8_weights_stale) {  // cast for this pass only: training recasts with its own state
+                s.cast_fp8_weights();
+                s.fp8_weights_stale = true;
+            }
+        }
+    }
 
     s.mark(kPhaseOther);
     encoder_forward(s.residual[0], s.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
@@ -503,7 +582,8 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
     s.mark(kPhaseGemm);
     matmul_forward(&s.matmul_plans, s.ctx, s.logits, s.lnf, s.param(WTE), nullptr, N, C, V, st);
     s.mark(kPhaseOther);
-    s.have_targets = targets_BT != nullptr;
+    s.fp8.scales = &s.scales;
+    s.have_targets = training;
     if (!targets_BT) {
         CHECK_CUDA(cudaStreamSynchronize(st));
         return 0.0f;
@@ -529,7 +609,7 @@ float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
 
 void GptModel::backward() {
     Impl& s = *impl_;
-    CHECK(s.have_targets, "backward() needs a forward() with targets first");
+    CHECK(s.have_targets, "backward() needs a training forward() with targets first");
     const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
               L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
@@ -616,7 +696,9 @@ static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
 static void fp8_health_after_update(GptModel::Impl& s, Fp8Health* h) {
     const int n = s.scales.num_slots;
     std::vector<float> scale(n);
-    CHECK_CUDA(cudaMemcpy(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost,
+                               s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));  // after the update kernel, in stream order
     h->min_scale = *std::min_element(scale.begin(), scale.end());
     h->max_scale = *std::max_element(scale.begin(), scale.end());
 }
@@ -649,9 +731,10 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     return norm;
 }
 
-static std::vector<float> bf16_to_host(const bf16* d, size_t n) {
+static std::vector<float> bf16_to_host(const bf16* d, size_t n, cudaStream_t stream) {
     std::vector<bf16> tmp(n);
-    CHECK_CUDA(cudaMemcpy(tmp.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpyAsync(tmp.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
     std::vector<float> out(n);
     for (size_t i = 0; i < n; i++) out[i] = __bfloat162float(tmp[i]);
     return out;
@@ -659,10 +742,27 @@ static std::vector<float> bf16_to_host(const bf16* d, size_t n) {
 
 std::vector<float> GptModel::weights_to_host() const {
     std::vector<float> out(impl_->P);
-    CHECK_CUDA(cudaMemcpy(out.data(), impl_->master, impl_->P * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpyAsync(out.data(), impl_->master, impl_->P * sizeof(float), cudaMemcpyDeviceToHost,
+                               impl_->ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
     return out;
 }
-std::vector<float> GptModel::grads_to_host() const { return bf16_to_host(impl_->grads, impl_->P); }
+std::vector<float> GptModel::grads_to_host() const {
+    return bf16_to_host(impl_->grads, impl_->P, impl_->ctx->stream);
+}
 std::vector<float> GptModel::logits_to_host(int rows) const {
-    return bf16_to_host(impl_->logits, (size_t)rows * impl_->cfg.vocab_size);
+    return bf16_to_host(impl_->logits, (size_t)rows * impl_->cfg.vocab_size, impl_->ctx->stream);
+}
+std::vector<float> GptModel::fp8_state_to_host() const {
+    const Impl& s = *impl_;
+    if (!s.use_fp8()) return {};
+    std::vector<float> out(s.scales.storage_floats);
+    CHECK_CUDA(cudaMemcpyAsync(out.data(), s.scales.storage, out.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    return out;
+}
+void GptModel::poison_activations() {
+    impl_->act_arena.poison(impl_->ctx->stream);
+    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }

@@ -55,9 +55,13 @@ class GptModel {
     // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
     void load_weights(const std::vector<float>& params);
 
-    // Forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy loss and
-    // leaves dlogits ready for backward(). Returns the loss (synchronizes), or 0 without targets.
+    // Training forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy loss,
+    // records the FP8 amaxes of this step and leaves dlogits ready for backward(). Returns the loss
+    // (synchronizes). Without targets it is an evaluation pass (see evaluate) and returns 0.
     float forward(const int* inputs_BT, const int* targets_BT);
+    // Evaluation forward (validation): the loss with targets (0 without), leaving the training state
+    // untouched: FP8 amaxes, calibration and scales are those of a run without this call. No backward().
+    float evaluate(const int* inputs_BT, const int* targets_BT);
     // Backward pass after forward() with targets: writes all parameter gradients.
     void backward();
     // FP8 scale update (fills `health` if given), global grad-norm (returned), clipping, AdamW step `step`
@@ -73,6 +77,11 @@ class GptModel {
     std::vector<float> weights_to_host() const;
     std::vector<float> grads_to_host() const;
     std::vector<float> logits_to_host(int rows) const;
+    // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
+    std::vector<float> fp8_state_to_host() const;
+    // Tests: fills every activation buffer with NaN bytes, so a kernel that reads a buffer before anything
+    // wrote it in this step poisons the loss.
+    void poison_activations();
 
     size_t num_parameters() const;
     size_t peak_memory_bytes() const;
@@ -80,5 +89,6 @@ class GptModel {
     struct Impl;
 
   private:
+    float run_forward(const int* inputs_BT, const int* targets_BT, bool training);
     Impl* impl_;
 };

@@ -426,21 +426,43 @@ TEST(model_fp8_small) { run_fp8_reference_test(kSmall); }
 TEST(model_fp8_gpt1p5b_2layer) { run_fp8_reference_test(kBig); }
 
 struct Run {
-    std::vector<float> losses, norms, weights;
+    std::vector<float> losses, norms, weights, fp8_state;
+};
+// What happens around each training step besides forward/backward/update.
+struct StepExtras {
+    // Before every step: an evaluation pass on other tokens, with targets and without (validation).
+    const std::vector<int>* eval_tokens = nullptr;
+    bool poison = false;  // before every step: fill all activations with NaN bytes
 };
 Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w, const std::vector<int>& in,
-                const std::vector<int>& tg, GpuContext* ctx, int steps) {
+                const std::vector<int>& tg, GpuContext* ctx, int steps, Precision precision = Precision::BF16,
+                StepExtras extras = StepExtras()) {
     Run r;
-    GptModel model(m, B, T, Precision::BF16, ctx);
+    GptModel model(m, B, T, precision, ctx);
     model.load_weights(w);
     const AdamWSettings s{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     for (int i = 1; i <= steps; i++) {
+        if (extras.eval_tokens) {
+            const int* ev = extras.eval_tokens->data();
+            EXPECT_TRUE(std::isfinite(model.evaluate(ev, ev + B * T)));
+            model.forward(ev, nullptr);
+        }
+        if (extras.poison) model.poison_activations();
         r.losses.push_back(model.forward(in.data(), tg.data()));
         model.backward();
         r.norms.push_back(model.update(s, i));
     }
     r.weights = model.weights_to_host();
+    r.fp8_state = model.fp8_state_to_host();
     return r;
+}
+
+// Number of positions where two float arrays differ bitwise (size mismatch counts as all).
+size_t bitwise_diffs(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::max(a.size(), b.size());
+    size_t diff = 0;
+    for (size_t i = 0; i < a.size(); i++) diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return diff;
 }
 
 ModelConfig model_of(const RefConfig& c) {
@@ -489,6 +511,69 @@ void run_determinism_test(const RefConfig& cfg) {
 
 TEST(model_determinism_small) { run_determinism_test(kSmall); }
 TEST(model_determinism_gpt1p5b_2layer) { run_determinism_test(kBig); }
+
+// Runs the same training twice, once with `extras` around every step, and requires bitwise-identical
+// losses, grad norms, weights and (FP8) the whole scale state: amax histories, scales, scale_inv.
+void run_same_training_test(const RefConfig& cfg, Precision precision, StepExtras extras, const char* what) {
+    REQUIRE_GPU();
+    ContextGuard guard;
+    const ModelConfig m = model_of(cfg);
+    std::vector<float> w;
+    {
+        GptModel init(m, cfg.B, cfg.T, Precision::BF16, &guard.ctx);
+        init.init_weights(99);
+        w = init.weights_to_host();
+    }
+    std::mt19937 gen(std::random_device{}());  // fresh tokens every run
+    std::uniform_int_distribution<int> tok(0, cfg.V - 1);
+    const int N = cfg.B * cfg.T;
+    std::vector<int> in(N), tg(N), ev(2 * N);
+    for (int& t : in) t = tok(gen);
+    for (int& t : tg) t = tok(gen);
+    // the evaluation batch: other random tokens, so its activations (and amaxes) differ from training's
+    for (int& t : ev) t = tok(gen);
+    if (extras.eval_tokens) extras.eval_tokens = &ev;
+    const int steps = 4;
+    Run a = train_steps(m, cfg.B, cfg.T, w, in, tg, &guard.ctx, steps, precision);
+    Run b = train_steps(m, cfg.B, cfg.T, w, in, tg, &guard.ctx, steps, precision, extras);
+    for (int i = 0; i < steps; i++)
+        printf("  %s step %d: loss %.9g / %.9g  grad norm %.9g / %.9g (plain / %s)\n", to_string(precision),
+               i + 1, a.losses[i], b.losses[i], a.norms[i], b.norms[i], what);
+    EXPECT_TRUE(std::isfinite(a.losses[0]) && a.losses[steps - 1] < a.losses[0]);
+    EXPECT_EQ(bitwise_diffs(a.losses, b.losses), (size_t)0);
+    EXPECT_EQ(bitwise_diffs(a.norms, b.norms), (size_t)0);
+    EXPECT_EQ(bitwise_diffs(a.weights, b.weights), (size_t)0);
+    EXPECT_EQ(a.fp8_state.empty(), precision == Precision::BF16);
+    EXPECT_EQ(bitwise_diffs(a.fp8_state, b.fp8_state), (size_t)0);
+    printf("  weights differing: %zu of %zu; fp8 state floats differing: %zu of %zu\n",
+           bitwise_diffs(a.weights, b.weights), a.weights.size(), bitwise_diffs(a.fp8_state, b.fp8_state),
+           a.fp8_state.size());
+}
+
+// Validation passes (evaluate() and forward() without targets) between steps leave training unchanged.
+StepExtras with_validation() {
+    StepExtras e;
+    static const std::vector<int> placeholder;  // replaced by the test's evaluation tokens
+    e.eval_tokens = &placeholder;
+    return e;
+}
+TEST(model_validation_does_not_change_training_bf16) {
+    run_same_training_test(kSmall, Precision::BF16, with_validation(), "with validation");
+}
+TEST(model_validation_does_not_change_training_fp8) {
+    run_same_training_test(kSmall, Precision::FP8, with_validation(), "with validation");
+}
+// Every activation is written before it is read within a step: NaN-filled buffers change nothing.
+TEST(model_no_read_before_write_bf16) {
+    StepExtras e;
+    e.poison = true;
+    run_same_training_test(kSmall, Precision::BF16, e, "poisoned");
+}
+TEST(model_no_read_before_write_fp8) {
+    StepExtras e;
+    e.poison = true;
+    run_same_training_test(kSmall, Precision::FP8, e, "poisoned");
+}
 
 // ---- init_weights follows GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN 1 ----
 TEST(model_init_gpt2) {
