@@ -42,7 +42,7 @@ HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
 GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
              $(patsubst test/%.cu,$(BUILD)/test/%,$(wildcard test/gpu_*.cu))
 
-.PHONY: all deps test clean format
+.PHONY: all deps test sanitize clean format
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
 all: train_gpt $(HOST_TESTS) $(GPU_TESTS)
@@ -82,6 +82,10 @@ $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
 # Host tests always; GPU tests (dev/ kernels, test/ model) only where a CUDA device is present.
 test: all
 	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS)
+
+# GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
+sanitize: all
+	@bash scripts/sanitize.sh
 
 format:
 	clang-format -i train_gpt.cu llmc/*.h llmc/*.cuh llmc/*.cu llmc/*.cpp dev/*.cu dev/*.h test/*.cpp test/*.cu test/*.h 2>/dev/null || true

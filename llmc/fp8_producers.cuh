@@ -1,4 +1,5 @@
-// Fused FP8 producers (fp8.md section 5, items 1-3): the kernels that produce the inputs of FP8 GEMMs write
+// Fused FP8 producers (residual + LayerNorm, GELU, and their amax-only calibration passes): the kernels
+// that produce the inputs of FP8 GEMMs write
 // them in FP8 directly, row-wise and transposed, in the same pass that computes them (no BF16 round trip,
 // no separate amax pass).
 //

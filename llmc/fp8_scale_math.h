@@ -1,7 +1,7 @@
 // FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8.cu) and the host tests: per-tensor
 // formats, the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale,
 // bit-identical on host and device, plus a host reference model of the whole amax-history/scale update
-// (fp8.md section 2).
+// (the recipe: README.md, "How FP8 works"; the update rule: llmc/fp8.cuh, fp8_update_scales).
 //
 // Bit-exactness between host and device: the kernels are built with --use_fast_math (approximate float
 // division, denormals flushed to zero), so nothing here uses float arithmetic. amaxes are combined as

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of docs/benchmark.md: GPT-1.5B, batch 12 x 1024, random tokens, one GPU, bf16 and fp8 in ONE
+# The project's reference workload (the PyTorch FP8 report's): GPT-1.5B, batch 12 x 1024, random tokens, one GPU, bf16 and fp8 in ONE
 # run on ONE machine, median step over the steady steps. Usage: scripts/bench.sh [STEPS] [OUTDIR] [precisions...]
 set -u
 steps=${1:-30}; out=${2:-logs/bench}; shift 2 2>/dev/null || true

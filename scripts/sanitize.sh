@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# compute-sanitizer memcheck and initcheck over a small model (both precisions, 3 training steps with
+# validation) and over every dev/ kernel test. Prints one line per run and ends with a summary; exit status 1
+# if any run reported an error. Races that racecheck finds inside cuDNN's own kernels are not ours, so
+# racecheck is not part of this gate. Usage: scripts/sanitize.sh [log_dir]   (make sanitize)
+set -u
+SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+LOG=${1:-build/sanitize}
+mkdir -p "$LOG"
+if ! nvidia-smi -L >/dev/null 2>&1; then echo "sanitize: no CUDA device on this machine"; exit 1; fi
+small=(--model 124m --layers 2 --channels 256 --heads 4 --vocab 512 --max-seq 256 --seq 256 --batch 2 --steps 3
+       --log-dir "$LOG/run")
+# a tiny validation set so the evaluation pass is checked too
+python3 - "$LOG/data" <<'PY'
+import sys, os, struct, random
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+for name, n in (("tiny_val_000000.bin", 4096),):
+    hdr = [20240520, 1, n] + [0] * 253
+    random.seed(1)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(struct.pack("<256i", *hdr)); f.write(struct.pack("<%dH" % n, *[random.randrange(512) for _ in range(n)]))
+PY
+small+=(--val-data "$LOG/data/tiny_val_*.bin" --val-every 2 --val-batches 1)
+fails=0; runs=0
+check() {  # name, tool, command...
+  local name=$1 tool=$2; shift 2
+  local log="$LOG/$tool.$name.log"
+  timeout 900 "$SAN" --tool "$tool" --nvtx yes --print-limit 20 --error-exitcode 99 "$@" > "$log" 2>&1
+  local rc=$? summary
+  summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^========= //')
+  runs=$((runs + 1))
+  if [ "$rc" != 0 ]; then fails=$((fails + 1)); echo "FAIL $tool $name (exit $rc): ${summary:-no summary}, see $log"
+  else echo "ok   $tool $name: ${summary:-no summary}"; fi
+}
+for tool in memcheck initcheck; do
+  for p in bf16 fp8; do check "train_gpt_$p" "$tool" ./train_gpt "${small[@]}" --precision "$p"; done
+  for t in build/dev/test_*; do [ -x "$t" ] && check "$(basename "$t")" "$tool" "$t"; done
+done
+echo "sanitize: $runs runs, $fails with errors"
+[ "$fails" = 0 ]
