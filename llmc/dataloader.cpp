@@ -150,6 +150,15 @@ void DataLoader::reset() {
     pos_ = (size_t)rank_ * B_ * T_;
 }
 
+void DataLoader::seek(const TokenPosition& p) {
+    if (p.a >= files_.size() || p.b > shard_sizes_[p.a])
+        throw DataError("data position (shard " + std::to_string(p.a) + ", token " + std::to_string(p.b) +
+                        ") does not exist in '" + files_[0] + "' and the " + std::to_string(files_.size()) +
+                        " shards matching it: was the data changed since the checkpoint?");
+    if (p.a != shard_) load_shard(p.a);
+    pos_ = p.b;
+}
+
 RandomTokenSource::RandomTokenSource(int B, int T, int V, uint64_t seed)
     : B_(B), T_(T), V_(V), seed_(seed), rng_(seed) {
     if (B <= 0 || T <= 0 || V <= 0)
@@ -164,9 +173,19 @@ void RandomTokenSource::next_batch(int* inputs_BT, int* targets_BT) {
     const size_t BT = (size_t)B_ * T_;
     for (size_t i = 0; i < BT; i++) inputs_BT[i] = draw();
     for (size_t i = 0; i < BT; i++) targets_BT[i] = draw();
+    batches_++;
 }
 
-void RandomTokenSource::reset() { rng_.seed(seed_); }
+void RandomTokenSource::reset() {
+    rng_.seed(seed_);
+    batches_ = 0;
+}
+
+void RandomTokenSource::seek(const TokenPosition& p) {
+    reset();
+    rng_.discard(p.a * 2 * (uint64_t)B_ * T_);  // two draws per token: input and target
+    batches_ = p.a;
+}
 
 std::unique_ptr<TokenSource> make_token_source(const std::string& spec, int B, int T, int vocab_size,
                                                uint64_t seed, int rank, int world_size) {

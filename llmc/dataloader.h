@@ -25,6 +25,11 @@ class DataError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A token source's position: DataLoader {shard index, token offset}; RandomTokenSource {batches drawn, 0}.
+struct TokenPosition {
+    uint64_t a = 0, b = 0;
+};
+
 // Anything that yields batches of token ids: shard files or random tokens.
 class TokenSource {
   public:
@@ -33,6 +38,11 @@ class TokenSource {
     virtual void next_batch(int* inputs_BT, int* targets_BT) = 0;
     // Back to the first batch: the same sequence of batches follows again.
     virtual void reset() = 0;
+    // Where the next batch comes from (for checkpoints): two numbers whose meaning is the source's own.
+    virtual TokenPosition position() const = 0;
+    // Continues from a position() of a source built with the same arguments. Throws DataError if the position
+    // does not exist in this data (e.g. the shards changed).
+    virtual void seek(const TokenPosition& p) = 0;
 };
 
 // Reads shards matching a glob (sorted by name) in order, wrapping from the last back to the first.
@@ -49,6 +59,8 @@ class DataLoader : public TokenSource {
 
     void next_batch(int* inputs_BT, int* targets_BT) override;
     void reset() override;
+    TokenPosition position() const override { return {shard_, pos_}; }
+    void seek(const TokenPosition& p) override;
 
     size_t num_shards() const { return files_.size(); }
     size_t current_shard() const { return shard_; }
@@ -74,11 +86,14 @@ class RandomTokenSource : public TokenSource {
     RandomTokenSource(int B, int T, int V, uint64_t seed);
     void next_batch(int* inputs_BT, int* targets_BT) override;
     void reset() override;
+    TokenPosition position() const override { return {batches_, 0}; }
+    void seek(const TokenPosition& p) override;  // replays the generator: fast (~1 ns per token)
 
   private:
     int B_, T_, V_;
     uint64_t seed_;
     std::mt19937_64 rng_;
+    uint64_t batches_ = 0;  // drawn since the seed
 };
 
 // "random" -> RandomTokenSource (the seed is mixed with the rank so ranks differ; rank 0 uses `seed`),

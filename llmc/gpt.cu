@@ -394,13 +394,16 @@ static void check_memory_plan(GptModel::Impl& s) {
     s.param_arena.print_plan();
     s.act_arena.print_plan();
     if (fit > 0)
-        fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
-              "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; --batch %ld would fit",
-              s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, fit);
-    fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
-          "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; even --batch 1 does not fit, use a "
-          "smaller model",
-          s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB);
+        fatal(
+            "out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f "
+            "+ "
+            "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; --batch %ld would fit",
+            s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, fit);
+    fatal(
+        "out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
+        "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; even --batch 1 does not fit, use a "
+        "smaller model",
+        s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB);
 }
 
 GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
@@ -510,8 +513,8 @@ void GptModel::init_weights(uint64_t seed) {
 void GptModel::load_weights(const std::vector<float>& host) {
     Impl& s = *impl_;
     CHECK(host.size() == s.P, "weights have %zu values, the model has %zu parameters", host.size(), s.P);
-    CHECK_CUDA(cudaMemcpyAsync(s.master, host.data(), s.P * sizeof(float), cudaMemcpyHostToDevice,
-                               s.ctx->stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(s.master, host.data(), s.P * sizeof(float), cudaMemcpyHostToDevice, s.ctx->stream));
     sync_working_weights(s);
 }
 
@@ -542,7 +545,8 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
             if (s.fp8_weights_stale) s.cast_fp8_weights();
         } else {  // a throwaway copy of the scale state records this pass's amaxes (and calibration)
             CHECK_CUDA(cudaMemcpyAsync(s.eval_scales.storage, s.scales.storage,
-                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, st));
+                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
+                                       st));
             s.fp8.scales = &s.eval_scales;
             if (s.fp8_weights_stale) {  // cast for this pass only: training recasts with its own state
                 s.cast_fp8_weights();

@@ -55,8 +55,8 @@ class GptModel {
     // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
     void load_weights(const std::vector<float>& params);
 
-    // Training forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy loss,
-    // records the FP8 amaxes of this step and leaves dlogits ready for backward(). Returns the loss
+    // Training forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy
+    // loss, records the FP8 amaxes of this step and leaves dlogits ready for backward(). Returns the loss
     // (synchronizes). Without targets it is an evaluation pass (see evaluate) and returns 0.
     float forward(const int* inputs_BT, const int* targets_BT);
     // Evaluation forward (validation): the loss with targets (0 without), leaving the training state

@@ -357,3 +357,34 @@ TEST(error_token_out_of_vocab) {
 }
 
 TEST_MAIN()
+
+// A source restored from position() continues with exactly the batches the original would have produced,
+// across shard boundaries, for both source kinds; a position from other data is a DataError.
+TEST(position_and_seek_continue_exactly) {
+    TempDir dir;
+    std::mt19937_64 rng(std::random_device{}());
+    const int B = 2, T = 7, V = 300, BT = B * T;
+    write_shard(dir.file("p_000.bin"), random_tokens(3 * BT + 5, V, rng));
+    write_shard(dir.file("p_001.bin"), random_tokens(2 * BT + 1, V, rng));
+    for (std::string spec : {dir.file("p_*.bin"), std::string("random")}) {
+        auto original = make_token_source(spec, B, T, V, 77);
+        std::vector<int> inp(BT), tgt(BT), inp2(BT), tgt2(BT);
+        const int before = 1 + (int)(rng() % 6);  // stop anywhere, incl. right at a shard boundary
+        for (int k = 0; k < before; k++) original->next_batch(inp.data(), tgt.data());
+        const TokenPosition p = original->position();
+        auto resumed = make_token_source(spec, B, T, V, 77);
+        resumed->seek(p);
+        for (int k = 0; k < 8; k++) {
+            original->next_batch(inp.data(), tgt.data());
+            resumed->next_batch(inp2.data(), tgt2.data());
+            if (inp != inp2 || tgt != tgt2) {
+                testing::fail(__FILE__, __LINE__,
+                              spec + ": batch " + std::to_string(k) + " after seek differs");
+                break;
+            }
+        }
+    }
+    DataLoader dl(dir.file("p_*.bin"), B, T, V);
+    expect_data_error([&] { dl.seek({5, 0}); }, dir.file("p_000.bin"), "shard 5");
+    expect_data_error([&] { dl.seek({1, 1000000}); }, dir.file("p_000.bin"), "changed");
+}
