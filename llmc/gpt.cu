@@ -770,3 +770,36 @@ void GptModel::poison_activations() {
     impl_->act_arena.poison(impl_->ctx->stream);
     CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }
+
+std::vector<StateTensor> GptModel::state_tensors() {
+    Impl& s = *impl_;
+    std::vector<StateTensor> out;
+    auto add = [&](const std::string& name, const std::vector<size_t>& shape, float* data, size_t numel) {
+        out.push_back(
+            {name, "F32", std::vector<int64_t>(shape.begin(), shape.end()), data, numel * sizeof(float)});
+    };
+    for (const ParamTensorInfo& t : s.table) add("master." + t.name, t.shape, s.master + t.offset, t.numel);
+    for (const ParamTensorInfo& t : s.table) add("adam_m." + t.name, t.shape, s.adam_m + t.offset, t.numel);
+    for (const ParamTensorInfo& t : s.table) add("adam_v." + t.name, t.shape, s.adam_v + t.offset, t.numel);
+    if (s.use_fp8()) {
+        const size_t S = s.scales.num_slots, H = s.scales.history_len;
+        add("fp8.amax_history", {H, S}, s.scales.amax_history, H * S);
+        add("fp8.scale", {S}, s.scales.scale, S);
+        add("fp8.scale_inv", {S}, s.scales.scale_inv, S);
+    }
+    return out;
+}
+
+void GptModel::state_restored() {
+    Impl& s = *impl_;
+    convert_to_bf16(s.params, s.master, s.P, s.ctx->stream);
+    // Recast on the next forward: the cast re-records the same W amaxes into the restored staging row (a max,
+    // so idempotent) and writes the same FP8 weights, as the uninterrupted run had after its update.
+    s.fp8_weights_stale = true;
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+}
+
+bool GptModel::fp8_calibration_pending() const { return impl_->use_fp8() && impl_->fp8.calibrate; }
+void GptModel::set_fp8_calibration_pending(bool pending) {
+    if (impl_->use_fp8()) impl_->fp8.calibrate = pending;
+}

@@ -35,6 +35,15 @@ struct Fp8Health {
     float min_scale = 0, max_scale = 0;
 };
 
+// One tensor of the training state in device memory (for checkpoints): dtype as in safetensors ("F32").
+struct StateTensor {
+    std::string name;
+    std::string dtype;
+    std::vector<int64_t> shape;
+    void* device;
+    size_t bytes;
+};
+
 struct AdamWSettings {
     float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip 0: no clipping
 };
@@ -79,6 +88,17 @@ class GptModel {
     std::vector<float> logits_to_host(int rows) const;
     // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
     std::vector<float> fp8_state_to_host() const;
+
+    // Everything on the device a run needs to continue bit-exactly, full tensors: FP32 master weights (one
+    // per parameter tensor, canonical names), AdamW m and v, and in FP8 the amax history (staging row
+    // included), scale and scale_inv. The BF16 working weights and FP8 weight copies are derived from the
+    // master.
+    std::vector<StateTensor> state_tensors();
+    // Call after writing into state_tensors()' memory (checkpoint restore): rebuilds the derived copies.
+    void state_restored();
+    // Host part of the FP8 state: true until the first scale update (step-0 calibration pending).
+    bool fp8_calibration_pending() const;
+    void set_fp8_calibration_pending(bool pending);
     // Tests: fills every activation buffer with NaN bytes, so a kernel that reads a buffer before anything
     // wrote it in this step poisons the loss.
     void poison_activations();
