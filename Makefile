@@ -16,10 +16,14 @@ CUDNN_INCLUDE ?= $(call first_dir_with,cudnn.h,$(INC_DIRS))
 CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
 NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
 NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
+# zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library)
+ZLIB_INCLUDE ?= $(call first_dir_with,zlib.h,/usr/include /usr/local/include third_party/zlib/usr/include)
+ZLIB_LIBS ?= $(if $(call first_dir_with,libz.so,$(LIB_DIRS) /usr/lib),-lz,\
+             $(wildcard third_party/zlib/usr/lib/x86_64-linux-gnu/libz.a))
 
 INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) -I$(CUDA_HOME)/include \
             $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
-            -I$(CUDNN_FRONTEND_INCLUDE)
+            -I$(CUDNN_FRONTEND_INCLUDE) $(if $(ZLIB_INCLUDE),-I$(ZLIB_INCLUDE))
 # -MMD -MP: every object (and host test binary) gets a compiler-generated .d file listing the headers it
 # includes, so touching any header rebuilds exactly what depends on it.
 DEPFLAGS = -MMD -MP -MF $(basename $@).d
@@ -28,7 +32,7 @@ NVCCFLAGS := -std=c++17 -O3 --use_fast_math --expt-relaxed-constexpr -lineinfo $
              -Xcompiler -Wall,-Wno-unused-parameter
 RPATHS := $(foreach d,$(sort $(CUDA_HOME)/lib64 $(CUDNN_LIB) $(NCCL_LIB)),-Xlinker -rpath=$(d))
 LDLIBS := -L$(CUDA_HOME)/lib64 $(if $(CUDNN_LIB),-L$(CUDNN_LIB)) $(if $(NCCL_LIB),-L$(NCCL_LIB)) \
-          -lcublasLt -lcublas -lcudnn -lnvrtc -lcuda -lnccl $(RPATHS)
+          -lcublasLt -lcublas -lcudnn -lnvrtc -lcuda -lnccl $(ZLIB_LIBS) $(RPATHS)
 
 # Host-only sources (no CUDA): configuration, CLI, data loading. Also linked into the host tests.
 HOST_SRCS := $(wildcard llmc/*.cpp)
@@ -71,7 +75,7 @@ train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(HOST_OBJS) -o $@
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
 $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
@@ -95,3 +99,14 @@ clean:
 
 # header dependencies written by the compilers (absent on the first build, when everything is built anyway)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Fuzz the safetensors reader/writer and the JSON parser (clang libFuzzer + ASan/UBSan), FUZZ_SECONDS each.
+.PHONY: fuzz
+fuzz:
+	@bash scripts/fuzz.sh
+
+# Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
+BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
+.PHONY: bench-kernels
+bench-kernels: $(BENCH_BINS)
+	@bash scripts/bench_kernels.sh $(BENCH_BINS)

@@ -1,7 +1,8 @@
 // Helpers for the kernel tests in dev/: random inputs, bf16 conversion, error report, timing with an L2
 // flush. Each test includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new
 // seed every run, printed so a failure can be replayed with DEV_SEED=...), compares against a CPU reference
-// computed from the same (rounded) inputs, and prints max abs/rel error plus achieved GB/s or TFLOP/s.
+// computed from the same (rounded) inputs, and prints max abs/rel error. Timings are benchmarks, not tests:
+// BENCH(name) and DEV_MAIN() of dev/bench.h (run a binary with --bench).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dev/bench.h"
 #include "llmc/check.h"
 #include "test/testing.h"
 

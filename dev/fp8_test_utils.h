@@ -1,5 +1,5 @@
-// Helpers shared by the FP8 kernel tests (dev/test_fp8.cu, dev/test_fp8_producers.cu): the host reference
-// quantization, amax and byte comparisons, the saturation check, and scoped device buffers.
+// Helpers shared by the FP8 kernel tests (dev/test_fp8.cu, dev/test_fp8_producers.cu): given scales, the
+// host reference quantization, amax and byte comparisons, the saturation check, and scoped device buffers.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +17,22 @@ inline __nv_fp8_interpretation_t interp(Fp8Dtype d) { return d == Fp8Dtype::E4M3
 inline const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
 // Largest finite code (magnitude): e4m3 0.1111.110 = 448, e5m2 0.11110.11 = 57344.
 inline uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }
+
+// Gives slot `slot` the scale `scale` and scale_inv = fp8_compute_scale_inv(scale) (as the update kernel
+// would), uploaded straight into the state's device arrays. Synchronous (ordered with the legacy stream).
+inline void upload_scale(Fp8ScaleState* st, int slot, float scale) {
+    CHECK(slot >= 0 && slot < st->num_slots, "upload_scale: slot %d out of range [0, %d)", slot,
+          st->num_slots);
+    const float inv = fp8_compute_scale_inv(scale);
+    CHECK_CUDA(cudaMemcpy(st->scale + slot, &scale, sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(st->scale_inv + slot, &inv, sizeof(float), cudaMemcpyHostToDevice));
+}
+// upload_scale for every slot: scales[s] for slot s.
+inline void upload_scales(Fp8ScaleState* st, const std::vector<float>& scales) {
+    CHECK((int)scales.size() == st->num_slots, "upload_scales: %zu scales for %d slots", scales.size(),
+          st->num_slots);
+    for (int s = 0; s < st->num_slots; s++) upload_scale(st, s, scales[s]);
+}
 
 // The reference quantization: host emulation of the very conversion the kernels use (x * scale, saturating,
 // round to nearest even).

@@ -1,6 +1,6 @@
 // Tests for llmc/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats, backward
-// dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; then timing at the
-// GPT-1.5B attention shape (B=12, H=25, T=1024, D=64).
+// dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; the GPT-1.5B
+// attention shape (B=12, H=25, T=1024, D=64), also a benchmark (--bench).
 #include <cstring>
 #include <string>
 #include <utility>
@@ -178,10 +178,6 @@ constexpr double kMaxRelL2 = 1e-2;
 struct DeviceBuffers {
     bf16 *qkv = nullptr, *dout = nullptr, *out = nullptr, *dqkv = nullptr;
     float* stats = nullptr;
-    void swap(DeviceBuffers& o) {
-        std::swap(qkv, o.qkv), std::swap(dout, o.dout), std::swap(out, o.out), std::swap(dqkv, o.dqkv);
-        std::swap(stats, o.stats);
-    }
     ~DeviceBuffers() {
         for (void* p : {(void*)qkv, (void*)dout, (void*)out, (void*)dqkv, (void*)stats})
             if (p) cudaFree(p);
@@ -280,12 +276,33 @@ void check_extras(AttentionGraphs* graphs, GpuContext* ctx, const Shape& s, cons
     CHECK_CUDA(cudaFree(stats2));
 }
 
-// Runs forward + backward at shape s on fresh random inputs and checks them. qk_std scales q and k (score
-// standard deviation ~ qk_std^2): 1 gives a spread softmax, 2 a peaked one. heads empty = check every head.
-// extras: check_extras() too.
-// keep (optional) receives the device buffers (inputs and outputs) for further use.
-void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> heads, bool skip_if_unsupported,
-              bool extras, DeviceBuffers* keep = nullptr) {
+// Random bf16 inputs at shape s: qkv [N, 3C] with q and k scaled by qk_std, dout [N, C].
+void make_inputs(const Shape& s, float qk_std, std::vector<float>* qkv, std::vector<float>* dout) {
+    const size_t C = (size_t)s.H * s.D, N = (size_t)s.B * s.T;
+    *qkv = dev::random_normal(N * 3 * C);
+    *dout = dev::random_normal(N * C);
+    for (size_t n = 0; n < N; n++)
+        for (size_t c = 0; c < 2 * C; c++) (*qkv)[n * 3 * C + c] *= qk_std;
+    dev::round_to_bf16(*qkv);
+    dev::round_to_bf16(*dout);
+}
+
+// Device copies of the inputs, and poisoned (NaN) outputs.
+void upload(const Shape& s, const std::vector<float>& qkv, const std::vector<float>& dout, DeviceBuffers* d) {
+    const size_t C = (size_t)s.H * s.D, N = (size_t)s.B * s.T;
+    d->qkv = dev::to_device_bf16(qkv);
+    d->dout = dev::to_device_bf16(dout);
+    d->out = dev::device_alloc<bf16>(N * C);
+    d->stats = dev::device_alloc<float>((size_t)s.B * s.H * s.T);
+    d->dqkv = dev::device_alloc<bf16>(N * 3 * C);
+    CHECK_CUDA(cudaDeviceSynchronize());  // poisoning runs on the legacy stream; ctx's is non-blocking
+}
+
+// Runs forward + backward at shape s on fresh random inputs, through the calls the model makes
+// (attention_forward / attention_backward, graphs built on first use), and checks them. qk_std scales q and k
+// (score standard deviation ~ qk_std^2): 1 gives a spread softmax, 2 a peaked one. heads empty = check
+// every head. extras: check_extras() too.
+void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> heads, bool extras) {
     std::string why;
     if (!cuda_device_available(&why)) SKIP("no CUDA device: " + why);
     GpuContext* ctx = test_context();
@@ -293,27 +310,11 @@ void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> hea
     const size_t C = (size_t)H * D, N = (size_t)B * T;
     printf("  shape B=%d T=%d H=%d D=%d, q/k std %.1f\n", B, T, H, D, qk_std);
     AttentionGraphs graphs(/*deterministic_backward=*/true);
-    size_t ws = 0;
-    if (!attention_prepare(&graphs, ctx, B, T, H, D, /*training=*/true, &ws, &why)) {
-        if (skip_if_unsupported) SKIP("cuDNN does not support this shape: " + why);
-        testing::fail(__FILE__, __LINE__, "attention_prepare failed: " + why);
-        return;
-    }
-    printf("  cuDNN workspace %.1f MB\n", ws / 1e6);
 
-    std::vector<float> qkv = dev::random_normal(N * 3 * C), dout = dev::random_normal(N * C);
-    for (size_t n = 0; n < N; n++)
-        for (size_t c = 0; c < 2 * C; c++) qkv[n * 3 * C + c] *= qk_std;
-    dev::round_to_bf16(qkv);
-    dev::round_to_bf16(dout);
-
+    std::vector<float> qkv, dout;
+    make_inputs(s, qk_std, &qkv, &dout);
     DeviceBuffers d;
-    d.qkv = dev::to_device_bf16(qkv);
-    d.dout = dev::to_device_bf16(dout);
-    d.out = dev::device_alloc<bf16>(N * C);  // poisoned (NaN)
-    d.stats = dev::device_alloc<float>((size_t)B * H * T);
-    d.dqkv = dev::device_alloc<bf16>(N * 3 * C);
-    CHECK_CUDA(cudaDeviceSynchronize());  // poisoning runs on the legacy stream; ours is non-blocking
+    upload(s, qkv, dout, &d);
 
     attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, ctx->stream);
     attention_backward(&graphs, ctx, d.dqkv, d.dout, d.qkv, d.out, d.stats, B, T, H, D, ctx->stream);
@@ -331,44 +332,41 @@ void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> hea
             for (int h = 0; h < H; h++) heads.push_back({b, h});
     check_heads(s, qkv, dout, out, stats, dqkv, heads);
     if (extras) check_extras(&graphs, ctx, s, qkv, dout, d);
-    if (keep) keep->swap(d);
 }
 
 }  // namespace
 
-TEST(attention_B2_H4_T128_D64) { run_case({2, 128, 4, 64}, 1.0f, {}, false, true); }
+TEST(attention_B2_H4_T128_D64) { run_case({2, 128, 4, 64}, 1.0f, {}, true); }
 
-TEST(attention_B2_H3_T256_D64_peaked) { run_case({2, 256, 3, 64}, 2.0f, {}, false, false); }
+TEST(attention_B2_H3_T256_D64_peaked) { run_case({2, 256, 3, 64}, 2.0f, {}, false); }
 
 // T not a multiple of 128 (cuDNN <= 9.15 handles it through an internal padding mask).
-TEST(attention_B3_H2_T200_D64) { run_case({3, 200, 2, 64}, 1.0f, {}, true, false); }
+TEST(attention_B3_H2_T200_D64) { run_case({3, 200, 2, 64}, 1.0f, {}, false); }
 
-TEST(attention_B2_H4_T128_D32) { run_case({2, 128, 4, 32}, 1.0f, {}, true, false); }
+TEST(attention_B2_H4_T128_D32) { run_case({2, 128, 4, 32}, 1.0f, {}, false); }
 
-TEST(attention_B1_H2_T64_D128) { run_case({1, 64, 2, 128}, 1.0f, {}, true, false); }
+TEST(attention_B1_H2_T64_D128) { run_case({1, 64, 2, 128}, 1.0f, {}, false); }
 
-// GPT-1.5B shape: checks three heads against the reference (all heads for poison), then times.
-TEST(attention_gpt1p5b_timing) {
-    std::string why;
-    if (!cuda_device_available(&why)) SKIP("no CUDA device: " + why);
+// GPT-1.5B shape: checks three heads against the reference (all heads for poison).
+TEST(attention_gpt1p5b) { run_case({12, 1024, 25, 64}, 1.0f, {{0, 0}, {5, 13}, {11, 24}}, false); }
+
+// GPT-1.5B shape, deterministic and non-deterministic backward. Causal: QK^T and PV each 2*T*T*D flops per
+// (b, h), halved by the mask; backward has 5 such products. Against the dense BF16 GEMM peak.
+BENCH(attention_gpt1p5b) {
     const Shape s{12, 1024, 25, 64};
-    DeviceBuffers d;  // random inputs and the outputs of the checked run, reused for timing
-    run_case(s, 1.0f, {{0, 0}, {5, 13}, {11, 24}}, false, false, &d);
-    if (testing::state().failed || !d.qkv) return;
-
-    GpuContext* ctx = test_context();
     const int B = s.B, T = s.T, H = s.H, D = s.D;
-
-    // Causal: QK^T and PV each 2*T*T*D flops per (b, h), halved by the mask; backward has 5 such products.
+    GpuContext* ctx = test_context();
+    std::vector<float> qkv, dout;
+    make_inputs(s, 1.0f, &qkv, &dout);
+    DeviceBuffers d;
+    upload(s, qkv, dout, &d);
     const double fwd_flops = 2.0 * 2.0 * B * H * (double)T * T * D / 2, bwd_flops = 2.5 * fwd_flops;
     for (bool deterministic : {true, false}) {
         AttentionGraphs graphs(deterministic);
-        size_t ws = 0;
-        if (!attention_prepare(&graphs, ctx, B, T, H, D, true, &ws, &why)) {
-            testing::fail(__FILE__, __LINE__, "attention_prepare failed: " + why);
-            return;
-        }
-        // dev::time_ms records its events on the legacy default stream, so launch there (stream 0).
+        const std::string shape =
+            bench::fmt("B=%d,T=%d,H=%d,D=%d,%s", B, T, H, D, deterministic ? "det" : "nondet");
+        // dev::time_ms records its events on the legacy default stream, so launch there (stream 0). Its
+        // warm-up call builds the graphs (and grows the cuDNN workspace).
         auto fwd = [&] { attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, 0); };
         auto bwd = [&] {
             attention_backward(&graphs, ctx, d.dqkv, d.dout, d.qkv, d.out, d.stats, B, T, H, D, 0);
@@ -379,12 +377,11 @@ TEST(attention_gpt1p5b_timing) {
             fwd();
             bwd();
         });
-        printf(
-            "  %s backward (workspace %.0f MB): forward %.3f ms (%.0f TFLOP/s), backward %.3f ms (%.0f "
-            "TFLOP/s), forward+backward %.3f ms (%.0f TFLOP/s) per layer\n",
-            deterministic ? "deterministic" : "non-deterministic", ws / 1e6, ms_fwd, fwd_flops / ms_fwd / 1e9,
-            ms_bwd, bwd_flops / ms_bwd / 1e9, ms_both, (fwd_flops + bwd_flops) / ms_both / 1e9);
+        bench::report_flops("attention_forward", shape, ms_fwd, fwd_flops, bench::kPeakBf16Tflops);
+        bench::report_flops("attention_backward", shape, ms_bwd, bwd_flops, bench::kPeakBf16Tflops);
+        bench::report_flops("attention_forward+backward", shape, ms_both, fwd_flops + bwd_flops,
+                            bench::kPeakBf16Tflops);
     }
 }
 
-TEST_MAIN()
+DEV_MAIN()

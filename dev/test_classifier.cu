@@ -1,5 +1,6 @@
 // Tests for llmc/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU reference on
-// the same bf16 logits, the read-only mode, determinism, mean_loss, and the bandwidth at GPT-2 size.
+// the same bf16 logits, the read-only mode, determinism, mean_loss. Benchmark (--bench): the bandwidth at
+// GPT-2 size.
 #include <cstring>
 
 #include "dev/dev_utils.h"
@@ -171,8 +172,9 @@ TEST(classifier_bad_target) {
 }
 
 // GPT-2 1.5B size: B*T = 12288 rows of V = 50304. Bytes: read + write of the bf16 logits (the second read of
-// each row is meant to hit L2; if it does not, the achieved figure drops toward 2/3 of the bandwidth).
-TEST(classifier_timing) {
+// each row is meant to hit L2; if it does not, the achieved figure drops toward 2/3 of the bandwidth); the
+// loss-only mode reads them once.
+BENCH(fused_classifier_gpt1p5b) {
     const int N = 12288, V = 50304, R = 64;
     std::vector<float> block;
     std::vector<int> targets_r;
@@ -185,22 +187,17 @@ TEST(classifier_timing) {
     int* d_targets = dev::to_device(dev::random_ints(N, 0, V));
     float* d_losses = dev::device_alloc<float>(N);
     const double bytes = 2.0 * N * V * sizeof(bf16);
+    const std::string shape = bench::fmt("N=%d,V=%d", N, V);
     // Later repetitions run on the previous dlogits: finite values, same work.
     float ms =
         dev::time_ms([&] { fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, true, 0); });
-    printf("  fused_classifier N=%d V=%d: %.3f ms, %.0f GB/s\n", N, V, ms, bytes / ms * 1e-6);
+    bench::report_bandwidth("fused_classifier", shape, ms, bytes);
     ms = dev::time_ms([&] { fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, false, 0); });
-    printf("  fused_classifier (loss only): %.3f ms, %.0f GB/s (read only)\n", ms, bytes / 2 / ms * 1e-6);
-    const std::vector<float> losses = dev::from_device(d_losses, N);
-    for (int n = 0; n < N; n++)
-        if (!std::isfinite(losses[n])) {
-            testing::fail(__FILE__, __LINE__, "non-finite loss in the timing run");
-            break;
-        }
+    bench::report_bandwidth("fused_classifier", shape + ",loss-only", ms, bytes / 2);
     CHECK_CUDA(cudaFree(d_block));
     CHECK_CUDA(cudaFree(d_logits));
     CHECK_CUDA(cudaFree(d_targets));
     CHECK_CUDA(cudaFree(d_losses));
 }
 
-TEST_MAIN()
+DEV_MAIN()

@@ -1,4 +1,5 @@
-// Encoder (wte + wpe) forward and deterministic backward against float64 CPU references.
+// Encoder (wte + wpe) forward and deterministic backward against float64 CPU references; benchmarks
+// (--bench) at GPT-2 1.5B size.
 #include <cstring>
 #include <numeric>
 
@@ -37,7 +38,7 @@ std::vector<uint16_t> bits_of(const std::vector<float>& v) {
     return b;
 }
 
-void check_forward(int B, int T, int C, int V, bool timing) {
+void check_forward(int B, int T, int C, int V) {
     printf("  B = %d, T = %d, C = %d, V = %d\n", B, T, C, V);
     const int N = B * T, maxT = T + 5;
     std::vector<float> wte = dev::random_normal((size_t)V * C), wpe = dev::random_normal((size_t)maxT * C);
@@ -58,32 +59,20 @@ void check_forward(int B, int T, int C, int V, bool timing) {
     // The sum of two bf16 values is exact in fp32 (or rounded at 2^-24), then rounded once to bf16: rtol
     // 2^-8. An exactly cancelling sum is exactly 0 on both sides: atol 0.
     dev::expect_close("encoder forward", dev::from_device_bf16(d_out, (size_t)N * C), ref, 0.0, kBf16Rel);
-    if (timing) {
-        // write out; read the N wte rows, wpe (T rows, re-read from L2 per batch row), tokens
-        const double bytes = 4.0 * N * C + 2.0 * T * C + 4.0 * N;
-        const float ms = dev::time_ms([&] { encoder_forward(d_out, d_inp, d_wte, d_wpe, B, T, C, 0); });
-        printf("  timing encoder_forward B = %d T = %d C = %d: %.1f us, %.0f GB/s\n", B, T, C, ms * 1e3,
-               bytes / (ms * 1e-3) / 1e9);
-    }
     for (void* p : {(void*)d_inp, (void*)d_wte, (void*)d_wpe, (void*)d_out}) CHECK_CUDA(cudaFree(p));
 }
 
-void check_backward(int B, int T, int C, int V, int used, bool zipf, bool timing) {
+void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     const int N = B * T, maxT = T + 3;
     const std::vector<int> inp = make_tokens(N, V, used, zipf);
     TokenBuckets buckets;
-    const auto t0 = std::chrono::high_resolution_clock::now();
     build_token_buckets(&buckets, inp.data(), N);
-    const double bucket_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::high_resolution_clock::now() - t0).count();
     const int num_buckets = (int)buckets.tokens.size();
     int longest = 0;
     for (int i = 0; i < num_buckets; i++)
         longest = std::max(longest, buckets.offsets[i + 1] - buckets.offsets[i]);
-    printf(
-        "  B = %d, T = %d, C = %d, V = %d: %d buckets, longest %d positions (bucketing %.2f ms on the "
-        "host)\n",
-        B, T, C, V, num_buckets, longest, bucket_ms);
+    printf("  B = %d, T = %d, C = %d, V = %d: %d buckets, longest %d positions\n", B, T, C, V, num_buckets,
+           longest);
 
     // dwte starts with random values (the LM head's gradient); dwpe too (its rows >= T must survive).
     std::vector<float> dout = dev::random_normal((size_t)N * C), dwte0 = dev::random_normal((size_t)V * C),
@@ -153,14 +142,6 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf, bool timing
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte2, (size_t)V * C)) == bits_of(got_wte));
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C)) == bits_of(got_wpe));
 
-    if (timing) {
-        // dout read twice (dwte and dwpe kernels), dwte rows of present tokens read+written, dwpe written.
-        const double bytes = 4.0 * N * C + 4.0 * num_buckets * C + 2.0 * T * C + 12.0 * N;
-        const float ms = dev::time_ms(
-            [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0); });
-        printf("  timing encoder_backward B = %d T = %d C = %d: %.1f us, %.0f GB/s\n", B, T, C, ms * 1e3,
-               bytes / (ms * 1e-3) / 1e9);
-    }
     for (void* p : {(void*)d_inp, (void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte,
                     (void*)d_dwpe, (void*)d_dwte2, (void*)d_dwpe2})
         CHECK_CUDA(cudaFree(p));
@@ -199,21 +180,62 @@ TEST(token_buckets_structure) {
 // N = B*T not a multiple of the 256-thread block; C = 768, 1600 and a small C = 40 (less than a 256-wide
 // tile).
 TEST(encoder_forward_shapes) {
-    check_forward(3, 77, 768, 1000, false);
-    check_forward(2, 129, 1600, 50304, false);
-    check_forward(4, 33, 40, 17, false);
+    check_forward(3, 77, 768, 1000);
+    check_forward(2, 129, 1600, 50304);
+    check_forward(4, 33, 40, 17);
 }
 // Small vocabularies: many positions per bucket, with absent token rows between present ones.
 TEST(encoder_backward_shapes) {
-    check_backward(3, 77, 768, 24, 16, false, false);   // ~14 positions per bucket, 8 absent rows
-    check_backward(4, 64, 1600, 40, 7, false, false);   // ~37 positions per bucket
-    check_backward(2, 33, 40, 5, 3, false, false);      // small C
-    check_backward(4, 1024, 1600, 3, 2, false, false);  // two buckets of ~2048 positions
+    check_backward(3, 77, 768, 24, 16, false);   // ~14 positions per bucket, 8 absent rows
+    check_backward(4, 64, 1600, 40, 7, false);   // ~37 positions per bucket
+    check_backward(2, 33, 40, 5, 3, false);      // small C
+    check_backward(4, 1024, 1600, 3, 2, false);  // two buckets of ~2048 positions
 }
 // GPT-1.5B sizes: B = 12, T = 1024, C = 1600, V = 50304; Zipf-like tokens (longest bucket ~ 6% of N).
 TEST(encoder_gpt1p5b) {
-    check_forward(12, 1024, 1600, 50304, true);
-    check_backward(12, 1024, 1600, 50304, 0, true, true);
+    check_forward(12, 1024, 1600, 50304);
+    check_backward(12, 1024, 1600, 50304, 0, true);
 }
 
-TEST_MAIN()
+// ---- benchmarks at GPT-1.5B size: B = 12, T = 1024, C = 1600, V = 50304 ----
+
+namespace {
+constexpr int kB = 12, kT = 1024, kC = 1600, kV = 50304;
+}
+
+// Bytes: write out; read the N wte rows, wpe (T rows, re-read from L2 per batch row), tokens.
+BENCH(encoder_forward_gpt1p5b) {
+    const int N = kB * kT;
+    int* d_inp = dev::to_device(dev::random_ints(N, 0, kV));
+    bf16* d_wte = dev::to_device_bf16(dev::random_normal((size_t)kV * kC));
+    bf16* d_wpe = dev::to_device_bf16(dev::random_normal((size_t)kT * kC));
+    bf16* d_out = dev::device_alloc<bf16>((size_t)N * kC);
+    const double bytes = 4.0 * N * kC + 2.0 * kT * kC + 4.0 * N;
+    const float ms = dev::time_ms([&] { encoder_forward(d_out, d_inp, d_wte, d_wpe, kB, kT, kC, 0); });
+    bench::report_bandwidth("encoder_forward", bench::fmt("B=%d,T=%d,C=%d", kB, kT, kC), ms, bytes);
+    for (void* p : {(void*)d_inp, (void*)d_wte, (void*)d_wpe, (void*)d_out}) CHECK_CUDA(cudaFree(p));
+}
+
+// Zipf-like tokens. Bytes: dout read twice (dwte and dwpe kernels), dwte rows of present tokens read and
+// written, dwpe written, the bucket arrays.
+BENCH(encoder_backward_gpt1p5b) {
+    const int N = kB * kT;
+    const std::vector<int> inp = make_tokens(N, kV, 0, true);
+    TokenBuckets buckets;
+    build_token_buckets(&buckets, inp.data(), N);
+    const int num_buckets = (int)buckets.tokens.size();
+    int* d_off = dev::to_device(buckets.offsets);
+    int* d_pos = dev::to_device(buckets.positions);
+    int* d_tok = dev::to_device(buckets.tokens);
+    bf16* d_dout = dev::to_device_bf16(dev::random_normal((size_t)N * kC));
+    bf16* d_dwte = dev::to_device_bf16(dev::random_normal((size_t)kV * kC));
+    bf16* d_dwpe = dev::to_device_bf16(dev::random_normal((size_t)kT * kC));
+    const double bytes = 4.0 * N * kC + 4.0 * num_buckets * kC + 2.0 * kT * kC + 12.0 * N;
+    const float ms = dev::time_ms(
+        [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, kB, kT, kC, 0); });
+    bench::report_bandwidth("encoder_backward", bench::fmt("B=%d,T=%d,C=%d,zipf", kB, kT, kC), ms, bytes);
+    for (void* p : {(void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte, (void*)d_dwpe})
+        CHECK_CUDA(cudaFree(p));
+}
+
+DEV_MAIN()

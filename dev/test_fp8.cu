@@ -1,7 +1,7 @@
 // Tests for llmc/fp8.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
 // round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
 // a float64 reference, and the delayed-scaling update against the host model in llmc/fp8_scale_math.h plus
-// hand-derived cases. Timings at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
+// hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
 #include <cfloat>
 #include <cstring>
 
@@ -29,11 +29,7 @@ struct Fixture {
     ~Fixture() { fp8_scale_state_destroy(&st); }
     int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
-    void set_scale(Fp8Dtype d, float s) {
-        std::vector<float> sc = dev::from_device(st.scale, st.num_slots);
-        sc[slot(d)] = s;
-        fp8_set_scales(&st, sc);
-    }
+    void set_scale(Fp8Dtype d, float s) { upload_scale(&st, slot(d), s); }
     uint32_t staged_bits(Fp8Dtype d) {
         float v = dev::from_device(fp8_staging_amax(&st) + slot(d), 1)[0];
         return fp8_float_bits(v);
@@ -97,34 +93,18 @@ TEST(weight_cast_transpose_fp32_master) {
     }
 }
 
-TEST(plain_cast_and_amax_only) {
+// Amax only (step-0 calibration): exactly max |x| (of the pre-scale input) into the slot's staging amax, for
+// bf16 and fp32 inputs, n from one chunk to several million (partial last block).
+TEST(amax_only) {
     Fixture f;
     for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
         for (long n : {8L, 48L * 80, 8L * 100003, 12288L * 1600}) {
             for (int fp32 = 0; fp32 < 2; fp32++) {
                 std::vector<float> x = wide_values(n, !fp32);
                 const uint32_t ref_amax = amax_bits(x);
-                const float scale =
-                    2.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
-                f.set_scale(d, scale);
                 Allocs A;
                 void* d_in = fp32 ? (void*)A(dev::to_device(x)) : (void*)A(dev::to_device_bf16(x));
-                fp8b* d_out = A(dev::device_alloc<fp8b>(n));
-                float* d_sinv = A(dev::device_alloc<float>(1));
-                f.reset_staging();
-                if (fp32)
-                    fp8_cast(d_out, d_sinv, &f.st, f.slot(d), (const float*)d_in, n, 0);
-                else
-                    fp8_cast(d_out, d_sinv, &f.st, f.slot(d), (const bf16*)d_in, n, 0);
-                std::vector<uint8_t> ref(n);
-                for (long i = 0; i < n; i++) ref[i] = quantize(x[i], scale, d);
-                printf(" n=%ld %s %s\n", n, name(d), fp32 ? "fp32" : "bf16");
-                expect_bytes("cast", dev::from_device(d_out, n), ref);
-                EXPECT_EQ(f.staged_bits(d), ref_amax);
-                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
-                          fp8_float_bits(fp8_compute_scale_inv(scale)));
-                if (n > 100) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);
-                // Amax only (step-0 calibration): same amax, nothing written.
+                printf(" n=%ld slot %d %s\n", n, f.slot(d), fp32 ? "fp32" : "bf16");
                 f.reset_staging();
                 if (fp32)
                     fp8_amax(&f.st, f.slot(d), (const float*)d_in, n, 0);
@@ -427,7 +407,7 @@ TEST(update_scales_hand_cases) {
                                 Fp8Dtype::E4M3, Fp8Dtype::E4M3, Fp8Dtype::E4M3};
     const int S = 6, H = 4;
     Fp8ScaleState st = fp8_scale_state_create(dt, H);
-    fp8_set_scales(&st, {1.0f, 3.0f, 1.0f, 1.0f, 5.0f, 7.0f});
+    upload_scales(&st, {1.0f, 3.0f, 1.0f, 1.0f, 5.0f, 7.0f});
     std::vector<float> hist((size_t)H * S, 0.0f);
     const float staged[S] = {2.0f, 0.0f, 2.0f, 1e-40f, inf, NAN};
     for (int s = 0; s < S; s++) hist[s] = staged[s];
@@ -494,61 +474,110 @@ TEST(calibrate_scales) {
     fp8_scale_state_destroy(&st);
 }
 
-// ---- timings at GPT-1.5B sizes ----
-TEST(timing) {
+// ---- benchmarks at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400) ----
+
+namespace {
+
+constexpr int kN = 12288, kC = 1600, kC4 = 6400;
+
+// Inputs and outputs shared by the benchmarks, built on first use (kept until exit). Slot 0 is E4M3 (scale
+// 64), slot 1 E5M2 (scale 4096).
+struct BenchBuffers {
     Fixture f;
-    Allocs A;
-    const int N = 12288, C = 1600, C4 = 6400;
-    f.set_scale(Fp8Dtype::E4M3, 64.0f);
-    f.set_scale(Fp8Dtype::E5M2, 4096.0f);
-    std::vector<float> x = dev::random_normal((size_t)N * C4);
-    bf16* d_a = A(dev::to_device_bf16(x));
-    bf16* d_b = A(dev::to_device_bf16(x));
-    float* d_w32 = A(dev::to_device(std::vector<float>(x.begin(), x.begin() + (size_t)C * C4)));
-    fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)N * C4));
-    fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C4));
-    float* d_sinv = A(dev::device_alloc<float>(1));
-    bf16* d_db = A(dev::device_alloc<bf16>(C4));
-    void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4)));
-    auto report = [](const char* what, float ms, double bytes) {
-        printf("  %-44s %8.1f us  %7.0f GB/s\n", what, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
-    };
-    const double nc = (double)N * C, nc4 = (double)N * C4;
-    float ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_a, N, C, 0); });
-    report("cast_transpose 12288x1600 e4m3", ms, nc * 2 + 2 * nc);
-    ms = dev::time_ms([&] { fp8_cast_transpose(nullptr, d_outT, d_sinv, &f.st, 0, d_a, N, C, 0); });
-    report("cast_transpose 12288x1600 (T only)", ms, nc * 2 + nc);
-    ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_a, N, C4, 0); });
-    report("cast_transpose 12288x6400 e4m3", ms, nc4 * 2 + 2 * nc4);
-    ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, N, C, false, 0);
+    bf16 *a, *b;  // [N, 4C] N(0, 1) values (b: the GELU input of the dGELU cast)
+    float* w32;   // [4C, C] fp32 master weight
+    fp8b *out, *outT;
+    float* sinv;
+    bf16* db;
+    void* scratch;
+    BenchBuffers() {
+        f.set_scale(Fp8Dtype::E4M3, 64.0f);
+        f.set_scale(Fp8Dtype::E5M2, 4096.0f);
+        std::vector<float> x = dev::random_normal((size_t)kN * kC4);
+        a = dev::to_device_bf16(x);
+        b = dev::to_device_bf16(x);
+        w32 = dev::to_device(std::vector<float>(x.begin(), x.begin() + (size_t)kC * kC4));
+        out = dev::device_alloc<fp8b>((size_t)kN * kC4);
+        outT = dev::device_alloc<fp8b>((size_t)kN * kC4);
+        sinv = dev::device_alloc<float>(1);
+        db = dev::device_alloc<bf16>(kC4);
+        scratch = dev::device_alloc<char>(fp8_dbias_scratch_bytes(kN, kC4));
+    }
+};
+BenchBuffers& bench_buffers() {
+    static BenchBuffers* b = new BenchBuffers();  // never freed: the process ends after the benchmarks
+    return *b;
+}
+
+}  // namespace
+
+// Bytes: bf16 input read (2/elem), one FP8 byte per output copy.
+BENCH(cast_transpose) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC, nc4 = (double)kN * kC4;
+    float ms = dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC, 0); });
+    bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3", ms, nc * 2 + 2 * nc);
+    ms = dev::time_ms([&] { fp8_cast_transpose(nullptr, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC, 0); });
+    bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3,T-only", ms, nc * 2 + nc);
+    ms = dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC4, 0); });
+    bench::report_bandwidth("fp8_cast_transpose", "12288x6400,e4m3", ms, nc4 * 2 + 2 * nc4);
+}
+
+BENCH(cast_transpose_dbias) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC;
+    const float ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, kN, kC, false, 0);
     });
-    report("cast_transpose_dbias 12288x1600 e5m2", ms, nc * 2 + 2 * nc);
-    ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, d_b, N, C4,
-                                       false, false, 0);
-    });
-    report("cast_transpose_dbias_dgelu 12288x6400 erf", ms, nc4 * 4 + 2 * nc4);
-    ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, 1, d_a, d_b, N, C4,
-                                       true, false, 0);
-    });
-    report("cast_transpose_dbias_dgelu 12288x6400 tanh", ms, nc4 * 4 + 2 * nc4);
-    ms = dev::time_ms([&] { fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, 0, d_w32, C4, C, 0); });
-    report("weight cast_transpose fp32 6400x1600", ms, (double)C4 * C * (4 + 2));
-    ms = dev::time_ms([&] { fp8_cast(d_out, d_sinv, &f.st, 0, d_a, (long)nc, 0); });
-    report("cast 12288x1600", ms, nc * 3);
-    ms = dev::time_ms([&] { fp8_amax(&f.st, 0, d_a, (long)nc, 0); });
-    report("amax 12288x1600", ms, nc * 2);
+    bench::report_bandwidth("fp8_cast_transpose_dbias", "12288x1600,e5m2", ms, nc * 2 + 2 * nc);
+}
+
+// Bytes: dout and pre read (2 + 2), two FP8 copies written.
+BENCH(cast_transpose_dbias_dgelu) {
+    BenchBuffers& b = bench_buffers();
+    const double nc4 = (double)kN * kC4;
+    for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+        const float ms = dev::time_ms([&] {
+            fp8_cast_transpose_dbias_dgelu(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, b.b, kN,
+                                           kC4, tanh_form, false, 0);
+        });
+        bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu",
+                                tanh_form ? "12288x6400,e5m2,tanh" : "12288x6400,e5m2,erf", ms,
+                                nc4 * 4 + 2 * nc4);
+    }
+}
+
+// FP32 master weight [4C, C]: 4 bytes read, two FP8 copies written per element.
+BENCH(weight_cast_transpose_fp32) {
+    BenchBuffers& b = bench_buffers();
+    const float ms =
+        dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.w32, kC4, kC, 0); });
+    bench::report_bandwidth("fp8_cast_transpose", "6400x1600,fp32,e4m3", ms, (double)kC4 * kC * (4 + 2));
+}
+
+// Calibration passes: read only.
+BENCH(amax) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC, nc4 = (double)kN * kC4;
+    float ms = dev::time_ms([&] { fp8_amax(&b.f.st, 0, b.a, (long)nc, 0); });
+    bench::report_bandwidth("fp8_amax", "12288x1600,bf16", ms, nc * 2);
+    ms = dev::time_ms([&] { fp8_amax_dgelu(&b.f.st, 1, b.a, b.b, (long)nc4, false, 0); });
+    bench::report_bandwidth("fp8_amax_dgelu", "12288x6400,erf", ms, nc4 * 4);
+}
+
+// GPT-1.5B's 48 layers x 4 Linears x 3 slots, history 1024, with the staging upload: the whole state read
+// and written.
+BENCH(update_scales) {
     Fp8ScaleState big = fp8_scale_state_create(fp8_linear_slot_dtypes(Fp8Format::Hybrid, 48 * 4), 1024);
     std::vector<float> ones(big.num_slots, 1.0f);
-    ms = dev::time_ms([&] {
+    const float ms = dev::time_ms([&] {
         CHECK_CUDA(
             cudaMemcpyAsync(fp8_staging_amax(&big), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice, 0));
         fp8_update_scales(&big, AmaxAlgo::Max, 0, 0);
     });
-    report("update_scales 576 slots x 1024 (+ upload)", ms, 2.0 * big.storage_floats * 4);
+    bench::report_bandwidth("fp8_update_scales", bench::fmt("%dslots,history1024,+upload", big.num_slots), ms,
+                            2.0 * big.storage_floats * 4);
     fp8_scale_state_destroy(&big);
 }
 
-TEST_MAIN()
+DEV_MAIN()

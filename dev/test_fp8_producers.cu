@@ -5,8 +5,8 @@
 // transposed copy equal to the row-wise copy transposed. CPU references: LayerNorm replicates the kernel's
 // fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be replicated bit for bit),
 // so a few one-code differences are allowed there (bound derived below). Calibration: amax-only passes, then
-// fp8_calibrate_scales, then the fused kernel. Timings at GPT-1.5B sizes (N = B*T = 12288, C = 1600,
-// 4C = 6400) against the unfused sequences.
+// fp8_calibrate_scales, then the fused kernel. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288,
+// C = 1600, 4C = 6400), with the unfused sequences for comparison.
 #include <cstring>
 
 #include "dev/dev_utils.h"
@@ -81,9 +81,8 @@ struct Fixture {
     int ref_slot(Fp8Dtype d) const { return slot(d) + 2; }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
     void set_scale(Fp8Dtype d, float s) {
-        std::vector<float> sc = dev::from_device(st.scale, st.num_slots);
-        sc[slot(d)] = sc[ref_slot(d)] = s;
-        fp8_set_scales(&st, sc);
+        upload_scale(&st, slot(d), s);
+        upload_scale(&st, ref_slot(d), s);
     }
     uint32_t staged_bits(int s) { return fp8_float_bits(dev::from_device(fp8_staging_amax(&st) + s, 1)[0]); }
     float scale_of(int s) { return dev::from_device(st.scale + s, 1)[0]; }
@@ -452,83 +451,114 @@ TEST(calibration) {
         }
 }
 
-// ---- timings at GPT-1.5B sizes, against the unfused sequences (BF16 kernel + cast_transpose) ----
-TEST(timing) {
+// ---- benchmarks at GPT-1.5B sizes, with the unfused sequences (BF16 kernel + cast_transpose) ----
+
+namespace {
+
+constexpr int kN = 12288, kC = 1600, kC4 = 6400;
+
+// Inputs and outputs shared by the benchmarks, built on first use (kept until exit); slot 0 (E4M3, scale 64).
+struct BenchBuffers {
     Fixture f;
-    Allocs A;
-    const int N = 12288, C = 1600, C4 = 6400;
-    const double nc = (double)N * C, nc4 = (double)N * C4;
-    f.set_scale(Fp8Dtype::E4M3, 64.0f);
-    std::vector<float> x = dev::random_normal((size_t)N * C4);
-    dev::round_to_bf16(x);
-    std::vector<float> w = dev::random_normal(C, 1.0f, 0.2f), b = dev::random_normal(C, 0.0f, 0.2f);
-    bf16* d_a = A(dev::to_device_bf16(x));
-    bf16* d_b2 = A(dev::to_device_bf16(x));
-    bf16* d_w = A(dev::to_device_bf16(w));
-    bf16* d_bias = A(dev::to_device_bf16(b));
-    bf16* d_res = A(dev::device_alloc<bf16>((size_t)N * C));
-    bf16* d_y = A(dev::device_alloc<bf16>((size_t)N * C4));
-    float* d_mean = A(dev::device_alloc<float>(N));
-    float* d_rstd = A(dev::device_alloc<float>(N));
-    fp8b* d_q = A(dev::device_alloc<fp8b>((size_t)N * C4));
-    fp8b* d_qT = A(dev::device_alloc<fp8b>((size_t)N * C4));
-    float* d_sinv = A(dev::device_alloc<float>(1));
-    const int s = f.slot(Fp8Dtype::E4M3);
-    auto report = [](const char* what, float ms, double bytes, float ref_ms) {
-        printf("  %-52s %8.1f us  %7.0f GB/s", what, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
-        if (ref_ms > 0) printf("  (%.2fx faster than unfused)", ref_ms / ms);
-        printf("\n");
-    };
-    // Residual LayerNorm: fused reads 2 inputs, writes the residual (bf16) + 2 FP8 copies = 8 B/elem;
-    // unfused: residual_layernorm_forward (4 + 4) + cast_transpose (2 + 2) = 12 B/elem.
-    float ref = dev::time_ms([&] {
-        residual_layernorm_forward(d_res, d_y, d_mean, d_rstd, d_a, d_b2, d_w, d_bias, N, C, 0);
-        fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C, 0);
-    });
-    report("unfused residual_layernorm + cast_transpose", ref, 12 * nc, 0);
-    float ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, d_b2, d_w,
-                                       d_bias, N, C, 0);
-    });
-    report("fp8_residual_layernorm_forward 12288x1600 (res, NC+T)", ms, 8 * nc, ref);
-    ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(d_res, nullptr, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, d_b2, d_w,
-                                       d_bias, N, C, 0);
-    });
-    report("fp8_residual_layernorm_forward (res, T only)", ms, 7 * nc, 0);
-    // Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).
-    ref = dev::time_ms([&] {
-        layernorm_forward(d_y, d_mean, d_rstd, d_a, d_w, d_bias, N, C, 0);
-        fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C, 0);
-    });
-    report("unfused layernorm + cast_transpose", ref, 8 * nc, 0);
-    ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(nullptr, d_q, d_qT, d_sinv, d_mean, d_rstd, &f.st, s, d_a, nullptr,
-                                       d_w, d_bias, N, C, 0);
-    });
-    report("fp8 layernorm 12288x1600 (NC+T)", ms, 4 * nc, ref);
-    ms = dev::time_ms([&] { fp8_layernorm_amax(&f.st, s, d_a, d_b2, d_w, d_bias, N, C, 0); });
-    report("fp8_layernorm_amax (residual)", ms, 4 * nc, 0);
-    // GELU: fused 2 + 2 B/elem; unfused gelu_forward (2 + 2) + cast_transpose (2 + 2).
-    for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
-        ref = dev::time_ms([&] {
-            gelu_forward(d_y, d_a, (size_t)nc4, tanh_form, 0);
-            fp8_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_y, N, C4, 0);
-        });
-        report(tanh_form ? "unfused gelu_forward (tanh) + cast_transpose"
-                         : "unfused gelu_forward + cast_transpose",
-               ref, 8 * nc4, 0);
-        ms = dev::time_ms(
-            [&] { fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, s, d_a, N, C4, tanh_form, 0); });
-        report(
-            tanh_form ? "fp8_gelu_cast_transpose 12288x6400 tanh" : "fp8_gelu_cast_transpose 12288x6400 erf",
-            ms, 4 * nc4, ref);
+    bf16 *a, *b2, *w, *bias, *res, *y;
+    float *mean, *rstd, *sinv;
+    fp8b *q, *qT;
+    const int s = 0;
+    BenchBuffers() {
+        f.set_scale(Fp8Dtype::E4M3, 64.0f);
+        std::vector<float> x = dev::random_normal((size_t)kN * kC4);
+        dev::round_to_bf16(x);
+        a = dev::to_device_bf16(x);
+        b2 = dev::to_device_bf16(x);
+        w = dev::to_device_bf16(dev::random_normal(kC, 1.0f, 0.2f));
+        bias = dev::to_device_bf16(dev::random_normal(kC, 0.0f, 0.2f));
+        res = dev::device_alloc<bf16>((size_t)kN * kC);
+        y = dev::device_alloc<bf16>((size_t)kN * kC4);
+        mean = dev::device_alloc<float>(kN);
+        rstd = dev::device_alloc<float>(kN);
+        q = dev::device_alloc<fp8b>((size_t)kN * kC4);
+        qT = dev::device_alloc<fp8b>((size_t)kN * kC4);
+        sinv = dev::device_alloc<float>(1);
     }
-    ms =
-        dev::time_ms([&] { fp8_gelu_cast_transpose(nullptr, d_qT, d_sinv, &f.st, s, d_a, N, C4, false, 0); });
-    report("fp8_gelu_cast_transpose erf (T only)", ms, 3 * nc4, 0);
-    ms = dev::time_ms([&] { fp8_gelu_amax(&f.st, s, d_a, N, C4, false, 0); });
-    report("fp8_gelu_amax erf", ms, 2 * nc4, 0);
+};
+BenchBuffers& bench_buffers() {
+    static BenchBuffers* b = new BenchBuffers();  // never freed: the process ends after the benchmarks
+    return *b;
 }
 
-TEST_MAIN()
+}  // namespace
+
+// Residual LayerNorm: fused reads 2 inputs, writes the residual (bf16) + 2 FP8 copies = 8 B/elem;
+// unfused: residual_layernorm_forward (4 + 4) + cast_transpose (2 + 2) = 12 B/elem.
+BENCH(fp8_residual_layernorm) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC;
+    float ms = dev::time_ms([&] {
+        residual_layernorm_forward(b.res, b.y, b.mean, b.rstd, b.a, b.b2, b.w, b.bias, kN, kC, 0);
+        fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC, 0);
+    });
+    bench::report_bandwidth("unfused:residual_layernorm+cast_transpose", "12288x1600,e4m3", ms, 12 * nc);
+    ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(b.res, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2, b.w,
+                                       b.bias, kN, kC, 0);
+    });
+    bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3", ms, 8 * nc);
+    ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(b.res, nullptr, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2,
+                                       b.w, b.bias, kN, kC, 0);
+    });
+    bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
+}
+
+// Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).
+BENCH(fp8_layernorm) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC;
+    float ms = dev::time_ms([&] {
+        layernorm_forward(b.y, b.mean, b.rstd, b.a, b.w, b.bias, kN, kC, 0);
+        fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC, 0);
+    });
+    bench::report_bandwidth("unfused:layernorm+cast_transpose", "12288x1600,e4m3", ms, 8 * nc);
+    ms = dev::time_ms([&] {
+        fp8_residual_layernorm_forward(nullptr, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, nullptr,
+                                       b.w, b.bias, kN, kC, 0);
+    });
+    bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,no-residual", ms, 4 * nc);
+}
+
+BENCH(fp8_layernorm_amax) {
+    BenchBuffers& b = bench_buffers();
+    const double nc = (double)kN * kC;
+    const float ms =
+        dev::time_ms([&] { fp8_layernorm_amax(&b.f.st, b.s, b.a, b.b2, b.w, b.bias, kN, kC, 0); });
+    bench::report_bandwidth("fp8_layernorm_amax", "12288x1600,residual", ms, 4 * nc);
+}
+
+// GELU: fused 2 + 2 B/elem; unfused gelu_forward (2 + 2) + cast_transpose (2 + 2).
+BENCH(fp8_gelu_cast_transpose) {
+    BenchBuffers& b = bench_buffers();
+    const double nc4 = (double)kN * kC4;
+    for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+        const char* shape = tanh_form ? "12288x6400,e4m3,tanh" : "12288x6400,e4m3,erf";
+        float ms = dev::time_ms([&] {
+            gelu_forward(b.y, b.a, (size_t)nc4, tanh_form, 0);
+            fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC4, 0);
+        });
+        bench::report_bandwidth("unfused:gelu_forward+cast_transpose", shape, ms, 8 * nc4);
+        ms = dev::time_ms(
+            [&] { fp8_gelu_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, tanh_form, 0); });
+        bench::report_bandwidth("fp8_gelu_cast_transpose", shape, ms, 4 * nc4);
+    }
+    const float ms = dev::time_ms(
+        [&] { fp8_gelu_cast_transpose(nullptr, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
+}
+
+BENCH(fp8_gelu_amax) {
+    BenchBuffers& b = bench_buffers();
+    const double nc4 = (double)kN * kC4;
+    const float ms = dev::time_ms([&] { fp8_gelu_amax(&b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    bench::report_bandwidth("fp8_gelu_amax", "12288x6400,erf", ms, 2 * nc4);
+}
+
+DEV_MAIN()

@@ -1,4 +1,5 @@
-// GELU forward/backward (exact erf form and tanh approximation) against float64 CPU references.
+// GELU forward/backward (exact erf form and tanh approximation) against float64 CPU references; benchmarks
+// (--bench) at the GPT-1.5B MLP size.
 #include <cstring>
 
 #include "dev/dev_utils.h"
@@ -54,7 +55,7 @@ std::vector<float> gelu_inputs(size_t n) {
     return x;
 }
 
-void check_gelu(size_t n, bool tanh_approx, bool timing) {
+void check_gelu(size_t n, bool tanh_approx) {
     printf("  n = %zu, %s form\n", n, tanh_approx ? "tanh" : "erf");
     const std::vector<float> x = gelu_inputs(n);
     std::vector<float> d = dev::random_normal(n);
@@ -87,14 +88,6 @@ void check_gelu(size_t n, bool tanh_approx, bool timing) {
     CHECK_CUDA(cudaDeviceSynchronize());
     dev::expect_close("gelu forward in place", dev::from_device_bf16(d_z, n), ref_y, kFwdAtol, kRtol);
 
-    if (timing) {
-        const double bytes_fwd = 4.0 * n, bytes_bwd = 6.0 * n;  // bf16: read x (+ d), write y (d)
-        const float ms_fwd = dev::time_ms([&] { gelu_forward(d_y, d_x, n, tanh_approx, 0); });
-        const float ms_bwd = dev::time_ms([&] { gelu_backward_inplace(d_d, d_x, n, tanh_approx, 0); });
-        printf("  timing n = %zu: forward %.1f us (%.0f GB/s), backward %.1f us (%.0f GB/s)\n", n,
-               ms_fwd * 1e3, bytes_fwd / (ms_fwd * 1e-3) / 1e9, ms_bwd * 1e3,
-               bytes_bwd / (ms_bwd * 1e-3) / 1e9);
-    }
     CHECK_CUDA(cudaFree(d_x));
     CHECK_CUDA(cudaFree(d_y));
     CHECK_CUDA(cudaFree(d_d));
@@ -161,9 +154,28 @@ constexpr size_t kLargeN = (size_t)12288 * 6400;
 
 TEST(gelu_erf_all_bf16) { check_gelu_all_bf16(false); }
 TEST(gelu_tanh_all_bf16) { check_gelu_all_bf16(true); }
-TEST(gelu_erf_small) { check_gelu(kSmallN, false, false); }
-TEST(gelu_tanh_small) { check_gelu(kSmallN, true, false); }
-TEST(gelu_erf_gpt1p5b) { check_gelu(kLargeN, false, true); }
-TEST(gelu_tanh_gpt1p5b) { check_gelu(kLargeN, true, true); }
+TEST(gelu_erf_small) { check_gelu(kSmallN, false); }
+TEST(gelu_tanh_small) { check_gelu(kSmallN, true); }
+TEST(gelu_erf_gpt1p5b) { check_gelu(kLargeN, false); }
+TEST(gelu_tanh_gpt1p5b) { check_gelu(kLargeN, true); }
 
-TEST_MAIN()
+// bf16 bytes: forward reads x and writes y (4 per element), backward reads x and d and writes d (6).
+BENCH(gelu_gpt1p5b) {
+    const size_t n = kLargeN;
+    bf16* d_x = dev::to_device_bf16(gelu_inputs(n));
+    bf16* d_y = dev::device_alloc<bf16>(n);
+    bf16* d_d = dev::to_device_bf16(dev::random_normal(n));
+    for (bool tanh_approx : {false, true}) {
+        const std::string shape = tanh_approx ? "12288x6400,tanh" : "12288x6400,erf";
+        const float ms_fwd = dev::time_ms([&] { gelu_forward(d_y, d_x, n, tanh_approx, 0); });
+        bench::report_bandwidth("gelu_forward", shape, ms_fwd, 4.0 * n);
+        // Repetitions multiply d by gelu' again: the values change, the work does not.
+        const float ms_bwd = dev::time_ms([&] { gelu_backward_inplace(d_d, d_x, n, tanh_approx, 0); });
+        bench::report_bandwidth("gelu_backward_inplace", shape, ms_bwd, 6.0 * n);
+    }
+    CHECK_CUDA(cudaFree(d_x));
+    CHECK_CUDA(cudaFree(d_y));
+    CHECK_CUDA(cudaFree(d_d));
+}
+
+DEV_MAIN()

@@ -1,6 +1,6 @@
 // Tests for llmc/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients, both clip
-// branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P, and the
-// bandwidth at GPT-2 1.5B size.
+// branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P, and a
+// GPT-2 1.5B-size buffer; its bandwidth is a benchmark (--bench).
 #include <cstring>
 
 #include "dev/dev_utils.h"
@@ -120,27 +120,44 @@ TEST(global_norm_views_and_tiny) {
     CHECK_CUDA(cudaFree(d_grads));
 }
 
-// GPT-2 1.5B-size gradient buffer: bytes = P bf16 reads.
-TEST(global_norm_timing) {
-    const size_t P = 1500000000ull;
+namespace {
+
+// GPT-2 1.5B-size gradient buffer, every element 0x3C3C = 0.011475 (bf16).
+constexpr size_t kP1p5B = 1500000000ull;
+bf16* constant_grads_1p5b() {
     bf16* d_grads = nullptr;
-    CHECK_CUDA(cudaMalloc(&d_grads, P * sizeof(bf16)));
-    CHECK_CUDA(cudaMemset(d_grads, 0x3C, P * sizeof(bf16)));  // 0x3C3C = 0.011475 (bf16)
+    CHECK_CUDA(cudaMalloc(&d_grads, kP1p5B * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(d_grads, 0x3C, kP1p5B * sizeof(bf16)));
+    return d_grads;
+}
+
+}  // namespace
+
+// GPT-2 1.5B size (3 GB of gradients, offsets beyond 2^31 bytes): the norm of the constant buffer is
+// |x| * sqrt(P) (same tolerance argument as above).
+TEST(global_norm_gpt1p5b_constant) {
+    bf16* d_grads = constant_grads_1p5b();
+    const NormResult r = run_norm(d_grads, kP1p5B, 0.0f);
+    const float x = __bfloat162float(__ushort_as_bfloat16((unsigned short)0x3C3C));
+    dev::expect_close("norm (constant)", {r.norm}, {(float)(x * std::sqrt((double)kP1p5B))}, 0.0, kNormRtol);
+    CHECK_CUDA(cudaFree(d_grads));
+}
+
+// Bytes = P bf16 reads.
+BENCH(global_norm_gpt1p5b) {
+    bf16* d_grads = constant_grads_1p5b();
     const size_t np = global_norm_num_partials();
     float* d_partials = dev::device_alloc<float>(np);
     float* d_out = dev::device_alloc<float>(2);
     const float ms = dev::time_ms([&] {
-        global_norm_squared(d_partials, d_grads, P, 0);
+        global_norm_squared(d_partials, d_grads, kP1p5B, 0);
         grad_clip_scale(d_out, d_out + 1, d_partials, (int)np, 1.0f, 0);
     });
-    printf("  global norm P=%zu: %.3f ms, %.0f GB/s\n", P, ms, 2.0 * P / ms * 1e-6);
-    // Every element is 0x3C3C: the norm is |x| * sqrt(P) (same tolerance argument as above).
-    const float x = __bfloat162float(__ushort_as_bfloat16((unsigned short)0x3C3C));
-    const float norm = dev::from_device(d_out, 1)[0];
-    dev::expect_close("norm (constant)", {norm}, {(float)(x * std::sqrt((double)P))}, 0.0, kNormRtol);
+    bench::report_bandwidth("global_norm_squared+grad_clip_scale", bench::fmt("P=%zu", kP1p5B), ms,
+                            2.0 * kP1p5B);
     CHECK_CUDA(cudaFree(d_grads));
     CHECK_CUDA(cudaFree(d_partials));
     CHECK_CUDA(cudaFree(d_out));
 }
 
-TEST_MAIN()
+DEV_MAIN()

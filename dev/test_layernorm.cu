@@ -1,5 +1,5 @@
 // LayerNorm forward (plain and fused residual add), saved statistics and backward against float64 CPU
-// references.
+// references; benchmarks (--bench) at GPT-2 1.5B and small widths.
 #include "dev/dev_utils.h"
 #include "llmc/layernorm.cuh"
 
@@ -74,7 +74,7 @@ void check_forward_outputs(const char* what, const LnRef& ref, const LnInputs& i
     dev::expect_close((s + " rstd").c_str(), dev::from_device(d_rstd, N), ref.rstd, 0.0, rstd_rel);
 }
 
-void check_forward(int N, int C, bool timing) {
+void check_forward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);
     const LnRef ref = layernorm_ref(in.x, in.w, in.b, N, C);
@@ -94,19 +94,12 @@ void check_forward(int N, int C, bool timing) {
     CHECK_CUDA(cudaDeviceSynchronize());
     EXPECT_TRUE(dev::from_device_bf16(d_out2, (size_t)N * C) == dev::from_device_bf16(d_out, (size_t)N * C));
 
-    if (timing) {
-        const double bytes = 4.0 * N * C + 8.0 * N + 4.0 * C;  // read x, write out, write stats, read w/b
-        const float ms =
-            dev::time_ms([&] { layernorm_forward(d_out, d_mean, d_rstd, d_x, d_w, d_b, N, C, 0); });
-        printf("  timing layernorm_forward N = %d C = %d: %.1f us, %.0f GB/s\n", N, C, ms * 1e3,
-               bytes / (ms * 1e-3) / 1e9);
-    }
     for (void* p :
          {(void*)d_x, (void*)d_w, (void*)d_b, (void*)d_out, (void*)d_out2, (void*)d_mean, (void*)d_rstd})
         CHECK_CUDA(cudaFree(p));
 }
 
-void check_residual_forward(int N, int C, bool timing) {
+void check_residual_forward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);  // in.x plays inp1
     std::vector<float> x2 = dev::random_normal((size_t)N * C, 0.0f, 1.0f);
@@ -133,19 +126,12 @@ void check_residual_forward(int N, int C, bool timing) {
     dev::expect_close("residual", dev::from_device_bf16(d_res, (size_t)N * C), res_exact, 0.0, kBf16Rel);
     check_forward_outputs("residual_layernorm", ref, in, res, d_out, d_mean, d_rstd, N, C);
 
-    if (timing) {
-        const double bytes = 8.0 * N * C + 8.0 * N + 4.0 * C;  // read 2, write residual and out, stats, w/b
-        const float ms = dev::time_ms(
-            [&] { residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_x1, d_x2, d_w, d_b, N, C, 0); });
-        printf("  timing residual_layernorm_forward N = %d C = %d: %.1f us, %.0f GB/s\n", N, C, ms * 1e3,
-               bytes / (ms * 1e-3) / 1e9);
-    }
     for (void* p : {(void*)d_x1, (void*)d_x2, (void*)d_w, (void*)d_b, (void*)d_res, (void*)d_out,
                     (void*)d_mean, (void*)d_rstd})
         CHECK_CUDA(cudaFree(p));
 }
 
-void check_backward(int N, int C, bool timing) {
+void check_backward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);
     const LnRef fwd = layernorm_ref(in.x, in.w, in.b, N, C);  // mean/rstd as the forward would save them
@@ -220,16 +206,6 @@ void check_backward(int N, int C, bool timing) {
     EXPECT_TRUE(dev::from_device_bf16(d_dw, C) == got_dw);
     EXPECT_TRUE(dev::from_device_bf16(d_db, C) == got_db);
 
-    if (timing) {
-        // read dout, inp, dinp, write dinp; stats; scratch is extra (reported separately).
-        const double bytes = 8.0 * N * C + 8.0 * N + 2.0 * C;
-        const double scratch_mb = layernorm_backward_scratch_bytes(N, C) / 1e6;
-        const float ms = dev::time_ms([&] {
-            layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0);
-        });
-        printf("  timing layernorm_backward N = %d C = %d: %.1f us, %.0f GB/s (scratch up to %.1f MB)\n", N,
-               C, ms * 1e3, bytes / (ms * 1e-3) / 1e9, scratch_mb);
-    }
     for (void* p : {(void*)d_x, (void*)d_w, (void*)d_dout, (void*)d_dinp, (void*)d_dinp2, (void*)d_mean,
                     (void*)d_rstd, (void*)d_dw, (void*)d_db, (void*)d_scratch})
         CHECK_CUDA(cudaFree(p));
@@ -242,21 +218,88 @@ const int kShapes[][2] = {{1037, 768}, {515, 1600}, {77, 128}, {9, 40}, {67, 409
 }  // namespace
 
 TEST(layernorm_forward_shapes) {
-    for (auto& s : kShapes) check_forward(s[0], s[1], false);
+    for (auto& s : kShapes) check_forward(s[0], s[1]);
 }
 TEST(residual_layernorm_forward_shapes) {
-    for (auto& s : kShapes) check_residual_forward(s[0], s[1], false);
+    for (auto& s : kShapes) check_residual_forward(s[0], s[1]);
 }
 TEST(layernorm_backward_shapes) {
-    for (auto& s : kShapes) check_backward(s[0], s[1], false);
+    for (auto& s : kShapes) check_backward(s[0], s[1]);
 }
 // GPT-1.5B sizes: B*T = 12 * 1024 rows, C = 1600; and GPT-2 small width.
-TEST(layernorm_forward_gpt1p5b) { check_forward(12288, 1600, true); }
-TEST(residual_layernorm_forward_gpt1p5b) { check_residual_forward(12288, 1600, true); }
-TEST(layernorm_backward_gpt1p5b) { check_backward(12288, 1600, true); }
-TEST(layernorm_c768_timing) {
-    check_forward(12288, 768, true);
-    check_backward(12288, 768, true);
+TEST(layernorm_forward_gpt1p5b) { check_forward(12288, 1600); }
+TEST(residual_layernorm_forward_gpt1p5b) { check_residual_forward(12288, 1600); }
+TEST(layernorm_backward_gpt1p5b) { check_backward(12288, 1600); }
+TEST(layernorm_c768) {
+    check_forward(12288, 768);
+    check_backward(12288, 768);
 }
 
-TEST_MAIN()
+// ---- benchmarks: B*T = 12288 rows, C = 1600 (GPT-2 1.5B) and 768 (GPT-2 small) ----
+
+namespace {
+
+struct LnBench {
+    int N, C;
+    bf16 *x, *x2, *w, *b, *res, *out, *dout, *dinp, *dw, *db;
+    float *mean, *rstd, *scratch;
+    LnBench(int N_, int C_) : N(N_), C(C_) {
+        const LnInputs in = make_inputs(N, C);
+        x = dev::to_device_bf16(in.x);
+        x2 = dev::to_device_bf16(dev::random_normal((size_t)N * C));
+        w = dev::to_device_bf16(in.w);
+        b = dev::to_device_bf16(in.b);
+        res = dev::device_alloc<bf16>((size_t)N * C);
+        out = dev::device_alloc<bf16>((size_t)N * C);
+        dout = dev::to_device_bf16(dev::random_normal((size_t)N * C));
+        dinp = dev::to_device_bf16(dev::random_normal((size_t)N * C));
+        dw = dev::device_alloc<bf16>(C);
+        db = dev::device_alloc<bf16>(C);
+        mean = dev::device_alloc<float>(N);
+        rstd = dev::device_alloc<float>(N);
+        layernorm_forward(out, mean, rstd, x, w, b, N, C, 0);  // statistics for the backward
+        scratch = dev::device_alloc<float>(layernorm_backward_scratch_bytes(N, C) / sizeof(float));
+    }
+    ~LnBench() {
+        for (void* p : {(void*)x, (void*)x2, (void*)w, (void*)b, (void*)res, (void*)out, (void*)dout,
+                        (void*)dinp, (void*)dw, (void*)db, (void*)mean, (void*)rstd, (void*)scratch})
+            CHECK_CUDA(cudaFree(p));
+    }
+    std::string shape() const { return bench::fmt("%dx%d", N, C); }
+};
+
+}  // namespace
+
+// Bytes: read x, write out, write stats, read w/b.
+BENCH(layernorm_forward) {
+    for (int C : {1600, 768}) {
+        LnBench k(12288, C);
+        const double bytes = 4.0 * k.N * C + 8.0 * k.N + 4.0 * C;
+        const float ms =
+            dev::time_ms([&] { layernorm_forward(k.out, k.mean, k.rstd, k.x, k.w, k.b, k.N, k.C, 0); });
+        bench::report_bandwidth("layernorm_forward", k.shape(), ms, bytes);
+    }
+}
+
+// Bytes: read 2 inputs, write residual and out, stats, w/b.
+BENCH(residual_layernorm_forward) {
+    LnBench k(12288, 1600);
+    const double bytes = 8.0 * k.N * k.C + 8.0 * k.N + 4.0 * k.C;
+    const float ms = dev::time_ms(
+        [&] { residual_layernorm_forward(k.res, k.out, k.mean, k.rstd, k.x, k.x2, k.w, k.b, k.N, k.C, 0); });
+    bench::report_bandwidth("residual_layernorm_forward", k.shape(), ms, bytes);
+}
+
+// Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted).
+BENCH(layernorm_backward) {
+    for (int C : {1600, 768}) {
+        LnBench k(12288, C);
+        const double bytes = 8.0 * k.N * C + 8.0 * k.N + 2.0 * C;
+        const float ms = dev::time_ms([&] {
+            layernorm_backward(k.dinp, k.dw, k.db, k.scratch, k.dout, k.x, k.w, k.mean, k.rstd, k.N, k.C, 0);
+        });
+        bench::report_bandwidth("layernorm_backward", k.shape(), ms, bytes);
+    }
+}
+
+DEV_MAIN()

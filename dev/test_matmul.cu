@@ -1,7 +1,8 @@
 // Tests for llmc/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random inputs and
 // compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded inputs, or
-// the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM
-// and a TFLOP/s table (BF16 fwd/dgrad/wgrad, dbias, FP8 fwd/dgrad/wgrad).
+// the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM.
+// Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad, GB/s of dbias, at GPT-1.5B
+// shapes.
 //
 // Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i
 // and b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <=
@@ -222,49 +223,6 @@ TEST(bf16_forward) {
     }
 }
 
-static double gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-
-TEST(bf16_forward_gelu_epilogue) {
-    REQUIRE_GPU();
-    GpuContext* ctx = gpu();
-    for (Shape s : {Shape{256, 200, 384}, Shape{72, 1600, 128}}) {
-        for (bool with_bias : {true, false}) {
-            printf(" N=%d C=%d OC=%d bias=%d\n", s.N, s.C, s.OC, with_bias);
-            MatmulPlanCache cache;
-            auto x = randn_bf16((size_t)s.N * s.C),
-                 w = randn_bf16((size_t)s.OC * s.C, 1.0f / std::sqrt((float)s.C));
-            auto b = randn_bf16(s.OC, 0.5f);
-            bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
-            bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
-            bf16* d_pre = dev::device_alloc<bf16>((size_t)s.N * s.OC);
-            matmul_forward_gelu(&cache, ctx, d_out, d_pre, d_x, d_w, with_bias ? d_b : nullptr, s.N, s.C,
-                                s.OC, kStream);
-            CHECK_CUDA(cudaDeviceSynchronize());
-            Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
-            Tol tol = bf16_tol(s.C);
-            Mat out_ref(r.val.size()), out_unit(r.val.size());
-            for (int i = 0; i < s.N; i++)
-                for (int j = 0; j < s.OC; j++) {
-                    const size_t e = (size_t)i * s.OC + j;
-                    if (with_bias) r.val[e] += b[j];
-                    out_ref[e] = gelu_tanh(r.val[e]);
-                    // gelu' <= 1.13 carries the pre-activation error; the GPU's tanh (approximate in the
-                    // epilogue) and a possible use of the bf16-rounded pre-activation add up to 2^-8 |pre|:
-                    // in units of tol.tau * unit, that is |pre| * 2^-8 / tol.tau / unit.
-                    out_unit[e] = 1.13 * r.unit[e] + std::fabs(r.val[e]) * std::ldexp(1.0, -8) / tol.tau;
-                }
-            check("pre_gelu", dev::from_device_bf16(d_pre, r.val.size()), r.val, r.unit, tol);
-            Tol out_tol = tol;
-            out_tol.l2 = std::ldexp(1.0, -7);  // output rounding + tanh approximation, normwise
-            check("out = gelu_tanh(pre)", dev::from_device_bf16(d_out, r.val.size()), out_ref, out_unit,
-                  out_tol);
-            cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_pre);
-        }
-    }
-}
-
 // Reference and bound for D = A B + C0 (beta = 1 into a bf16 C0). cuBLASLt may round the product to bf16
 // before adding C0 (seen on the H200: a 10-ulp error where |AB| ~ |C0| ~ 10 cancel to 0.34), so each addend
 // may carry its own 2^-8 rounding: the bound grows by 2^-8 (|AB| + |C0|), expressed in units of tau.
@@ -276,12 +234,11 @@ static void accumulate_onto(Ref* r, const std::vector<float>& c0, const Tol& tol
 }
 
 // Full backward: dinp, dweight (overwrite or accumulate onto random values), dbias; rerun for determinism.
-static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
+static void backward_case(Shape s, bool accumulate) {
     GpuContext* ctx = gpu();
     const int N = s.N, C = s.C, OC = s.OC;
-    printf(" N=%d C=%d OC=%d accumulate=%d dbias_epilogue=%d\n", N, C, OC, accumulate, dbias_epilogue);
+    printf(" N=%d C=%d OC=%d accumulate=%d\n", N, C, OC, accumulate);
     MatmulPlanCache cache;
-    cache.dbias_via_epilogue = dbias_epilogue;
     auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C),
          w = randn_bf16((size_t)OC * C, 0.5f);
     auto dw0 = randn_bf16((size_t)OC * C, 4.0f);
@@ -293,8 +250,6 @@ static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
     matmul_backward(&cache, ctx, d_dinp, d_dw, d_db, d_dout, d_x, d_w, N, C, OC, accumulate, d_scratch,
                     kStream);
     CHECK_CUDA(cudaDeviceSynchronize());
-    if (dbias_epilogue)
-        printf("  dbias from the BGRADB epilogue: %s\n", cache.dbias_epilogue_calls ? "yes" : "no (kernel)");
 
     Mat dout_d = to_double(dout), doutT = transpose(dout_d, N, OC);
     // dinp [N, C] = dout [N, OC] . (W^T [C, OC])^T, K = OC
@@ -328,13 +283,7 @@ static void backward_case(Shape s, bool accumulate, bool dbias_epilogue) {
 TEST(bf16_backward) {
     REQUIRE_GPU();
     for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}, Shape{1000, 64, 1608}})
-        for (bool acc : {false, true}) backward_case(s, acc, false);
-}
-
-TEST(bf16_backward_dbias_epilogue) {
-    REQUIRE_GPU();
-    for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}})
-        for (bool acc : {false, true}) backward_case(s, acc, true);
+        for (bool acc : {false, true}) backward_case(s, acc);
 }
 
 // Optional outputs: dinp only; LM-head style (dinp + dweight, no bias); dweight + dbias without dinp.
@@ -488,7 +437,7 @@ TEST(fp8_wgrad) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// GPT-1.5B shapes: sampled spot checks and timings
+// GPT-1.5B shapes: sampled spot checks, and the benchmarks
 
 __host__ __device__ inline float hash_unit(uint64_t seed, uint64_t i) {  // uniform in [-1, 1)
     uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
@@ -574,32 +523,33 @@ void spot_check(const char* what, const bf16* out, int M, int Nn, int K, FA fetc
 
 }  // namespace
 
-TEST(gpt15b_spot_check_and_timing) {
+namespace {
+
+const int kN = 12288;  // B*T = 12 x 1024
+struct Layer {
+    const char* name;
+    int C, OC;
+    bool bias, fp8;
+};
+const Layer kLayers[] = {{"qkv", 1600, 4800, true, true},
+                         {"attn_proj", 1600, 1600, true, true},
+                         {"fc", 1600, 6400, true, true},
+                         {"fc_proj", 6400, 1600, true, true},
+                         {"lm_head", 1600, 50304, false, false}};
+
+std::string layer_shape(const Layer& L) { return bench::fmt("%s,N=%d,C=%d,OC=%d", L.name, kN, L.C, L.OC); }
+
+}  // namespace
+
+TEST(gpt15b_spot_check) {
     REQUIRE_GPU();
     GpuContext* ctx = gpu();
-    const int N = 12288;  // B*T = 12 x 1024
-    struct Layer {
-        const char* name;
-        int C, OC;
-        bool bias, fp8;
-    };
-    const Layer layers[] = {{"qkv", 1600, 4800, true, true},
-                            {"attn_proj", 1600, 1600, true, true},
-                            {"fc", 1600, 6400, true, true},
-                            {"fc_proj", 6400, 1600, true, true},
-                            {"lm_head", 1600, 50304, false, false}};
-    struct Row {
-        const char* name;
-        int C, OC;
-        float t[7];  // bf16 fwd, dgrad, wgrad(+=), dbias; fp8 fwd, dgrad, wgrad(+=), in ms
-    };
-    std::vector<Row> rows;
+    const int N = kN;
     MatmulPlanCache cache;
     const uint64_t seed = dev::run_seed();
-    for (const Layer& L : layers) {
+    for (const Layer& L : kLayers) {
         const int C = L.C, OC = L.OC;
         printf(" %s: N=%d C=%d OC=%d\n", L.name, N, C, OC);
-        Row row{L.name, C, OC, {0, 0, 0, 0, 0, 0, 0}};
         bf16* x = dev::device_alloc<bf16>((size_t)N * C);
         bf16* w = dev::device_alloc<bf16>((size_t)OC * C);
         bf16* b = dev::device_alloc<bf16>(OC);
@@ -629,23 +579,14 @@ TEST(gpt15b_spot_check_and_timing) {
         spot_check(
             "bf16 fwd", y, N, OC, C, row_of(x, C), row_of(w, C),
             [&](int, int j) { return L.bias ? b_host[j] : 0.0; }, bf16_tol(C));
-        row.t[0] = dev::time_ms([&] { matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream); });
         // BF16 dgrad: dx[i, c] = dy row i . W column c
         matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         spot_check("bf16 dgrad", dx, N, C, OC, row_of(dy, OC), col_of(w, OC, C), no_extra, bf16_tol(OC));
-        row.t[1] = dev::time_ms([&] {
-            matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr,
-                            kStream);
-        });
-        // BF16 wgrad: dw[o, c] = dy column o . x column c (checked overwritten, timed accumulating)
+        // BF16 wgrad: dw[o, c] = dy column o . x column c
         matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, false, nullptr, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         spot_check("bf16 wgrad", dw, OC, C, N, col_of(dy, N, OC), col_of(x, N, C), no_extra, bf16_tol(N));
-        row.t[2] = dev::time_ms([&] {
-            matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, true, nullptr,
-                            kStream);
-        });
         if (L.bias) {
             matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch,
                             kStream);
@@ -653,10 +594,6 @@ TEST(gpt15b_spot_check_and_timing) {
             spot_check(
                 "dbias", db, 1, OC, N, [&](int) { return Mat(N, 1.0); }, col_of(dy, N, OC), no_extra,
                 bf16_tol(N), 32);
-            row.t[3] = dev::time_ms([&] {
-                matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false,
-                                scratch, kStream);
-            });
         }
         cudaFree(x), cudaFree(w), cudaFree(dy), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(scratch);
 
@@ -690,38 +627,128 @@ TEST(gpt15b_spot_check_and_timing) {
             spot_check(
                 "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
                 [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
-            row.t[4] = dev::time_ms(
-                [&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
             matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
                        fp8_tol());
-            row.t[5] = dev::time_ms(
-                [&] { matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream); });
             matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, false, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs),
                        no_extra, fp8_tol());
-            row.t[6] = dev::time_ms([&] {
-                matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream);
-            });
             cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8),
                 cudaFree(dx2), cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
         }
         cudaFree(y), cudaFree(b);
-        rows.push_back(row);
-    }
-    printf("\n  TFLOP/s at N=%d (2*N*C*OC per GEMM; wgrad timed with +=; dbias in GB/s read)\n", N);
-    printf("  %-10s %5s %6s | %8s %8s %8s %9s | %8s %8s %8s\n", "layer", "C", "OC", "bf16 fwd", "dgrad",
-           "wgrad", "dbias", "fp8 fwd", "dgrad", "wgrad");
-    for (const Row& r : rows) {
-        const double flop = 2.0 * N * r.C * r.OC;
-        auto tf = [&](float ms) { return ms > 0 ? flop / (ms * 1e-3) / 1e12 : 0.0; };
-        const double dbias_gbs = r.t[3] > 0 ? 2.0 * N * r.OC / (r.t[3] * 1e-3) / 1e9 : 0.0;
-        printf("  %-10s %5d %6d | %8.1f %8.1f %8.1f %9.0f | %8.1f %8.1f %8.1f\n", r.name, r.C, r.OC,
-               tf(r.t[0]), tf(r.t[1]), tf(r.t[2]), dbias_gbs, tf(r.t[4]), tf(r.t[5]), tf(r.t[6]));
     }
     printf("  plans cached: %zu\n", cache.size());
 }
 
-TEST_MAIN()
+// BF16 GEMMs of every GPT-1.5B Linear (2*N*C*OC flops each; wgrad timed accumulating, as in training).
+BENCH(gemm_bf16_gpt1p5b) {
+    GpuContext* ctx = gpu();
+    MatmulPlanCache cache;
+    const uint64_t seed = dev::run_seed();
+    const int N = kN;
+    for (const Layer& L : kLayers) {
+        const int C = L.C, OC = L.OC;
+        bf16* x = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* w = dev::device_alloc<bf16>((size_t)OC * C);
+        bf16* b = dev::device_alloc<bf16>(OC);
+        bf16* y = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* dy = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* dx = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* dw = dev::device_alloc<bf16>((size_t)OC * C);
+        fill_bf16(x, (size_t)N * C, seed + 1, 1.0f);
+        fill_bf16(w, (size_t)OC * C, seed + 2, 0.02f);
+        fill_bf16(b, OC, seed + 3, 0.1f);
+        fill_bf16(dy, (size_t)N * OC, seed + 4, 1e-4f);
+        fill_bf16(dw, (size_t)OC * C, seed + 5, 1e-3f);
+        const bf16* bias = L.bias ? b : nullptr;
+        const double flop = 2.0 * N * C * OC;
+        const std::string shape = layer_shape(L);
+        float ms = dev::time_ms([&] { matmul_forward(&cache, ctx, y, x, w, bias, N, C, OC, kStream); });
+        bench::report_flops("bf16_forward", shape, ms, flop, bench::kPeakBf16Tflops);
+        ms = dev::time_ms([&] {
+            matmul_backward(&cache, ctx, dx, nullptr, nullptr, dy, nullptr, w, N, C, OC, false, nullptr,
+                            kStream);
+        });
+        bench::report_flops("bf16_dgrad", shape, ms, flop, bench::kPeakBf16Tflops);
+        ms = dev::time_ms([&] {
+            matmul_backward(&cache, ctx, nullptr, dw, nullptr, dy, x, nullptr, N, C, OC, true, nullptr,
+                            kStream);
+        });
+        bench::report_flops("bf16_wgrad_accumulate", shape, ms, flop, bench::kPeakBf16Tflops);
+        cudaFree(x), cudaFree(w), cudaFree(b), cudaFree(y), cudaFree(dy), cudaFree(dx), cudaFree(dw);
+    }
+}
+
+// The dbias reduction of every biased GPT-1.5B Linear (matmul_backward with dbias only). Bytes: dout read.
+BENCH(dbias_gpt1p5b) {
+    GpuContext* ctx = gpu();
+    MatmulPlanCache cache;
+    const int N = kN;
+    for (const Layer& L : kLayers) {
+        if (!L.bias) continue;
+        const int C = L.C, OC = L.OC;
+        bf16* dy = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* db = dev::device_alloc<bf16>(OC);
+        float* scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
+        fill_bf16(dy, (size_t)N * OC, dev::run_seed() + 4, 1e-4f);
+        const float ms = dev::time_ms([&] {
+            matmul_backward(&cache, ctx, nullptr, nullptr, db, dy, nullptr, nullptr, N, C, OC, false, scratch,
+                            kStream);
+        });
+        bench::report_bandwidth("matmul_dbias", layer_shape(L), ms, 2.0 * N * OC);
+        cudaFree(dy), cudaFree(db), cudaFree(scratch);
+    }
+}
+
+// FP8 GEMMs (hybrid: E4M3 activations and weights, E5M2 gradients) of every GPT-1.5B FP8 Linear (2*N*C*OC
+// flops each; wgrad timed accumulating).
+BENCH(gemm_fp8_gpt1p5b) {
+    GpuContext* ctx = gpu();
+    MatmulPlanCache cache;
+    const uint64_t seed = dev::run_seed();
+    const int N = kN;
+    const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
+    for (const Layer& L : kLayers) {
+        if (!L.fp8) continue;
+        const int C = L.C, OC = L.OC;
+        uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
+        uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
+        uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+        uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+        uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+        uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+        bf16* b = dev::device_alloc<bf16>(OC);
+        bf16* y = dev::device_alloc<bf16>((size_t)N * OC);
+        bf16* dx = dev::device_alloc<bf16>((size_t)N * C);
+        bf16* dw = dev::device_alloc<bf16>((size_t)OC * C);
+        const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
+        fill_fp8(xT8, N, C, true, seed + 5, e4);
+        const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
+        fill_fp8(wT8, OC, C, true, seed + 6, e4);
+        const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
+        fill_fp8(dyT8, N, OC, true, seed + 7, e5);
+        fill_bf16(b, OC, seed + 3, 0.1f);
+        fill_bf16(dw, (size_t)OC * C, seed + 8, 1e-3f);
+        float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
+        auto x8c = (const __nv_fp8_e4m3*)x8, xT8c = (const __nv_fp8_e4m3*)xT8;
+        auto w8c = (const __nv_fp8_e4m3*)w8, wT8c = (const __nv_fp8_e4m3*)wT8;
+        const double flop = 2.0 * N * C * OC;
+        const std::string shape = layer_shape(L);
+        float ms = dev::time_ms(
+            [&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
+        bench::report_flops("fp8_forward", shape, ms, flop, bench::kPeakFp8Tflops);
+        ms = dev::time_ms(
+            [&] { matmul_fp8_dgrad(&cache, ctx, dx, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream); });
+        bench::report_flops("fp8_dgrad", shape, ms, flop, bench::kPeakFp8Tflops);
+        ms = dev::time_ms(
+            [&] { matmul_fp8_wgrad(&cache, ctx, dw, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream); });
+        bench::report_flops("fp8_wgrad_accumulate", shape, ms, flop, bench::kPeakFp8Tflops);
+        cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(b),
+            cudaFree(y), cudaFree(dx), cudaFree(dw), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+    }
+}
+
+DEV_MAIN()

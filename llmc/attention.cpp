@@ -3,15 +3,17 @@
 #define CUDNN_FRONTEND_SKIP_JSON_LIB  // no graph (de)serialization needed; much faster to compile
 #include "llmc/attention.h"
 
+#include "llmc/sanitizer_marks.h"
+
 // cudnn_frontend_shim.h uses std::strlen without including <cstring> when the JSON library is skipped.
 #include <cstring>
 // (keep the line above before the frontend)
 #include <cudnn_frontend.h>
 
-#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <map>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -207,25 +209,6 @@ void execute(const BuiltGraph& g, GpuContext* ctx, const GraphKey& key,
 
 }  // namespace
 
-bool attention_prepare(AttentionGraphs* graphs, GpuContext* ctx, int B, int T, int H, int D, bool training,
-                       size_t* workspace_bytes, std::string* why) {
-    std::string reason;
-    int64_t ws = 0;
-    const Pass passes[2] = {training ? Pass::ForwardTraining : Pass::ForwardInference, Pass::Backward};
-    for (int i = 0; i < (training ? 2 : 1); i++) {
-        GraphKey key{B, T, H, D, passes[i]};
-        const BuiltGraph* g = find_or_build(graphs, ctx, key, &reason);
-        if (!g) {
-            if (why) *why = std::string(pass_name(key.pass)) + " (" + shape_string(key) + "): " + reason;
-            return false;
-        }
-        ws = std::max(ws, g->workspace_bytes);
-    }
-    ensure_cudnn_workspace(ctx, (size_t)ws);
-    if (workspace_bytes) *workspace_bytes = (size_t)ws;
-    return true;
-}
-
 void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, float* stats_BHT,
                        const bf16* qkv_N3C, int B, int T, int H, int D, cudaStream_t stream) {
     const GraphKey key{B, T, H, D, stats_BHT ? Pass::ForwardTraining : Pass::ForwardInference};
@@ -236,6 +219,8 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
         {UID_Q, qkv}, {UID_K, qkv + C}, {UID_V, qkv + 2 * C}, {UID_O, out_NC}};
     if (stats_BHT) pack[UID_STATS] = stats_BHT;
     execute(g, ctx, key, pack, stream);
+    mark_initialized(out_NC, (size_t)B * T * C * sizeof(bf16), stream);  // cuDNN's TMA stores: see the header
+    if (stats_BHT) mark_initialized(stats_BHT, (size_t)B * H * T * sizeof(float), stream);
 }
 
 void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_N3C, const bf16* dout_NC,
@@ -255,4 +240,5 @@ void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_N3C
                                                {UID_DK, dqkv_N3C + C},
                                                {UID_DV, dqkv_N3C + 2 * C}};
     execute(g, ctx, key, pack, stream);
+    mark_initialized(dqkv_N3C, (size_t)B * T * 3 * C * sizeof(bf16), stream);
 }

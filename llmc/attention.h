@@ -9,9 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <cstddef>
 #include <memory>
-#include <string>
 
 #include "llmc/context.h"
 
@@ -36,14 +34,6 @@ class AttentionGraphs {
   private:
     bool deterministic_;
 };
-
-// Builds (or finds) the graphs for this shape: forward (with stats if `training`) and, if `training`,
-// backward, then grows ctx's cuDNN workspace to what they need. Call it once per shape before the training
-// loop (and before any CUDA-graph capture: growing the workspace synchronizes and reallocates). Returns false
-// with the reason in *why (if non-null) when cuDNN cannot run this shape; on success *workspace_bytes (if
-// non-null) is the largest workspace the graphs need.
-bool attention_prepare(AttentionGraphs* graphs, GpuContext* ctx, int B, int T, int H, int D, bool training,
-                       size_t* workspace_bytes, std::string* why);
 
 // out_NC [B*T, C] = softmax(causal(q k^T / sqrt(D))) v per head; stats_BHT [B, H, T] fp32 log-sum-exp for
 // backward. stats_BHT == nullptr selects an inference graph that writes no stats.

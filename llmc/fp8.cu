@@ -1,5 +1,5 @@
-// FP8 delayed scaling: scale state, the one-launch amax-history/scale update, and the cast kernels
-// (plain, cast+transpose, +dbias, +dGELU). See llmc/fp8.cuh for the contracts.
+// FP8 delayed scaling: scale state, the one-launch amax-history/scale update, the amax-only passes, and the
+// cast kernels (cast+transpose, +dbias, +dGELU). See llmc/fp8.cuh for the contracts.
 #include <cstdint>
 
 #include "llmc/fp8.cuh"
@@ -159,20 +159,15 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-// ---- plain cast / amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first)
-// ----
+// ---- amax only (calibration): each thread handles 4 chunks of 8 elements (coalesced, loads issued first)
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
 
-template <class Tin, int OP, bool WRITE, __nv_fp8_interpretation_t FMT>
+template <class Tin, int OP>
 __global__ void __launch_bounds__(kEwThreads)
-    cast_kernel(__nv_fp8_storage_t* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
-                const Tin* __restrict__ in, const bf16* __restrict__ pre, const float* __restrict__ scale_ptr,
-                const float* __restrict__ scale_inv_ptr, long n) {
+    amax_kernel(float* staging, const Tin* __restrict__ in, const bf16* __restrict__ pre, long n) {
     const long base = (long)blockIdx.x * kEwPerBlock;
-    if (WRITE && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
-        *out_scale_inv = *scale_inv_ptr;
     Raw8<Tin> raw[kEwChunks];
     Raw8<bf16> raw_pre[kEwChunks];
 #pragma unroll
@@ -180,7 +175,6 @@ __global__ void __launch_bounds__(kEwThreads)
         const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
         if (idx < n) load_chunk<OP>(raw[i], raw_pre[i], in, pre, idx);
     }
-    const float scale = WRITE ? *scale_ptr : 0.0f;
     uint32_t amax_bits = 0;
 #pragma unroll
     for (int i = 0; i < kEwChunks; i++) {
@@ -190,7 +184,6 @@ __global__ void __launch_bounds__(kEwThreads)
             chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
             for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-            if constexpr (WRITE) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -202,11 +195,11 @@ __global__ void __launch_bounds__(kEwThreads)
 // oldest, which the roll then drops), so the window is always the last H step amaxes. The roll is TE's
 // torch.roll(-1) layout: new[i] = old[i+1] (1 <= i < H-1), new[H-1] = old[0] (this step), new[0] = 0. After
 // the update row H-1 holds this step's amax, row H-1-k the amax k steps ago, row 0 is zero. Unlike TE, slots
-// with staging 0 are skipped (fp8.md), and the window max propagates NaN (TE's fmaxf would drop it) so a NaN
-// anywhere in the window, like an inf, keeps the old scale. Block: 32 slots (x, coalesced across slots) x 16
-// row lanes (y), 4 rows per lane per tile of 64 rows. In-place roll with one barrier per tile: tile p reads
-// rows [base+1, base+64] and, after the barrier, writes rows [base, base+63]; row base+64 is next written by
-// tile p+1 after its own barrier.
+// with staging 0 are skipped (they saw no data this step, so there is nothing to record), and the window max
+// propagates NaN (TE's fmaxf would drop it) so a NaN anywhere in the window, like an inf, keeps the old
+// scale. Block: 32 slots (x, coalesced across slots) x 16 row lanes (y), 4 rows per lane per tile of 64 rows.
+// In-place roll with one barrier per tile: tile p reads rows [base+1, base+64] and, after the barrier, writes
+// rows [base, base+63]; row base+64 is next written by tile p+1 after its own barrier.
 constexpr int kUpdSlots = 32;
 constexpr int kUpdRowLanes = 16;
 constexpr int kUpdRowsPerLane = 4;
@@ -269,20 +262,15 @@ __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const fl
 
 inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
-template <class Tin, int OP, bool WRITE>
-void launch_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const Tin* in,
-                 const bf16* pre, long n, cudaStream_t stream) {
-    CHECK(n % 8 == 0, "fp8 cast: n = %ld must be a multiple of 8", n);
-    CHECK(aligned16(in) && aligned16(pre) && (!WRITE || aligned16(out)),
-          "fp8 cast: pointers must be 16-byte aligned");
+template <class Tin, int OP>
+void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, long n, cudaStream_t stream) {
+    CHECK(slot >= 0 && slot < st->num_slots, "fp8 amax: slot %d out of range [0, %d)", slot, st->num_slots);
+    CHECK(n % 8 == 0, "fp8 amax: n = %ld must be a multiple of 8", n);
+    CHECK(aligned16(in) && aligned16(pre), "fp8 amax: pointers must be 16-byte aligned");
     if (n == 0) return;
     const int grid = ceil_div(n, kEwPerBlock);
-    fp8_dispatch_format(st, slot, [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        cast_kernel<Tin, OP, WRITE, FMT><<<grid, kEwThreads, 0, stream>>>(
-            out, out_scale_inv, st->amax_history + slot, in, pre, st->scale + slot, st->scale_inv + slot, n);
-        CHECK_LAUNCH();
-    });
+    amax_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
+    CHECK_LAUNCH();
 }
 
 template <class Tin, int OP, bool DBIAS>
@@ -348,15 +336,6 @@ void fp8_scale_state_destroy(Fp8ScaleState* st) {
 
 float* fp8_staging_amax(Fp8ScaleState* st) { return st->amax_history; }
 
-void fp8_set_scales(Fp8ScaleState* st, const std::vector<float>& scales) {
-    CHECK((int)scales.size() == st->num_slots, "fp8_set_scales: %zu scales for %d slots", scales.size(),
-          st->num_slots);
-    std::vector<float> inv(scales.size());
-    for (size_t i = 0; i < scales.size(); i++) inv[i] = fp8_compute_scale_inv(scales[i]);
-    CHECK_CUDA(cudaMemcpy(st->scale, scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(st->scale_inv, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice));
-}
-
 void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream) {
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
     update_scales_kernel<<<ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0, stream>>>(
@@ -377,27 +356,18 @@ void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int marg
 }
 
 void fp8_amax(Fp8ScaleState* st, int slot, const bf16* in, long n, cudaStream_t stream) {
-    launch_cast<bf16, kOpCopy, false>(nullptr, nullptr, st, slot, in, nullptr, n, stream);
+    launch_amax<bf16, kOpCopy>(st, slot, in, nullptr, n, stream);
 }
 void fp8_amax(Fp8ScaleState* st, int slot, const float* in, long n, cudaStream_t stream) {
-    launch_cast<float, kOpCopy, false>(nullptr, nullptr, st, slot, in, nullptr, n, stream);
+    launch_amax<float, kOpCopy>(st, slot, in, nullptr, n, stream);
 }
 void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* pre, long n, bool gelu_tanh,
                     cudaStream_t stream) {
     CHECK(pre != nullptr, "fp8_amax_dgelu: pre is required");
     if (gelu_tanh)
-        launch_cast<bf16, kOpDgeluTanh, false>(nullptr, nullptr, st, slot, dout, pre, n, stream);
+        launch_amax<bf16, kOpDgeluTanh>(st, slot, dout, pre, n, stream);
     else
-        launch_cast<bf16, kOpDgeluErf, false>(nullptr, nullptr, st, slot, dout, pre, n, stream);
-}
-
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
-              long n, cudaStream_t stream) {
-    launch_cast<bf16, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
-}
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in,
-              long n, cudaStream_t stream) {
-    launch_cast<float, kOpCopy, true>(out, out_scale_inv, st, slot, in, nullptr, n, stream);
+        launch_amax<bf16, kOpDgeluErf>(st, slot, dout, pre, n, stream);
 }
 
 void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,

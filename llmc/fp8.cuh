@@ -1,7 +1,7 @@
-// FP8 per-tensor delayed scaling (Transformer Engine semantics, see docs/fp8.md): the scale state of every
-// scaled tensor ("slot"), the one-launch amax-history/scale update, and the cast kernels that quantize
-// BF16/FP32 tensors to FP8 (row-wise and/or transposed copies, optionally with the bias gradient and dGELU
-// fused in).
+// FP8 per-tensor delayed scaling (Transformer Engine semantics; the recipe: README.md, "How FP8 works"): the
+// scale state of every scaled tensor ("slot"), the one-launch amax-history/scale update, the amax-only passes
+// of the step-0 calibration, and the cast kernels that quantize BF16/FP32 tensors to FP8 (row-wise and/or
+// transposed copies, optionally with the bias gradient and dGELU fused in).
 //
 // Every cast kernel: reads the slot's current scale from device memory (no host sync, graph-capturable),
 // writes x * scale saturated to +-fp8_max (round to nearest even), max-es |x| of the PRE-scale values into
@@ -36,10 +36,8 @@ void fp8_scale_state_destroy(Fp8ScaleState* st);
 // Staging amaxes, contiguous float[num_slots] (row 0 of the history): all-reduce MAX over it across
 // data-parallel ranks before fp8_update_scales.
 float* fp8_staging_amax(Fp8ScaleState* st);
-// Synchronous upload of scales (scale_inv = 1/scale computed here), for tests and checkpoint restore.
-void fp8_set_scales(Fp8ScaleState* st, const std::vector<float>& scales);
 
-// Once per optimizer step, one launch for all slots (fp8.md section 2). Per slot with staging amax != 0:
+// Once per optimizer step, one launch for all slots. Per slot with staging amax != 0:
 // amax = max over the window (all H rows incl. staging, NaN/inf propagate) for Max, or the staging value for
 // MostRecent; roll the history (row H-1 = this step, row 1 = oldest kept, the oldest dropped; row 0 zeroed);
 // scale = (fp8_max / amax) / 2^margin if amax finite and > 0, else the old scale (inf result -> FLT_MAX);
@@ -57,12 +55,6 @@ void fp8_amax(Fp8ScaleState* st, int slot, const float* in, long n, cudaStream_t
 // Amax only of g = dout * gelu'(pre) (calibration for fp8_cast_transpose_dbias_dgelu). n multiple of 8.
 void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* pre, long n, bool gelu_tanh,
                     cudaStream_t stream);
-
-// Plain cast: out[i] = sat(in[i] * scale), n elements (multiple of 8), with amax.
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
-              long n, cudaStream_t stream);
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const float* in,
-              long n, cudaStream_t stream);
 
 // Cast + transpose in one pass: out_NC [N, C] (row-wise, may be null) and out_T_CN [C, N] (transposed), with
 // amax. The float overload casts FP32 master weights (W_OCC -> W [OC, C] and W^T [C, OC]).

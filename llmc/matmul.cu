@@ -17,6 +17,7 @@
 #include <string>
 
 #include "llmc/matmul.cuh"
+#include "llmc/sanitizer_marks.h"
 
 // ---------------------------------------------------------------------------------------------------------
 // dbias kernels: column sums of dout_NOC. Pass 1: a block of (32, 8) threads owns 256 columns (each thread 8
@@ -138,20 +139,12 @@ struct GemmArgs {
     const void* b = nullptr;
     void* d = nullptr;  // also C when beta != 0
     float beta = 0.0f;
-    const void* bias = nullptr;  // bias (forward) or bias gradient output (BGRADB)
-    void* aux = nullptr;         // GELU pre-activation output
+    const void* bias = nullptr;  // bias (forward, BIAS epilogue)
     const float* a_scale = nullptr;
     const float* b_scale = nullptr;
 };
 
-bool epilogue_has_bias(int32_t e) {
-    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
-           e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADA ||
-           e == CUBLASLT_EPILOGUE_BGRADB;
-}
-bool epilogue_has_aux(int32_t e) {
-    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-}
+bool epilogue_has_bias(int32_t e) { return e == CUBLASLT_EPILOGUE_BIAS; }
 
 const char* type_name(int32_t t) {
     switch ((cudaDataType_t)t) {
@@ -186,7 +179,6 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 // The pointer attributes, set on every call (and once before the heuristic, which reads their alignment).
 void set_pointers(cublasLtMatmulDesc_t desc, const GemmKey& key, const GemmArgs& args) {
     if (epilogue_has_bias(key.epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
-    if (epilogue_has_aux(key.epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
     if (key.scaled) {
         set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, (const void*)args.a_scale);
         set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, (const void*)args.b_scale);
@@ -230,8 +222,6 @@ static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmAr
     set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, (uint32_t)key.epilogue);
     if (epilogue_has_bias(key.epilogue))
         set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, (int32_t)CUDA_R_16BF);
-    if (epilogue_has_aux(key.epilogue))
-        set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, (int64_t)key.ldd);
     if (key.a_type != CUDA_R_16BF) set_desc(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, (int8_t)key.fast_accum);
     set_pointers(p->desc, key, args);
 
@@ -271,10 +261,9 @@ static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmAr
     return p;
 }
 
-// Finds or builds the plan for `key`, then runs it. Returns false (without running) only if cuBLASLt has no
-// algorithm and `may_fail`; otherwise such a failure is fatal.
-static bool run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
-                     cudaStream_t stream, bool may_fail = false) {
+// Finds or builds the plan for `key`, then runs it. A GEMM cuBLASLt has no algorithm for is fatal.
+static void run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
+                     cudaStream_t stream) {
     MatmulPlan* plan = nullptr;
     for (MatmulPlan* p : cache->plans)
         if (memcmp(&p->key, &key, sizeof key) == 0) {
@@ -285,10 +274,8 @@ static bool run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key
         plan = create_plan(ctx, key, args);
         cache->plans.push_back(plan);
     }
-    if (!plan->ok) {
-        if (may_fail) return false;
+    if (!plan->ok)
         fatal("cuBLASLt has no algorithm for the %s (check sizes/alignment)", describe(key).c_str());
-    }
     set_pointers(plan->desc, key, args);
     const float alpha = 1.0f, beta = args.beta;
     cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b,
@@ -296,7 +283,9 @@ static bool run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key
                                        ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
     if (st != CUBLAS_STATUS_SUCCESS)
         fatal("cublasLtMatmul failed with status %d for the %s", (int)st, describe(key).c_str());
-    return true;
+    // D is column-major m x n with leading dimension ldd; its TMA stores are invisible to initcheck
+    const size_t d_elem = key.d_type == CUDA_R_32F ? 4 : 2;
+    mark_initialized(args.d, ((size_t)(key.n - 1) * key.ldd + key.m) * d_elem, stream);
 }
 
 static void check_aligned(const void* p, const char* name) {
@@ -313,40 +302,22 @@ static void check_dims(const char* what, int N, int C, int OC, int multiple_c, i
 // ---------------------------------------------------------------------------------------------------------
 // BF16 launchers
 
-static void forward_impl(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
-                         int OC, cudaStream_t stream) {
+void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
+                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
     check_dims("matmul_forward", N, C, OC, 8, 1);
     check_aligned(out_NOC, "out");
     check_aligned(inp_NC, "inp");
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
-    if (pre_gelu_NOC) check_aligned(pre_gelu_NOC, "pre_gelu");
     GemmKey key =
         make_key(GemmKind::Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_16BF, CUDA_R_16BF);
-    if (pre_gelu_NOC)
-        key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-    else
-        key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     GemmArgs args;
     args.a = weight_OCC;
     args.b = inp_NC;
     args.d = out_NOC;
     args.bias = bias_OC;
-    args.aux = pre_gelu_NOC;
     run_gemm(cache, ctx, key, args, stream);
-}
-
-void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
-                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
-    forward_impl(cache, ctx, out_NOC, nullptr, inp_NC, weight_OCC, bias_OC, N, C, OC, stream);
-}
-
-void matmul_forward_gelu(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
-                         int OC, cudaStream_t stream) {
-    CHECK(pre_gelu_NOC != nullptr, "matmul_forward_gelu: pre_gelu output is required");
-    forward_impl(cache, ctx, out_NOC, pre_gelu_NOC, inp_NC, weight_OCC, bias_OC, N, C, OC, stream);
 }
 
 size_t matmul_dbias_scratch_bytes(int N, int OC) {
@@ -386,7 +357,6 @@ void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf1
         args.d = dinp_NC;
         run_gemm(cache, ctx, key, args, stream);
     }
-    bool dbias_done = false;
     if (dweight_OCC) {
         check_aligned(dweight_OCC, "dweight");
         check_aligned(inp_NC, "inp");
@@ -398,18 +368,9 @@ void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf1
         args.b = dout_NOC;
         args.d = dweight_OCC;
         args.beta = accumulate_dweight ? 1.0f : 0.0f;
-        if (dbias_OC && cache->dbias_via_epilogue) {
-            check_aligned(dbias_OC, "dbias");
-            GemmKey key_bgrad = key;
-            key_bgrad.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-            GemmArgs args_bgrad = args;
-            args_bgrad.bias = dbias_OC;
-            dbias_done = run_gemm(cache, ctx, key_bgrad, args_bgrad, stream, /*may_fail=*/true);
-            if (dbias_done) cache->dbias_epilogue_calls++;
-        }
-        if (!dbias_done) run_gemm(cache, ctx, key, args, stream);
+        run_gemm(cache, ctx, key, args, stream);
     }
-    if (dbias_OC && !dbias_done) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream);
+    if (dbias_OC) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream);
 }
 
 // ---------------------------------------------------------------------------------------------------------

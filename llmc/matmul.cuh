@@ -9,7 +9,7 @@
 //
 // cuBLASLt descriptors, matrix layouts and the algorithm picked by the heuristic are built once per distinct
 // GEMM (kind, shape, dtypes, epilogue, beta != 0, fast accumulation) and kept in a MatmulPlanCache owned by
-// the caller; a call only sets the pointer attributes (bias, aux, scales), which is cheap. Split-K reductions
+// the caller; a call only sets the pointer attributes (bias, scales), which is cheap. Split-K reductions
 // in BF16 (cuBLASLt's INPLACE / OUTPUT_TYPE schemes) are excluded, so partial sums are always reduced in
 // FP32. All GEMMs share ctx->cublaslt_workspace: calls must be ordered (one stream, or streams that are
 // serialized).
@@ -36,11 +36,6 @@ struct MatmulPlan;  // defined in matmul.cu: descriptors + layouts + algorithm f
 
 struct MatmulPlanCache {
     std::vector<MatmulPlan*> plans;
-    // Compute dbias with cuBLASLt's BGRADB epilogue fused into the BF16 wgrad GEMM instead of our own
-    // deterministic two-pass reduction kernel. Falls back to the kernel if cuBLASLt has no algorithm for it,
-    // or if dweight is not requested.
-    bool dbias_via_epilogue = false;
-    long dbias_epilogue_calls = 0;  // how many dbias were produced by the epilogue (diagnostics)
 
     MatmulPlanCache() = default;
     MatmulPlanCache(const MatmulPlanCache&) = delete;
@@ -58,19 +53,13 @@ void matmul_plan_cache_clear(MatmulPlanCache* cache);
 void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
                     const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
 
-// Same GEMM with cuBLASLt's GELU epilogue: pre_gelu_NOC = inp W^T + bias, out_NOC = gelu_tanh(pre_gelu_NOC)
-// (computed from the FP32 pre-activation). cuBLASLt's GELU is the tanh approximation only.
-void matmul_forward_gelu(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, bf16* pre_gelu_NOC,
-                         const bf16* inp_NC, const bf16* weight_OCC, const bf16* bias_OC, int N, int C,
-                         int OC, cudaStream_t stream);
-
 // Bytes of FP32 scratch the dbias reduction needs (pass as dbias_scratch).
 size_t matmul_dbias_scratch_bytes(int N, int OC);
 
 // Backward of matmul_forward. Each output is optional (nullptr skips it):
 //   dinp_NC = dout W (overwritten); dweight_OCC = dout^T inp (+= if accumulate_dweight, else overwritten);
-//   dbias_OC = column sums of dout (overwritten; deterministic; needs dbias_scratch of
-//   matmul_dbias_scratch_bytes(N, OC) unless the BGRADB epilogue is used).
+//   dbias_OC = column sums of dout (overwritten; deterministic, by matmul_dbias; needs dbias_scratch of
+//   matmul_dbias_scratch_bytes(N, OC)).
 // inp_NC is only read for dweight, weight_OCC only for dinp.
 void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
                      bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,

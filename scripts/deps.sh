@@ -25,6 +25,24 @@ if [ -z "$cli11_found" ]; then
 fi
 [ -n "$cli11_found" ] && echo "deps: CLI11 headers: $cli11_found" || missing+=("CLI11 headers (apt-get install libcli11-dev, or set CLI11_INCLUDE=)")
 
+# --- zlib (crc32 of checkpoint tensors): the system's zlib1g-dev, else Debian's package in third_party ---
+zlib_found=""
+for d in /usr/include /usr/local/include "$TP/zlib/usr/include"; do
+  [ -f "$d/zlib.h" ] && { zlib_found=$d; break; }
+done
+if [ -z "$zlib_found" ] || ! ls /usr/lib/x86_64-linux-gnu/libz.so /usr/lib/libz.so /usr/local/lib/libz.so \
+     "$TP"/zlib/usr/lib/x86_64-linux-gnu/libz.a >/dev/null 2>&1; then
+  echo "deps: zlib development files not found, fetching Debian's zlib1g-dev into $TP/zlib"
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download "zlib1g-dev" >/dev/null 2>&1); then
+    mkdir -p "$TP/zlib" && dpkg -x "$tmp"/zlib1g-dev_*.deb "$TP/zlib"
+    rm -f "$TP/zlib/usr/lib/x86_64-linux-gnu/libz.so"  # a link to the runtime library: link libz.a instead
+  fi
+  rm -rf "$tmp"
+  [ -f "$TP/zlib/usr/include/zlib.h" ] && zlib_found="$TP/zlib/usr/include"
+fi
+[ -n "$zlib_found" ] && echo "deps: zlib: $zlib_found/zlib.h" || missing+=("zlib (apt-get install zlib1g-dev)")
+
 # --- cudnn-frontend (header-only, from PyPI's wheel) ---
 fe=${CUDNN_FRONTEND_INCLUDE:-$TP/cudnn-frontend/include}
 if [ ! -f "$fe/cudnn_frontend.h" ]; then
