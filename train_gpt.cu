@@ -66,6 +66,8 @@ int train(const TrainConfig& cfg) {
     std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
     std::unique_ptr<TokenSource> val_data;
     if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
+    // The log directory too: a run must not train for hours and then fail to write its log.
+    if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
     std::string why;
     if (!cuda_device_available(&why))
         fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());

@@ -1,6 +1,15 @@
 #include "llmc/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <cerrno>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -63,6 +72,83 @@ struct Choice {
     }
 };
 
+// ---- numeric flags ----
+// CLI11 validators run on a flag's text before it is converted; CLI11 prefixes their message with the flag
+// ("--steps: ..."). They only check that the text is a number of the flag's type (range checks are
+// validate()'s, so that a TrainConfig filled in code gets the same ones) and rewrite integers to plain
+// decimal: CLI11's own conversion auto-detects the base (010 would be octal 8, 0x10 hex).
+
+// Parses an optional sign and decimal digits into *neg and *mag (saturated above 2^64). Empty if it is one.
+std::string parse_decimal(const std::string& v, bool* neg, unsigned __int128* mag) {
+    size_t i = 0;
+    *neg = false;
+    if (i < v.size() && (v[i] == '+' || v[i] == '-')) *neg = v[i++] == '-';
+    if (i == v.size()) return "'" + v + "' is not an integer";
+    *mag = 0;
+    for (; i < v.size(); i++) {
+        if (!std::isdigit((unsigned char)v[i])) return "'" + v + "' is not an integer";
+        if (*mag <= ((unsigned __int128)1 << 64)) *mag = *mag * 10 + (unsigned)(v[i] - '0');
+    }
+    return "";
+}
+
+// An int flag: a whole decimal number in [INT_MIN, INT_MAX].
+CLI::Validator int_value() {
+    return CLI::Validator(
+        [](std::string& v) -> std::string {
+            bool neg;
+            unsigned __int128 mag;
+            std::string why = parse_decimal(v, &neg, &mag);
+            if (!why.empty()) return why;
+            if (!neg && mag > (unsigned __int128)INT_MAX)
+                return v + " is out of range (at most " + std::to_string(INT_MAX) + ")";
+            if (neg && mag > (unsigned __int128)INT_MAX + 1)
+                return v + " is out of range (at least " + std::to_string(INT_MIN) + ")";
+            v = std::to_string(neg ? -(long long)mag : (long long)mag);
+            return "";
+        },
+        "");
+}
+
+// A uint64 flag (the seed): a whole decimal number in [0, 2^64 - 1].
+CLI::Validator uint64_value() {
+    return CLI::Validator(
+        [](std::string& v) -> std::string {
+            bool neg;
+            unsigned __int128 mag;
+            std::string why = parse_decimal(v, &neg, &mag);
+            if (!why.empty() || (neg && mag != 0)) return "must be a non-negative integer, got '" + v + "'";
+            if (mag > (unsigned __int128)UINT64_MAX)
+                return v + " is out of range (at most " + std::to_string(UINT64_MAX) + ")";
+            v = std::to_string((unsigned long long)mag);
+            return "";
+        },
+        "");
+}
+
+// A float flag: a number (strtod syntax) within float range; inf/nan pass through to validate().
+CLI::Validator float_value() {
+    return CLI::Validator(
+        [](std::string& v) -> std::string {
+            const char* begin = v.c_str();
+            char* end = nullptr;
+            errno = 0;
+            double d = v.empty() || std::isspace((unsigned char)v[0]) ? 0.0 : std::strtod(begin, &end);
+            if (v.empty() || end != begin + v.size()) return "'" + v + "' is not a number";
+            if ((std::isinf(d) && errno == ERANGE) || (std::isfinite(d) && std::fabs(d) > FLT_MAX))
+                return v + " is out of range for a float";
+            return "";
+        },
+        "");
+}
+
+// A negative number, as the value of the flag before it ("--steps -1", "--lr -.5").
+bool looks_negative_number(const std::string& s) {
+    if (s.size() < 2 || s[0] != '-') return false;
+    if (std::isdigit((unsigned char)s[1])) return true;
+    return s[1] == '.' && s.size() > 2 && std::isdigit((unsigned char)s[2]);
+}
+
 }  // namespace
 
 CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
@@ -93,9 +179,33 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         argc > 0 && argv[0] ? argv[0] : "train_gpt"};
     app.get_formatter()->column_width(38);
     app.option_defaults()->always_capture_default();
+    // A flag given twice: the last one wins ("train_gpt $BASE_FLAGS --steps 10"), as in most tools.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
+    // Flags that take a value, by each of their names -> the long name (for the negative-number rewrite).
+    std::map<std::string, std::string> value_flags;
+    // add_option, plus the number check of the variable's type (int, float, uint64; strings unchecked), as a
+    // transform: check() would discard the rewrite to plain decimal.
+    auto add = [&](const std::string& names, auto& var, const std::string& desc) {
+        CLI::Option* o = app.add_option(names, var, desc);
+        std::vector<std::string> split;
+        std::string long_name;
+        for (size_t b = 0; b <= names.size();) {
+            size_t e = names.find(',', b);
+            if (e == std::string::npos) e = names.size();
+            split.push_back(names.substr(b, e - b));
+            if (split.back().rfind("--", 0) == 0) long_name = split.back();
+            b = e + 1;
+        }
+        for (const std::string& n : split) value_flags[n] = long_name.empty() ? n : long_name;
+        using T = std::decay_t<decltype(var)>;
+        if constexpr (std::is_same<T, int>::value) o->transform(int_value());
+        if constexpr (std::is_same<T, float>::value) o->transform(float_value());
+        if constexpr (std::is_same<T, uint64_t>::value) o->transform(uint64_value());
+        return o;
+    };
     auto choice_opt = [&](const char* name, std::string* s, const std::string& desc, const std::string& tn) {
-        return app.add_option(name, *s, desc)->type_name(tn);
+        return add(name, *s, desc)->type_name(tn);
     };
 
     // Model.
@@ -106,17 +216,14 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
                model.type_name())
         ->group("Model");
     CLI::Option* o_layers =
-        app.add_option("--layers", layers, "override the preset's number of layers L")->group("Model");
+        add("--layers", layers, "override the preset's number of layers L")->group("Model");
     CLI::Option* o_channels =
-        app.add_option("--channels", channels, "override the preset's channels C (multiple of 16)")
-            ->group("Model");
-    CLI::Option* o_heads =
-        app.add_option("--heads", heads, "override the preset's attention heads H")->group("Model");
+        add("--channels", channels, "override the preset's channels C (multiple of 16)")->group("Model");
+    CLI::Option* o_heads = add("--heads", heads, "override the preset's attention heads H")->group("Model");
     CLI::Option* o_vocab =
-        app.add_option("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")
-            ->group("Model");
+        add("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")->group("Model");
     CLI::Option* o_max_seq =
-        app.add_option("--max-seq", max_seq, "override the maximum sequence length (position embedding rows)")
+        add("--max-seq", max_seq, "override the maximum sequence length (position embedding rows)")
             ->group("Model");
     for (CLI::Option* o : {o_layers, o_channels, o_heads, o_vocab, o_max_seq})
         o->type_name("INT")->default_str("preset");
@@ -124,54 +231,45 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         ->group("Model");
 
     // Training.
-    app.add_option("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")
-        ->group("Training");
-    app.add_option("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
-    app.add_option("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
-    app.add_option("--lr", c.lr, "peak learning rate")->group("Training");
-    app.add_option("--warmup", c.warmup, "linear warmup steps (from lr/warmup to lr)")->group("Training");
+    add("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")->group("Training");
+    add("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
+    add("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
+    add("--lr", c.lr, "peak learning rate")->group("Training");
+    add("--warmup", c.warmup, "linear warmup steps (from lr/warmup to lr)")->group("Training");
     choice_opt("--schedule", &schedule_s, "learning-rate schedule after warmup", schedule.type_name())
         ->group("Training");
-    app.add_option("--final-lr-frac", c.final_lr_frac, "cosine decays to lr * this at the last step")
-        ->group("Training");
-    app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)")->group("Training");
-    app.add_option("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")
-        ->group("Training");
-    app.add_option("--beta1", c.beta1, "AdamW beta1")->group("Training");
-    app.add_option("--beta2", c.beta2, "AdamW beta2")->group("Training");
-    app.add_option("--seed", c.seed, "seed for weight init and random tokens")
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                return v.find('-') != std::string::npos ? "must be a non-negative integer" : "";
-            },
-            ""))
-        ->group("Training");
+    add("--final-lr-frac", c.final_lr_frac, "cosine decays to lr * this at the last step")->group("Training");
+    add("--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)")->group("Training");
+    add("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")->group("Training");
+    add("--beta1", c.beta1, "AdamW beta1")->group("Training");
+    add("--beta2", c.beta2, "AdamW beta2")->group("Training");
+    add("--seed", c.seed, "seed for weight init and random tokens")->group("Training");
 
     // Data.
-    app.add_option("--train-data", c.train_data,
-                   "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens")
+    add("--train-data", c.train_data,
+        "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens")
         ->group("Data");
-    app.add_option("--val-data", c.val_data, "validation shards (glob); empty: no validation")->group("Data");
-    app.add_option("--val-every", c.val_every, "validate every N steps (and after the last)")->group("Data");
-    app.add_option("--val-batches", c.val_batches, "batches per validation")->group("Data");
+    add("--val-data", c.val_data, "validation shards (glob); empty: no validation")->group("Data");
+    add("--val-every", c.val_every, "validate every N steps (and after the last)")->group("Data");
+    add("--val-batches", c.val_batches, "batches per validation")->group("Data");
 
     // FP8 (only used with --precision fp8).
     choice_opt("--fp8-format", &fp8_format_s, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
                fp8_format.type_name())
         ->group("FP8 (with --precision fp8)");
-    app.add_option("--fp8-history", c.fp8.history_len, "amax history length (delayed scaling window)")
+    add("--fp8-history", c.fp8.history_len, "amax history length (delayed scaling window)")
         ->group("FP8 (with --precision fp8)");
     choice_opt("--fp8-amax-algo", &amax_algo_s, "scale from the max of the history, or the most recent amax",
                amax_algo.type_name())
         ->group("FP8 (with --precision fp8)");
-    app.add_option("--fp8-margin", c.fp8.margin, "scale = fp8_max / amax / 2^margin")
+    add("--fp8-margin", c.fp8.margin, "scale = fp8_max / amax / 2^margin")
         ->group("FP8 (with --precision fp8)");
 
     // Logging.
-    app.add_option("--log-dir", c.log_dir, "directory for the config, metrics and logs")->group("Logging");
-    app.add_option("--log-every", c.log_every, "print a line every N steps")->group("Logging");
-    app.add_option("--fp8-health-every", c.fp8_health_every,
-                   "with fp8: print scale range, saturated and fallen-back slots every N steps")
+    add("--log-dir", c.log_dir, "directory for the config, metrics and logs")->group("Logging");
+    add("--log-every", c.log_every, "print a line every N steps")->group("Logging");
+    add("--fp8-health-every", c.fp8_health_every,
+        "with fp8: print scale range, saturated and fallen-back slots every N steps")
         ->group("Logging");
     app.add_flag(
            "--profile", c.profile,
@@ -183,8 +281,25 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
         "uint16 tokens; make them with scripts/prepare_data.py.");
 
+    // "--steps -1": join a negative number to the value flag before it ("--steps=-1"), so that it is read as
+    // the value whatever the CLI11 version's rule for telling numbers from options.
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; i++) args.push_back(argv[i] ? argv[i] : "");
+    std::vector<std::string> joined;
+    for (size_t i = 0; i < args.size(); i++) {
+        auto f = value_flags.find(args[i]);
+        if (f != value_flags.end() && i + 1 < args.size() && looks_negative_number(args[i + 1])) {
+            joined.push_back(f->second + "=" + args[i + 1]);
+            i++;
+        } else {
+            joined.push_back(args[i]);
+        }
+    }
+    std::vector<const char*> joined_argv = {argc > 0 && argv[0] ? argv[0] : "train_gpt"};
+    for (const std::string& a : joined) joined_argv.push_back(a.c_str());
+
     try {
-        app.parse(argc, argv);
+        app.parse((int)joined_argv.size(), joined_argv.data());
     } catch (const CLI::CallForHelp&) {
         CliResult r;
         r.exit_code = 0;

@@ -17,5 +17,7 @@ struct CliResult {
 };
 
 // Parses argv into *cfg (defaults: TrainConfig's). The model preset (--model) is applied first, then the
-// explicit overrides (--layers, --channels, --heads, --vocab, --max-seq). Never prints, never exits.
+// explicit overrides (--layers, --channels, --heads, --vocab, --max-seq). Numeric flags take decimal numbers
+// of their field's type ("--steps -1" reads -1, which validate() then rejects by name); a flag given twice
+// keeps the last value. Never prints, never exits.
 CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg);

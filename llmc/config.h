@@ -54,8 +54,17 @@ struct TrainConfig {
 
 // Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.
 bool model_preset(const std::string& name, ModelConfig* out);
-// Empty string if valid, else a one-line message naming the offending setting and what was expected.
+// Empty string if valid, else a one-line message naming the offending setting and what was expected: every
+// numeric setting's range, the shape rules of the kernels (head size, multiples of 16, C <= 8192), and the
+// sizes the kernels index with 32-bit ints or grid dimensions, computed in 64-bit (B*T, B*T*4C, B*T*3C,
+// B*H*T; with FP8 B*T <= 65535 * 128). An overflow message names the largest --batch that fits. Host-only:
+// call it before any GPU work. config.cpp lists which kernel imposes which limit.
 std::string validate(const TrainConfig& cfg);
+// The largest tokens per step B*T that the kernels can index for cfg's model and precision.
+int64_t max_tokens_per_step(const TrainConfig& cfg);
+// The largest --batch within the kernels' index limits for cfg's other settings (B*T a multiple of 16), or
+// 0 if there is none at this --seq. GPU memory is not considered (GptModel checks that on the device).
+int max_batch_for(const TrainConfig& cfg);
 
 size_t num_parameters(const ModelConfig& m);
 // Honest model FLOPs per token for one fwd+bwd: 6 * N + 12 * L * T * C (matmul weights + attention).

@@ -6,9 +6,15 @@
 #include <utility>
 #include <vector>
 
+// Creates `dir` and its parents if needed, then checks that a file can be created there (a probe file is
+// created and removed). Returns "" on success, else one line without a trailing newline, e.g.
+// "log directory 'runs/a': cannot create 'runs': Permission denied". Call it before any GPU work so that a
+// bad --log-dir is reported at once; RunLogger calls it too.
+std::string prepare_log_dir(const std::string& dir);
+
 class RunLogger {
   public:
-    // Creates `log_dir` (and parents) and writes config.json; exits with a one-line error if it cannot.
+    // prepare_log_dir(log_dir), then writes config.json; exits with a one-line error if either fails.
     RunLogger(const std::string& log_dir, const std::string& config_json);
     ~RunLogger();
     RunLogger(const RunLogger&) = delete;

@@ -1,4 +1,5 @@
 // Host tests for llmc/cli: defaults, every flag, presets and overrides, --help, and one-line usage errors.
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,35 @@ bool is_one_line_error(const std::string& msg) {
     if (msg.empty() || msg.back() != '\n') return false;
     return msg.find('\n') == msg.size() - 1;
 }
+
+// The number after `prefix` in `msg` (-1 if absent).
+long number_after(const std::string& msg, const std::string& prefix) {
+    size_t p = msg.find(prefix);
+    if (p == std::string::npos) return -1;
+    return std::strtol(msg.c_str() + p + prefix.size(), nullptr, 10);
+}
+
+// Checks that `args` is rejected with one "error: ..." line that names `flag` and contains each of `texts`,
+// and none of CLI11's own phrasings.
+void expect_usage_error(const std::vector<std::string>& args, const std::string& flag,
+                        const std::vector<std::string>& texts, const char* file, int line) {
+    TrainConfig cfg;
+    CliResult r = parse(args, &cfg);
+    std::string what = "'" + joined(args) + "'";
+    if (r.run) return testing::fail(file, line, what + " was accepted");
+    if (r.exit_code != 2) testing::fail(file, line, what + " exit code " + std::to_string(r.exit_code));
+    if (!is_one_line_error(r.message))
+        testing::fail(file, line, what + " is not one error line: " + r.message);
+    if (r.message.find(flag) == std::string::npos)
+        testing::fail(file, line, what + " message does not name " + flag + ": " + r.message);
+    for (const std::string& t : texts)
+        if (r.message.find(t) == std::string::npos)
+            testing::fail(file, line, what + " message lacks \"" + t + "\": " + r.message);
+    for (const char* cli11 : {"At Most", "At Least", "Could not convert", "required but received"})
+        if (r.message.find(cli11) != std::string::npos)
+            testing::fail(file, line, what + " message is CLI11's: " + r.message);
+}
+#define EXPECT_USAGE_ERROR(args, flag, ...) expect_usage_error(args, flag, __VA_ARGS__, __FILE__, __LINE__)
 
 }  // namespace
 
@@ -252,6 +282,16 @@ TEST(usage_errors_are_one_line) {
         {{"--grad-clip", "-1"}, "--grad-clip"},
         {{"--fp8-margin", "-1"}, "--fp8-margin"},
         {{"--seed", "-1"}, "--seed"},
+        {{"--beta1", "1"}, "--beta1"},
+        {{"--beta2", "-0.1"}, "--beta2"},
+        {{"--fp8-margin", "65"}, "--fp8-margin"},
+        {{"--fp8-history", "2147483647"}, "--fp8-history"},
+        {{"--fp8-health-every", "0"}, "--fp8-health-every"},
+        {{"--channels", "16384", "--heads", "128"}, "--channels"},
+        {{"--log-dir", ""}, "--log-dir"},
+        {{"--lr", "1e999"}, "--lr"},
+        {{"--batch", "3000000"}, "--batch"},
+        {{"--max-seq", "65536", "--seq", "65536"}, "--seq"},
         {{"--batch", "abc"}, "--batch"},
         {{"--batch", "1.5"}, "--batch"},
         {{"--lr", "fast"}, "--lr"},
@@ -278,6 +318,9 @@ TEST(usage_errors_are_one_line) {
                           what + " message is not one 'error: ...' line: [" + r.message + "]");
         if (r.message.find(k.names) == std::string::npos)
             testing::fail(__FILE__, __LINE__, what + " message does not name " + k.names + ": " + r.message);
+        for (const char* cli11 : {"At Most", "Could not convert"})
+            if (r.message.find(cli11) != std::string::npos)
+                testing::fail(__FILE__, __LINE__, what + " message is CLI11's: " + r.message);
     }
 }
 
@@ -289,6 +332,180 @@ TEST(precision_error_text) {
     EXPECT_TRUE(r.message == "error: --precision: 'fp9' is not one of bf16, fp8\n");
     r = parse({"--model", "7b"}, &cfg);
     EXPECT_TRUE(r.message == "error: --model: '7b' is not one of 124m, 350m, 774m, 1.5b\n");
+}
+
+TEST(negative_numbers_are_values) {
+    // "-1" after a numeric flag is its value (not an option), so the range check speaks.
+    TrainConfig cfg;
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"--steps", "-1"}, {"-n", "-1"}, {"--steps=-1"}, {"-n-1"}}) {
+        CliResult r = parse(args, &cfg);
+        EXPECT_TRUE(!r.run);
+        EXPECT_EQ(r.exit_code, 2);
+        EXPECT_TRUE(r.message == "error: --steps: must be >= 1, got -1\n");
+    }
+    EXPECT_USAGE_ERROR({"--batch", "-5"}, "--batch", {"must be >= 1, got -5"});
+    EXPECT_USAGE_ERROR({"-b", "-5"}, "--batch", {"must be >= 1, got -5"});
+    EXPECT_USAGE_ERROR({"--lr", "-1"}, "--lr", {"must be a finite number > 0, got -1"});
+    EXPECT_USAGE_ERROR({"--lr", "-.5"}, "--lr", {"got -0.5"});
+    EXPECT_USAGE_ERROR({"--warmup", "-3"}, "--warmup", {"must be >= 0, got -3"});
+    EXPECT_USAGE_ERROR({"--beta1", "-0.5"}, "--beta1", {"must be in [0, 1), got -0.5"});
+    EXPECT_USAGE_ERROR({"--steps", "-1", "--batch", "4"}, "--steps", {"got -1"});
+    // A negative number that is a valid value still lands in its field (none of ours accepts one, so check
+    // that a later flag is not swallowed and a valid run still parses).
+    EXPECT_TRUE(parse({"--fp8-margin", "0", "--steps", "3"}, &cfg).run);
+    EXPECT_EQ(cfg.steps, 3);
+}
+
+TEST(every_numeric_flag_has_a_range) {
+    struct Case {
+        std::vector<std::string> args;
+        const char* flag;
+        const char* text;
+    };
+    const std::vector<Case> cases = {
+        {{"--layers", "0"}, "--layers", "must be >= 1, got 0"},
+        {{"--channels", "0"}, "--channels", "must be >= 1, got 0"},
+        {{"--heads", "-2"}, "--heads", "must be >= 1, got -2"},
+        {{"--vocab", "-16"}, "--vocab", "must be >= 1, got -16"},
+        {{"--max-seq", "0"}, "--max-seq", "must be >= 1, got 0"},
+        {{"--batch", "0"}, "--batch", "must be >= 1, got 0"},
+        {{"--seq", "-1"}, "--seq", "must be >= 1, got -1"},
+        {{"--steps", "0"}, "--steps", "must be >= 1, got 0"},
+        {{"--warmup", "-1"}, "--warmup", "must be >= 0, got -1"},
+        {{"--val-every", "-1"}, "--val-every", "must be >= 1, got -1"},
+        {{"--val-batches", "0"}, "--val-batches", "must be >= 1, got 0"},
+        {{"--log-every", "-10"}, "--log-every", "must be >= 1, got -10"},
+        {{"--fp8-history", "0"}, "--fp8-history", "must be >= 1, got 0"},
+        {{"--fp8-history", "2147483647"}, "--fp8-history", "must be <= 2147483584"},
+        {{"--fp8-margin", "-1"}, "--fp8-margin", "must be >= 0, got -1"},
+        {{"--fp8-margin", "65"}, "--fp8-margin", "must be <= 64, got 65"},
+        {{"--fp8-health-every", "0"}, "--fp8-health-every", "must be >= 1, got 0"},
+        {{"--lr", "0"}, "--lr", "must be a finite number > 0, got 0"},
+        {{"--lr", "inf"}, "--lr", "must be a finite number > 0"},
+        {{"--lr", "nan"}, "--lr", "must be a finite number > 0"},
+        {{"--final-lr-frac", "-0.1"}, "--final-lr-frac", "must be in [0, 1], got -0.1"},
+        {{"--final-lr-frac", "1.5"}, "--final-lr-frac", "must be in [0, 1], got 1.5"},
+        {{"--weight-decay", "-1"}, "--weight-decay", "must be a finite number >= 0, got -1"},
+        {{"--grad-clip", "-1"}, "--grad-clip", "must be a finite number >= 0"},
+        {{"--beta1", "1"}, "--beta1", "must be in [0, 1), got 1"},
+        {{"--beta2", "1.5"}, "--beta2", "must be in [0, 1), got 1.5"},
+        {{"--seed", "-1"}, "--seed", "must be a non-negative integer"},
+        {{"--log-dir", ""}, "--log-dir", "must not be empty"},
+    };
+    for (const Case& k : cases) EXPECT_USAGE_ERROR(k.args, k.flag, {k.text});
+    // The edges themselves are accepted.
+    TrainConfig cfg;
+    EXPECT_TRUE(
+        parse({"--warmup", "0", "--fp8-margin", "64", "--beta1", "0", "--beta2", "0.999", "--final-lr-frac",
+               "1", "--weight-decay", "0", "--grad-clip", "0", "--fp8-history", "1"},
+              &cfg)
+            .run);
+    EXPECT_EQ(cfg.fp8.margin, 64);
+}
+
+TEST(numbers_must_fit_their_type) {
+    EXPECT_USAGE_ERROR({"--steps", "99999999999"}, "--steps",
+                       {"99999999999 is out of range (at most 2147483647)"});
+    EXPECT_USAGE_ERROR({"--warmup", "-99999999999"}, "--warmup", {"out of range (at least -2147483648)"});
+    EXPECT_USAGE_ERROR({"--vocab", "99999999999"}, "--vocab", {"out of range (at most 2147483647)"});
+    EXPECT_USAGE_ERROR({"--batch", "1.5"}, "--batch", {"'1.5' is not an integer"});
+    EXPECT_USAGE_ERROR({"--batch", "12abc"}, "--batch", {"'12abc' is not an integer"});
+    EXPECT_USAGE_ERROR({"--steps", "1e3"}, "--steps", {"'1e3' is not an integer"});
+    EXPECT_USAGE_ERROR({"--lr", "fast"}, "--lr", {"'fast' is not a number"});
+    EXPECT_USAGE_ERROR({"--lr", "1e999"}, "--lr", {"out of range for a float"});
+    EXPECT_USAGE_ERROR({"--seed", "18446744073709551616"}, "--seed",
+                       {"out of range (at most 18446744073709551615)"});
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--seed", "18446744073709551615"}, &cfg).run);
+    EXPECT_TRUE(cfg.seed == 18446744073709551615ull);
+    // Integers are decimal (CLI11 alone would read 010 as octal 8).
+    EXPECT_TRUE(parse({"--batch", "012", "--steps", "+5"}, &cfg).run);
+    EXPECT_EQ(cfg.batch, 12);
+    EXPECT_EQ(cfg.steps, 5);
+}
+
+TEST(repeated_flag_last_wins) {
+    TrainConfig cfg;
+    CliResult r = parse({"--steps", "5", "--steps", "6", "-b", "4", "--batch", "8"}, &cfg);
+    EXPECT_TRUE(r.run);
+    EXPECT_EQ(cfg.steps, 6);
+    EXPECT_EQ(cfg.batch, 8);
+}
+
+TEST(batch_overflow_suggests_a_batch) {
+    for (const char* model : {"1.5b", "124m"}) {
+        TrainConfig cfg;
+        CliResult r = parse({"--model", model, "--batch", "3000000"}, &cfg);
+        EXPECT_TRUE(!r.run);
+        EXPECT_EQ(r.exit_code, 2);
+        EXPECT_TRUE(is_one_line_error(r.message));
+        EXPECT_CONTAINS(r.message,
+                        "error: --batch 3000000 x --seq 1024 = 3072000000 tokens per step exceeds");
+        EXPECT_CONTAINS(r.message, "must be <= ");
+        const long suggested = number_after(r.message, "use --batch <= ");
+        EXPECT_TRUE(suggested >= 1);
+        if (suggested < 1) continue;
+        TrainConfig ok;
+        CliResult r_ok = parse({"--model", model, "--batch", std::to_string(suggested)}, &ok);
+        if (!r_ok.run) testing::fail(__FILE__, __LINE__, "suggested batch rejected: " + r_ok.message);
+        TrainConfig bad;
+        CliResult r_bad = parse({"--model", model, "--batch", std::to_string(suggested + 1)}, &bad);
+        EXPECT_TRUE(!r_bad.run);
+        EXPECT_EQ(number_after(r_bad.message, "use --batch <= "), suggested);  // the same suggestion
+    }
+}
+
+TEST(fp8_row_tile_limit) {
+    // C = 64 keeps the attention guard (B*T*3C) above FP8's cast-transpose grid.y limit, 65535 * 128 rows.
+    const std::vector<std::string> small = {"--model", "124m", "--channels", "64", "--heads", "1"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> a = small;
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    TrainConfig cfg;
+    CliResult r = parse(with({"--precision", "fp8", "--batch", "8193"}), &cfg);
+    EXPECT_TRUE(!r.run);
+    EXPECT_TRUE(is_one_line_error(r.message));
+    EXPECT_CONTAINS(r.message, "B*T = 8389632 must be <= 8388480");
+    EXPECT_CONTAINS(r.message, "65535");
+    EXPECT_EQ(number_after(r.message, "use --batch <= "), 8191L);  // 8191 * 1024 = 8387584 <= 8388480
+    EXPECT_TRUE(parse(with({"--precision", "fp8", "--batch", "8191"}), &cfg).run);
+    EXPECT_TRUE(parse(with({"--precision", "bf16", "--batch", "8193"}), &cfg).run);  // an FP8-only limit
+}
+
+TEST(seq_too_large) {
+    // A long --seq at the default --batch 12: the suggestion is a smaller --batch.
+    TrainConfig cfg;
+    CliResult r = parse({"--max-seq", "65536", "--seq", "65536"}, &cfg);
+    EXPECT_TRUE(!r.run);
+    EXPECT_TRUE(is_one_line_error(r.message));
+    EXPECT_CONTAINS(r.message, "--batch 12 x --seq 65536 = 786432 tokens per step");
+    const long b = number_after(r.message, "use --batch <= ");
+    EXPECT_TRUE(b >= 1);
+    EXPECT_TRUE(parse({"--max-seq", "65536", "--seq", "65536", "--batch", std::to_string(b)}, &cfg).run);
+    EXPECT_TRUE(!parse({"--max-seq", "65536", "--seq", "65536", "--batch", std::to_string(b + 1)}, &cfg).run);
+    // So long that even --batch 1 overflows: the suggestion is a shorter --seq.
+    r = parse({"--max-seq", "2147483632", "--seq", "2147483632", "-b", "1"}, &cfg);
+    EXPECT_TRUE(!r.run);
+    EXPECT_TRUE(is_one_line_error(r.message));
+    EXPECT_CONTAINS(r.message, "--batch 1 x --seq 2147483632 = 2147483632 tokens per step");
+    const long t = number_after(r.message, "use --seq <= ");
+    EXPECT_TRUE(t >= 16 && t % 16 == 0);
+    EXPECT_TRUE(parse({"--max-seq", "2147483632", "--seq", std::to_string(t), "-b", "1"}, &cfg).run);
+    EXPECT_TRUE(!parse({"--max-seq", "2147483632", "--seq", std::to_string(t + 16), "-b", "1"}, &cfg).run);
+}
+
+TEST(vocab_and_channels_limits) {
+    // A vocabulary beyond int is refused by the flag's type; the logits (B*T*V) are indexed in 64-bit, so a
+    // large one that fits an int is left to the GPU memory check.
+    EXPECT_USAGE_ERROR({"--vocab", "4294967296"}, "--vocab", {"out of range"});
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--model", "124m", "--batch", "64"}, &cfg).run);  // llm.c's 124M: B*T*V = 3.3e9
+    // The LayerNorm kernels hold at most 8192 channels.
+    EXPECT_USAGE_ERROR({"--channels", "8208", "--heads", "513"}, "--channels", {"8192"});
+    EXPECT_TRUE(parse({"--channels", "8192", "--heads", "64", "--batch", "1"}, &cfg).run);
 }
 
 TEST_MAIN()

@@ -1,5 +1,8 @@
 // Host tests for llmc/config: parameter and FLOP counts, the learning-rate schedule, the JSON dump.
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -226,6 +229,95 @@ TEST(to_json_has_every_field) {
     // Strings are escaped.
     c.log_dir = "a\"b\\c";
     EXPECT_CONTAINS(to_json(c), "\"log_dir\": \"a\\\"b\\\\c\"");
+}
+
+TEST(validate_range_messages) {
+    TrainConfig ok;
+    EXPECT_TRUE(validate(ok).empty());
+    struct Case {
+        void (*set)(TrainConfig&);
+        const char* text;
+    };
+    const std::vector<Case> cases = {
+        {[](TrainConfig& c) { c.steps = -1; }, "--steps: must be >= 1, got -1"},
+        {[](TrainConfig& c) { c.batch = -5; }, "--batch: must be >= 1, got -5"},
+        {[](TrainConfig& c) { c.warmup = -1; }, "--warmup: must be >= 0, got -1"},
+        {[](TrainConfig& c) { c.lr = -1; }, "--lr: must be a finite number > 0, got -1"},
+        {[](TrainConfig& c) { c.lr = INFINITY; }, "--lr: must be a finite number > 0"},
+        {[](TrainConfig& c) { c.beta1 = 1; }, "--beta1: must be in [0, 1), got 1"},
+        {[](TrainConfig& c) { c.beta2 = -0.5f; }, "--beta2: must be in [0, 1), got -0.5"},
+        {[](TrainConfig& c) { c.adam_eps = 0; }, "adam_eps: must be a finite number > 0"},
+        {[](TrainConfig& c) { c.fp8.margin = 65; }, "--fp8-margin: must be <= 64, got 65"},
+        {[](TrainConfig& c) { c.fp8.history_len = INT_MAX; }, "--fp8-history: must be <= 2147483584"},
+        {[](TrainConfig& c) { c.fp8_health_every = 0; }, "--fp8-health-every: must be >= 1, got 0"},
+        {[](TrainConfig& c) { c.log_dir = ""; }, "--log-dir: must not be empty"},
+        {[](TrainConfig& c) { c.model.channels = 8208, c.model.num_heads = 513; }, "exceeds 8192"},
+        {[](TrainConfig& c) {
+             c.precision = Precision::FP8;
+             c.model.num_layers = INT_MAX / 12 + 1;
+         },
+         "--layers: must be <= 178956970 with --precision fp8"},
+    };
+    for (const Case& k : cases) {
+        TrainConfig c;
+        k.set(c);
+        std::string msg = validate(c);
+        if (msg.find(k.text) == std::string::npos)
+            testing::fail(__FILE__, __LINE__,
+                          "expected \"" + std::string(k.text) + "\", got \"" + msg + "\"");
+        if (msg.find('\n') != std::string::npos) testing::fail(__FILE__, __LINE__, "not one line: " + msg);
+    }
+}
+
+TEST(token_limits_match_the_kernels) {
+    // Written out independently: N = B*T <= 2^30 (int rows + one split of slack), N*4C <= 2048 * (2^31-1)
+    // (GELU grid.x), N*3C and N*H <= 2^31-1 (cuDNN attention tensors), FP8 also N <= 65535 * 128.
+    const int64_t imax = INT_MAX;
+    for (const char* name : {"124m", "350m", "774m", "1.5b"}) {
+        for (Precision p : {Precision::BF16, Precision::FP8}) {
+            TrainConfig c;
+            EXPECT_TRUE(model_preset(name, &c.model));
+            c.precision = p;
+            const int64_t C = c.model.channels, H = c.model.num_heads;
+            int64_t n = std::min({int64_t(1) << 30, 2048 * imax / (4 * C), imax / (3 * C), imax / H});
+            if (p == Precision::FP8) n = std::min<int64_t>(n, 65535 * 128);
+            EXPECT_EQ(max_tokens_per_step(c), n);
+            for (int T : {1024, 1000, 7}) {
+                c.seq = T;
+                const int64_t step = T == 1024 ? 1 : T == 1000 ? 2 : 16;  // B*T must be a multiple of 16
+                const int64_t b = n / T / step * step;
+                EXPECT_EQ((int64_t)max_batch_for(c), b);
+                c.batch = (int)b;
+                if (!validate(c).empty())
+                    testing::fail(__FILE__, __LINE__, "max batch rejected: " + validate(c));
+                c.batch = (int)(b + step);
+                std::string msg = validate(c);
+                EXPECT_CONTAINS(msg, "tokens per step exceeds the kernels' index limits");
+                EXPECT_CONTAINS(msg, "use --batch <= " + std::to_string(b));
+            }
+        }
+    }
+}
+
+TEST(token_limits_use_64_bit_arithmetic) {
+    // B*T near 2^62: the check must neither overflow nor wrap into an accepted value.
+    TrainConfig c;
+    c.batch = INT_MAX;
+    c.model.max_seq_len = INT_MAX;
+    c.seq = INT_MAX;
+    std::string msg = validate(c);
+    EXPECT_CONTAINS(msg, "--batch 2147483647 x --seq 2147483647 = 4611686014132420609 tokens per step");
+    EXPECT_CONTAINS(msg, "use a smaller --batch and --seq");
+    c.seq = 2147483632;  // B = 1 still overflows at this T: the suggestion is a --seq
+    c.batch = 1;
+    msg = validate(c);
+    EXPECT_CONTAINS(msg, "use --seq <= ");
+    // B*T*V beyond 2^31 is fine: the logits are indexed in 64-bit (llm.c's 124M at B = 64).
+    TrainConfig big_logits;
+    EXPECT_TRUE(model_preset("124m", &big_logits.model));
+    big_logits.batch = 64;
+    EXPECT_TRUE((int64_t)big_logits.batch * big_logits.seq * big_logits.model.vocab_size > INT_MAX);
+    EXPECT_TRUE(validate(big_logits).empty());
 }
 
 TEST_MAIN()

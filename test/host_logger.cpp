@@ -1,0 +1,146 @@
+// Host tests for llmc/logger: prepare_log_dir (create with parents, probe for writability, one-line errors on
+// a path under a regular file or in an unwritable directory) and RunLogger's files.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "llmc/logger.h"
+#include "test/testing.h"
+
+// expr returns "" (success), else the test fails with the message.
+#define EXPECT_OK(expr)                                                                          \
+    do {                                                                                         \
+        std::string m_ = (expr);                                                                 \
+        if (!m_.empty()) testing::fail(__FILE__, __LINE__, std::string(#expr " failed: ") + m_); \
+    } while (0)
+
+namespace {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents by the destructor.
+struct TempDir {
+    std::string path;
+    TempDir() {
+        const char* base = getenv("TMPDIR");
+        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/host_logger_XXXXXX";
+        if (mkdtemp(&tmpl[0])) path = tmpl;
+    }
+    ~TempDir() {
+        if (!path.empty()) {
+            std::string cmd = "chmod -R u+rwx '" + path + "' 2>/dev/null; rm -rf '" + path + "'";
+            if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path.c_str());
+        }
+    }
+};
+
+bool is_dir(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool write_file(const std::string& p, const std::string& text) {
+    FILE* f = fopen(p.c_str(), "w");
+    if (!f) return false;
+    fputs(text.c_str(), f);
+    return fclose(f) == 0;
+}
+
+std::string read_file(const std::string& p) {
+    std::string out;
+    FILE* f = fopen(p.c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    fclose(f);
+    return out;
+}
+
+// Entries of a directory other than . and .. (the probe file must not be left behind).
+int count_entries(const std::string& dir) {
+    std::string cmd = "ls -A '" + dir + "' | wc -l";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return -1;
+    int n = -1;
+    if (fscanf(p, "%d", &n) != 1) n = -1;
+    pclose(p);
+    return n;
+}
+
+bool one_line(const std::string& msg) { return !msg.empty() && msg.find('\n') == std::string::npos; }
+
+}  // namespace
+
+TEST(prepare_log_dir_creates_parents) {
+    TempDir t;
+    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    const std::string dir = t.path + "/a/b//c/";
+    EXPECT_OK(prepare_log_dir(dir));
+    EXPECT_TRUE(is_dir(t.path + "/a/b/c"));
+    EXPECT_EQ(count_entries(t.path + "/a/b/c"), 0);  // the probe file is removed
+    EXPECT_OK(prepare_log_dir(dir));                 // an existing directory is fine
+    EXPECT_OK(prepare_log_dir(t.path + "/rel/../x"));
+}
+
+TEST(prepare_log_dir_under_a_regular_file) {
+    TempDir t;
+    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    const std::string file = t.path + "/xyz_file";
+    EXPECT_TRUE(write_file(file, "not a directory\n"));
+    for (const std::string& dir : {file + "/sub", file + "/sub/deeper"}) {
+        std::string msg = prepare_log_dir(dir);
+        EXPECT_TRUE(one_line(msg));
+        EXPECT_CONTAINS(msg, "log directory '" + dir + "': ");
+        EXPECT_CONTAINS(msg, "'" + file + "' is not a directory");
+    }
+    // The path itself is a file.
+    std::string msg = prepare_log_dir(file);
+    EXPECT_TRUE(one_line(msg));
+    EXPECT_CONTAINS(msg, "log directory '" + file + "': ");
+    EXPECT_CONTAINS(msg, "not a directory");
+    EXPECT_TRUE(read_file(file) == "not a directory\n");  // untouched
+}
+
+TEST(prepare_log_dir_empty_path) {
+    std::string msg = prepare_log_dir("");
+    EXPECT_TRUE(one_line(msg));
+    EXPECT_CONTAINS(msg, "log directory ''");
+}
+
+TEST(prepare_log_dir_unwritable) {
+    if (geteuid() == 0) SKIP("running as root, which can write into any directory");
+    TempDir t;
+    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    const std::string locked = t.path + "/locked";
+    EXPECT_EQ(mkdir(locked.c_str(), 0755), 0);
+    EXPECT_EQ(chmod(locked.c_str(), 0555), 0);
+    // A directory that exists but refuses files.
+    std::string msg = prepare_log_dir(locked);
+    EXPECT_TRUE(one_line(msg));
+    EXPECT_CONTAINS(msg, "log directory '" + locked + "': ");
+    EXPECT_CONTAINS(msg, "Permission denied");
+    // A directory to be created inside it.
+    msg = prepare_log_dir(locked + "/run1/x");
+    EXPECT_TRUE(one_line(msg));
+    EXPECT_CONTAINS(msg, "log directory '" + locked + "/run1/x': cannot create '" + locked + "/run1'");
+    EXPECT_CONTAINS(msg, "Permission denied");
+    EXPECT_TRUE(!is_dir(locked + "/run1"));
+}
+
+TEST(run_logger_writes_config_and_records) {
+    TempDir t;
+    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    const std::string dir = t.path + "/runs/one";
+    {
+        RunLogger logger(dir, "{\"x\": 1}\n");
+        EXPECT_TRUE(logger.dir() == dir);
+        logger.record("train", {{"step", 3}, {"loss", 1.5}});
+    }
+    EXPECT_TRUE(read_file(dir + "/config.json") == "{\"x\": 1}\n");
+    EXPECT_TRUE(read_file(dir + "/train.jsonl") == "{\"kind\": \"train\", \"step\": 3, \"loss\": 1.5}\n");
+    EXPECT_EQ(count_entries(dir), 2);  // config.json, train.jsonl: no probe file left
+}
+
+TEST_MAIN()
