@@ -25,7 +25,7 @@ fails=0; runs=0
 check() {  # name, tool, command...
   local name=$1 tool=$2; shift 2
   local log="$LOG/$tool.$name.log"
-  timeout 900 "$SAN" --tool "$tool" --nvtx yes --print-limit 20 --error-exitcode 99 "$@" > "$log" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-600}" "$SAN" --tool "$tool" --nvtx yes --print-limit 20 --error-exitcode 99 "$@" > "$log" 2>&1
   local rc=$? summary
   summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^========= //')
   runs=$((runs + 1))
@@ -34,6 +34,8 @@ check() {  # name, tool, command...
 }
 for tool in memcheck initcheck; do
   for p in bf16 fp8; do check "train_gpt_$p" "$tool" ./train_gpt "${small[@]}" --precision "$p"; done
+done
+for tool in memcheck initcheck; do
   for t in build/dev/test_*; do [ -x "$t" ] && check "$(basename "$t")" "$tool" "$t"; done
 done
 echo "sanitize: $runs runs, $fails with errors"
