@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Fuzzes the safetensors reader/writer and the JSON parser (libFuzzer + AddressSanitizer + UBSan).
+# Builds fuzz/fuzz_*.cpp with clang++ into build/fuzz/, generates seeds (fuzz/make_seeds.cpp, plus the
+# hand-written ones in fuzz/corpus/), runs each target for FUZZ_SECONDS (default 60) and prints one line per
+# target. Exits non-zero if a target does not build or finds a crash, leak, timeout or assertion; the input
+# that triggered it is left in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz_X build/fuzz/artifacts/FILE).
+# The corpus grown by a run is kept in build/fuzz/corpus/ and reused by the next run.
+# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors; default all). Env: FUZZ_SECONDS, CLANGXX.
+set -u
+cd "$(dirname "$0")/.."
+CLANGXX=${CLANGXX:-clang++}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
+OUT=build/fuzz
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(json safetensors)
+LIB_SRCS=(llmc/json.cpp llmc/safetensors.cpp)
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+if ! command -v "$CLANGXX" >/dev/null 2>&1; then
+  echo "fuzz: $CLANGXX not found (libFuzzer needs clang; set CLANGXX)"; exit 2
+fi
+mkdir -p "$OUT/seeds/safetensors" "$OUT/seeds/json" "$OUT/artifacts"
+
+# Seeds: valid files from the writer (and their headers as JSON seeds).
+if ! "$CLANGXX" -std=c++17 -O1 -g -I. $SAN fuzz/make_seeds.cpp "${LIB_SRCS[@]}" -lz -o "$OUT/make_seeds" \
+    > "$OUT/make_seeds.log" 2>&1 || ! "$OUT/make_seeds" "$OUT/seeds" >> "$OUT/make_seeds.log" 2>&1; then
+  echo "fuzz: building or running the seed generator failed:"; tail -20 "$OUT/make_seeds.log"; exit 1
+fi
+
+status=0
+for t in "${TARGETS[@]}"; do
+  bin="$OUT/fuzz_$t"
+  if [ ! -f "fuzz/fuzz_$t.cpp" ]; then echo "fuzz_$t: no such target (fuzz/fuzz_$t.cpp)"; status=1; continue; fi
+  if ! "$CLANGXX" -std=c++17 -O1 -g -I. -fsanitize=fuzzer $SAN "fuzz/fuzz_$t.cpp" "${LIB_SRCS[@]}" -lz \
+      -o "$bin" > "$bin.build.log" 2>&1; then
+    echo "fuzz_$t: BUILD FAILED"; tail -20 "$bin.build.log"; status=1; continue
+  fi
+  corpus="$OUT/corpus/$t"
+  mkdir -p "$corpus"
+  seeds=()
+  for d in "$OUT/seeds/$t" "fuzz/corpus/$t"; do [ -d "$d" ] && seeds+=("$d"); done
+  log="$OUT/fuzz_$t.log"
+  start=$(date +%s)
+  "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    -dict=fuzz/fuzz.dict -print_final_stats=1 -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
+    "$corpus" ${seeds[@]+"${seeds[@]}"} > "$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  [ -n "$runs" ] || runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' | tail -1)
+  files=$(ls "$corpus" | wc -l)
+  if [ $rc = 0 ]; then
+    echo "fuzz_$t: ok, ${runs:-?} runs in ${secs}s, corpus $files inputs"
+  else
+    artifact=$(grep -o "Test unit written to [^ ]*" "$log" | tail -1 | sed 's/Test unit written to //')
+    why=$(grep -m1 -E '^==[0-9]+==ERROR|SUMMARY|runtime error|deadly signal|ERROR: libFuzzer' "$log" | cut -c1-200)
+    echo "fuzz_$t: FAILED (exit $rc) after ${runs:-?} runs in ${secs}s: ${why:-see $log}${artifact:+; input: $artifact}"
+    status=1
+  fi
+done
+exit $status
