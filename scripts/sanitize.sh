@@ -29,8 +29,14 @@ check() {  # name, tool, command...
   local rc=$? summary
   summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^========= //')
   runs=$((runs + 1))
-  if [ "$rc" != 0 ]; then fails=$((fails + 1)); echo "FAIL $tool $name (exit $rc): ${summary:-no summary}, see $log"
-  else echo "ok   $tool $name: ${summary:-no summary}"; fi
+  # 99: the tool found errors; 124: timed out; anything else: the program itself failed under the tool
+  case "$rc" in
+    0) echo "ok   $tool $name: ${summary:-no summary}" ;;
+    99) fails=$((fails + 1)); echo "FAIL $tool $name: ${summary:-no summary}, see $log" ;;
+    124) fails=$((fails + 1)); echo "FAIL $tool $name: timed out (${summary:-no summary so far}), see $log" ;;
+    *) fails=$((fails + 1))
+       echo "FAIL $tool $name: the program exited $rc under the tool (${summary:-no summary}): $(grep -m1 '^\[FAIL\]\|^error' "$log")" ;;
+  esac
 }
 for tool in memcheck initcheck; do
   for p in bf16 fp8; do check "train_gpt_$p" "$tool" ./train_gpt "${small[@]}" --precision "$p"; done
