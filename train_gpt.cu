@@ -1,13 +1,18 @@
 // train_gpt: trains a GPT-2-family model on one Hopper GPU in BF16 or FP8 (per-tensor delayed scaling).
 // The driver only: flags -> config -> data -> model -> training loop -> logs. Components live in llmc/.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "llmc/check.h"
+#include "llmc/checkpoint.h"
 #include "llmc/cli.h"
 #include "llmc/config.h"
 #include "llmc/context.h"
@@ -15,6 +20,7 @@
 #include "llmc/gpt.h"
 #include "llmc/logger.h"
 #include "llmc/phase_timer.h"
+#include "llmc/train_state.h"
 
 namespace {
 
@@ -57,6 +63,72 @@ void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, s
     logger->record("profile", fields);
 }
 
+// SIGINT/SIGTERM: the first asks the loop to finish its step, checkpoint and exit 0; a second exits at once.
+// (A signal handler can only talk to the loop through a flag of static storage.)
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) {
+    if (g_stop_signal) _exit(128 + sig);
+    g_stop_signal = sig;
+}
+void install_stop_signal_handlers() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+int stop_signal() { return g_stop_signal; }
+
+// Test-only: TRAIN_GPT_TEST_POISON_STEP=k fills step k's gradients with NaN (fault-handling tests).
+int test_poison_step() {
+    const char* v = getenv("TRAIN_GPT_TEST_POISON_STEP");
+    return v ? atoi(v) : -1;
+}
+
+// Where checkpoints go: --checkpoint-dir, else the --resume directory, else nowhere.
+std::string checkpoint_dir(const TrainConfig& cfg) {
+    return cfg.checkpoint_dir.empty() ? cfg.resume : cfg.checkpoint_dir;
+}
+
+// One training step's line on stdout (every --log-every steps and the last), its FP8 health (when measured)
+// and its train.jsonl record.
+void log_step(int step, const TrainConfig& cfg, float loss, float lr, float grad_norm, double ms,
+              double flops_per_step, size_t peak_bytes, const Fp8Health* health, RunLogger* logger) {
+    const bool last = step == cfg.steps - 1;
+    const double tokens_per_s = (double)cfg.batch * cfg.seq / (ms / 1e3);
+    const double tflops = flops_per_step / (ms / 1e3) / 1e12;
+    const double peak_gb = peak_bytes / 1e9;
+    if (step % cfg.log_every == 0 || last) {
+        printf(
+            "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU "
+            "%.1f%% | "
+            "peak %.1f GB\n",
+            step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops, 100 * tflops / kBf16PeakTflops,
+            peak_gb);
+        fflush(stdout);
+    }
+    if (health) {
+        printf(
+            "step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax "
+            "0/inf/nan)\n",
+            step, health->min_scale, health->max_scale, health->saturated, health->slots, health->fell_back);
+        logger->record("fp8", {{"step", step},
+                               {"min_scale", health->min_scale},
+                               {"max_scale", health->max_scale},
+                               {"saturated", health->saturated},
+                               {"fell_back", health->fell_back}});
+    }
+    logger->record("train", {{"step", step},
+                             {"loss", loss},
+                             {"lr", lr},
+                             {"grad_norm", grad_norm},
+                             {"step_ms", ms},
+                             {"tokens_per_s", tokens_per_s},
+                             {"tflops", tflops},
+                             {"mfu", tflops / kBf16PeakTflops},
+                             {"peak_mem_gb", peak_gb}});
+}
+
 int train(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     const int B = cfg.batch, T = cfg.seq;
@@ -68,6 +140,13 @@ int train(const TrainConfig& cfg) {
     if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
     // The log directory too: a run must not train for hours and then fail to write its log.
     if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
+    if (!cfg.resume.empty() && list_checkpoints(cfg.resume).empty())
+        fatal("--resume: no checkpoint (ckpt_*.safetensors) in '%s'", cfg.resume.c_str());
+    if (!checkpoint_dir(cfg).empty())
+        if (std::string e = prepare_writable_dir(checkpoint_dir(cfg), "checkpoint directory"); !e.empty()) {
+            if (cfg.checkpoint_required) fatal("%s", e.c_str());
+            fprintf(stderr, "warning: %s (checkpoints will fail; training continues)\n", e.c_str());
+        }
     std::string why;
     if (!cuda_device_available(&why))
         fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
@@ -76,18 +155,38 @@ int train(const TrainConfig& cfg) {
     printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
            ctx.props.totalGlobalMem / 1073741824.0);
 
-    RunLogger logger(cfg.log_dir, to_json(cfg));
-
     GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);
     model.init_weights(cfg.seed);
     const double flops_per_step = flops_per_token(m, T) * B * T;
     printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n",
            model.num_parameters(), flops_per_step / 1e12);
 
+    TrainState state(cfg, &model, train_data.get());
+    if (!cfg.resume.empty()) {
+        const std::string path = state.resume(cfg.resume);
+        printf("resumed from %s: step %lld, %lld optimizer updates\n", path.c_str(),
+               (long long)state.progress.step, (long long)state.progress.opt_step);
+    }
+    RunLogger logger(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty());
+    const std::string ckpt_dir = checkpoint_dir(cfg);
+    auto checkpoint = [&](const char* why) {
+        if (ckpt_dir.empty()) return;
+        try {
+            state.save(ckpt_dir, cfg.keep_checkpoints);
+            printf("checkpoint (%s): %s\n", why, checkpoint_path(ckpt_dir, state.progress.step).c_str());
+        } catch (const std::exception& e) {
+            if (cfg.checkpoint_required) fatal("checkpoint failed: %s", e.what());
+            fprintf(stderr, "warning: checkpoint failed, training continues: %s\n", e.what());
+        }
+    };
+    install_stop_signal_handlers();
+    const int poison_step = test_poison_step();
+
     std::vector<int> inputs(B * T), targets(B * T);
     std::vector<double> step_ms;
-    const int warmup_steps_skipped = std::min(3, cfg.steps / 2);
-    for (int step = 0; step < cfg.steps; step++) {
+    const int warmup_steps_skipped = std::min<int>(3, (cfg.steps - (int)state.progress.step) / 2);
+    int bad_in_a_row = 0;
+    for (int step = (int)state.progress.step; step < cfg.steps; step++) {
         bool last = step == cfg.steps - 1;
         if (val_data && (step % cfg.val_every == 0 || last)) {
             val_data->reset();
@@ -103,49 +202,55 @@ int train(const TrainConfig& cfg) {
         train_data->next_batch(inputs.data(), targets.data());
         auto t0 = std::chrono::steady_clock::now();
         float loss = model.forward(inputs.data(), targets.data());
-        model.backward();
         float lr = learning_rate(cfg, step);
-        const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
         const bool fp8_health = cfg.precision == Precision::FP8 && (step % cfg.fp8_health_every == 0 || last);
         Fp8Health health;
-        float grad_norm = model.update(adamw, step + 1, fp8_health ? &health : nullptr);
+        float grad_norm = NAN;
+        if (std::isfinite(loss)) {
+            model.backward();
+            if (step == poison_step) model.poison_gradients();
+            const AdamWSettings adamw{lr,           cfg.beta1,        cfg.beta2,
+                                      cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
+            grad_norm = model.update(adamw, (int)state.progress.opt_step + 1, fp8_health ? &health : nullptr);
+        } else {
+            model.discard_step();  // its amaxes never reach the FP8 history
+        }
+        const bool good = std::isfinite(loss) && std::isfinite(grad_norm);
+        state.progress.step = step + 1;
+        if (good) state.progress.opt_step++;
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (step >= warmup_steps_skipped) step_ms.push_back(ms);
-        if (!std::isfinite(loss)) fatal("loss is %f at step %d: training diverged", loss, step);
-
-        double tokens_per_s = B * T / (ms / 1e3);
-        double tflops = flops_per_step / (ms / 1e3) / 1e12;
-        double peak_gb = model.peak_memory_bytes() / 1e9;
-        if (step % cfg.log_every == 0 || last) {
+        if (!good) {
+            bad_in_a_row++;
             printf(
-                "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU "
-                "%.1f%% | "
-                "peak %.1f GB\n",
-                step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops,
-                100 * tflops / kBf16PeakTflops, peak_gb);
-            fflush(stdout);
+                "step %5d/%d | skipped: loss %f, grad norm %f (non-finite; no update, no FP8 history) | %d "
+                "in a row\n",
+                step, cfg.steps, loss, grad_norm, bad_in_a_row);
+            logger.record("skipped", {{"step", step}, {"loss", loss}, {"grad_norm", grad_norm}});
+            if (bad_in_a_row >= cfg.max_bad_steps) {
+                checkpoint("last good state");
+                fatal(
+                    "%d consecutive steps had a non-finite loss or gradient norm (--max-bad-steps %d): "
+                    "stopping%s",
+                    bad_in_a_row, cfg.max_bad_steps,
+                    ckpt_dir.empty() ? "" : "; the checkpoint holds the last good state");
+            }
+            continue;
         }
-        if (fp8_health) {
-            printf(
-                "step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax "
-                "0/inf/nan)\n",
-                step, health.min_scale, health.max_scale, health.saturated, health.slots, health.fell_back);
-            logger.record("fp8", {{"step", step},
-                                  {"min_scale", health.min_scale},
-                                  {"max_scale", health.max_scale},
-                                  {"saturated", health.saturated},
-                                  {"fell_back", health.fell_back}});
+        bad_in_a_row = 0;
+        log_step(step, cfg, loss, lr, grad_norm, ms, flops_per_step, model.peak_memory_bytes(),
+                 fp8_health ? &health : nullptr, &logger);
+        step_ms.push_back(ms);
+        if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !last)
+            checkpoint("periodic");
+        if (int sig = stop_signal()) {
+            checkpoint("signal");
+            printf("train_gpt: stopped by %s after step %d%s\n", sig == SIGINT ? "SIGINT" : "SIGTERM", step,
+                   ckpt_dir.empty() ? " (no --checkpoint-dir: nothing saved)" : "; resume with --resume");
+            return 0;
         }
-        logger.record("train", {{"step", step},
-                                {"loss", loss},
-                                {"lr", lr},
-                                {"grad_norm", grad_norm},
-                                {"step_ms", ms},
-                                {"tokens_per_s", tokens_per_s},
-                                {"tflops", tflops},
-                                {"mfu", tflops / kBf16PeakTflops},
-                                {"peak_mem_gb", peak_gb}});
     }
+    checkpoint("end of training");
+    step_ms.erase(step_ms.begin(), step_ms.begin() + std::min<size_t>(warmup_steps_skipped, step_ms.size()));
     if (cfg.profile) profile_steps(cfg, &model, train_data.get(), inputs, targets, &logger);
     double med = median(step_ms);
     double tflops = flops_per_step / (med / 1e3) / 1e12;

@@ -277,6 +277,24 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
            "other)")
         ->group("Logging");
 
+    // Run lifecycle.
+    add("--checkpoint-dir", c.checkpoint_dir,
+        "write checkpoints here (default with --resume: the resume directory)")
+        ->group("Checkpoints");
+    add("--checkpoint-every", c.checkpoint_every,
+        "checkpoint every N steps (0: only at the end and on a signal)")
+        ->group("Checkpoints");
+    add("--keep-checkpoints", c.keep_checkpoints, "keep the newest K checkpoints")->group("Checkpoints");
+    app.add_flag("--checkpoint-required", c.checkpoint_required,
+                 "a failed checkpoint write ends the run (default: a warning, training continues)")
+        ->group("Checkpoints");
+    add("--resume", c.resume, "continue from the newest valid checkpoint in this directory")
+        ->group("Checkpoints");
+    add("--max-bad-steps", c.max_bad_steps,
+        "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "
+        "gradient norm; each such step is skipped")
+        ->group("Checkpoints");
+
     app.footer(
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
         "uint16 tokens; make them with scripts/prepare_data.py.");

@@ -161,6 +161,9 @@ std::string validate(const TrainConfig& cfg) {
     at_least("--fp8-history", cfg.fp8.history_len, 1);
     at_least("--fp8-margin", cfg.fp8.margin, 0);
     at_least("--fp8-health-every", cfg.fp8_health_every, 1);
+    at_least("--checkpoint-every", cfg.checkpoint_every, 0);
+    at_least("--keep-checkpoints", cfg.keep_checkpoints, 1);
+    at_least("--max-bad-steps", cfg.max_bad_steps, 1);
     if (!e.str().empty()) return e.str();
     auto num = [](double v) {
         std::ostringstream o;
@@ -303,7 +306,13 @@ std::string to_json(const TrainConfig& c) {
       << "  \"log_dir\": \"" << json_escape(c.log_dir) << "\",\n"
       << "  \"log_every\": " << c.log_every << ",\n"
       << "  \"fp8_health_every\": " << c.fp8_health_every << ",\n"
-      << "  \"profile\": " << (c.profile ? "true" : "false") << "\n"
+      << "  \"profile\": " << (c.profile ? "true" : "false") << ",\n"
+      << "  \"checkpoint_dir\": \"" << json_escape(c.checkpoint_dir) << "\",\n"
+      << "  \"checkpoint_every\": " << c.checkpoint_every << ",\n"
+      << "  \"keep_checkpoints\": " << c.keep_checkpoints << ",\n"
+      << "  \"checkpoint_required\": " << (c.checkpoint_required ? "true" : "false") << ",\n"
+      << "  \"resume\": \"" << json_escape(c.resume) << "\",\n"
+      << "  \"max_bad_steps\": " << c.max_bad_steps << "\n"
       << "}\n";
     return o.str();
 }

@@ -50,6 +50,14 @@ struct TrainConfig {
     int log_every = 1;
     int fp8_health_every = 50;
     bool profile = false;
+
+    // Run lifecycle: checkpoints, resume, faults (llmc/checkpoint.h).
+    std::string checkpoint_dir;  // empty: no checkpoints (with --resume: the resume directory)
+    int checkpoint_every = 0;    // 0: only at the end (and on SIGINT/SIGTERM)
+    int keep_checkpoints = 2;
+    bool checkpoint_required = false;  // a failed checkpoint write ends the run instead of a warning
+    std::string resume;                // directory to resume from (its newest valid checkpoint)
+    int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
 };
 
 // Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.

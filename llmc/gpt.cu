@@ -177,6 +177,7 @@ struct GptModel::Impl {
     // Evaluation forwards (validation, no targets) run on a copy of `scales` made just before, so their
     // amaxes and step-0 calibration never reach the training state.
     Fp8ScaleState eval_scales;
+    float* step_start_scales = nullptr;  // the training state's storage at the start of the current step
     std::vector<Fp8LinearBuffers> fp8_linears;  // 4 per layer
     Fp8LinearContext fp8;
     bool fp8_weights_stale = true;
@@ -451,6 +452,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         s.scales = fp8_scale_state_create(fp8_linear_slot_dtypes(fp8.format, (int)s.fp8_linears.size()),
                                           fp8.history_len);
         s.eval_scales = fp8_scale_state_create(s.scales.dtypes, fp8.history_len);
+        CHECK_CUDA(cudaMalloc(&s.step_start_scales, s.scales.storage_floats * sizeof(float)));
         s.fp8.ctx = ctx;
         s.fp8.plans = &s.matmul_plans;
         s.fp8.scales = &s.scales;
@@ -469,6 +471,7 @@ GptModel::~GptModel() {
     if (impl_->use_fp8()) {
         fp8_scale_state_destroy(&impl_->scales);
         fp8_scale_state_destroy(&impl_->eval_scales);
+        cudaFree(impl_->step_start_scales);
     }
     delete impl_;
 }
@@ -542,6 +545,8 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     if (s.use_fp8()) {
         if (training) {
             s.fp8.scales = &s.scales;
+            CHECK_CUDA(cudaMemcpyAsync(s.step_start_scales, s.scales.storage,
+                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, st));
             if (s.fp8_weights_stale) s.cast_fp8_weights();
         } else {  // a throwaway copy of the scale state records this pass's amaxes (and calibration)
             CHECK_CUDA(cudaMemcpyAsync(s.eval_scales.storage, s.scales.storage,
@@ -707,9 +712,36 @@ static void fp8_health_after_update(GptModel::Impl& s, Fp8Health* h) {
     h->max_scale = *std::max_element(scale.begin(), scale.end());
 }
 
+// Puts the FP8 state back to its snapshot from the start of the step (amaxes of a bad step never reach the
+// history; a step-0 calibration is undone) and recasts the weights with it on the next forward.
+static void restore_step_start(GptModel::Impl& s) {
+    if (!s.use_fp8()) return;
+    CHECK_CUDA(cudaMemcpyAsync(s.scales.storage, s.step_start_scales, s.scales.storage_floats * sizeof(float),
+                               cudaMemcpyDeviceToDevice, s.ctx->stream));
+    s.fp8_weights_stale = true;
+}
+
+void GptModel::discard_step() {
+    restore_step_start(*impl_);
+    impl_->have_targets = false;
+    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
+}
+
 float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     Impl& s = *impl_;
     cudaStream_t st = s.ctx->stream;
+    // The gradient norm first: a non-finite one means this step is skipped, before anything changed.
+    s.mark(kPhaseOptimizer);
+    global_norm_squared(s.norm_partials, s.grads, s.P, st);
+    grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip,
+                    st);
+    float norm = 0;
+    CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    if (!std::isfinite(norm)) {
+        discard_step();
+        return norm;
+    }
     if (s.use_fp8()) {
         // one launch updates every scale (a multi-GPU all-reduce MAX of the staging row would go just before)
         s.mark(kPhaseCast);
@@ -719,9 +751,6 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
         if (health) fp8_health_after_update(s, health);
     }
     s.mark(kPhaseOptimizer);
-    global_norm_squared(s.norm_partials, s.grads, s.P, st);
-    grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip,
-                    st);
     for (const ParamTensorInfo& t : s.table)
         adamw_update(s.master + t.offset, s.params + t.offset, s.adam_m + t.offset, s.adam_v + t.offset,
                      s.grads + t.offset, t.numel, a.lr, a.beta1, a.beta2, a.eps,
@@ -729,8 +758,7 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     if (s.use_fp8())
         s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
     s.mark(kPhaseOther);
-    float norm = 0;
-    CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));
+    s.have_targets = false;
     CHECK_CUDA(cudaStreamSynchronize(st));
     return norm;
 }
@@ -765,6 +793,10 @@ std::vector<float> GptModel::fp8_state_to_host() const {
                                cudaMemcpyDeviceToHost, s.ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
     return out;
+}
+void GptModel::poison_gradients() {
+    CHECK_CUDA(cudaMemsetAsync(impl_->grads, 0xFF, impl_->P * sizeof(bf16), impl_->ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }
 void GptModel::poison_activations() {
     impl_->act_arena.poison(impl_->ctx->stream);

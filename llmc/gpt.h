@@ -73,9 +73,14 @@ class GptModel {
     float evaluate(const int* inputs_BT, const int* targets_BT);
     // Backward pass after forward() with targets: writes all parameter gradients.
     void backward();
-    // FP8 scale update (fills `health` if given), global grad-norm (returned), clipping, AdamW step `step`
-    // (1-based, for bias correction), and in FP8 the cast of the new weights.
+    // Global grad-norm (returned), then, if it is finite: FP8 scale update (fills `health` if given),
+    // clipping, AdamW step `step` (1-based: updates applied so far + 1, for bias correction), and in FP8 the
+    // cast of the new weights. A non-finite norm skips the step (discard_step): nothing changes, the
+    // caller sees the non-finite norm.
     float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
+    // Abandons the current step after its training forward (e.g. a non-finite loss): the FP8 state returns
+    // to where it was before that forward, so the step's amaxes never enter the history.
+    void discard_step();
 
     // Per-phase GPU time (see llmc/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);
@@ -102,6 +107,8 @@ class GptModel {
     // Tests: fills every activation buffer with NaN bytes, so a kernel that reads a buffer before anything
     // wrote it in this step poisons the loss.
     void poison_activations();
+    // Tests: fills the gradient buffer with NaN (call between backward() and update()).
+    void poison_gradients();
 
     size_t num_parameters() const;
     size_t peak_memory_bytes() const;

@@ -9,9 +9,12 @@
 #include <cstring>
 
 #include "llmc/check.h"
+#include "llmc/json.h"
 
-std::string prepare_log_dir(const std::string& dir) {
-    const std::string what = "log directory '" + dir + "': ";
+std::string prepare_log_dir(const std::string& dir) { return prepare_writable_dir(dir, "log directory"); }
+
+std::string prepare_writable_dir(const std::string& dir, const std::string& label) {
+    const std::string what = label + " '" + dir + "': ";
     if (dir.empty()) return what + "empty path";
     // mkdir each prefix ending before a '/', then the whole path; existing ones are fine here, the stat
     // below finds a prefix that exists but is not a directory (mkdir then fails with ENOTDIR).
@@ -46,7 +49,8 @@ std::string prepare_log_dir(const std::string& dir) {
     return "";
 }
 
-RunLogger::RunLogger(const std::string& log_dir, const std::string& config_json) : dir_(log_dir) {
+RunLogger::RunLogger(const std::string& log_dir, const std::string& config_json, bool append)
+    : dir_(log_dir) {
     const std::string err = prepare_log_dir(dir_);
     if (!err.empty()) fatal("%s", err.c_str());
     std::string cfg_path = dir_ + "/config.json";
@@ -55,7 +59,7 @@ RunLogger::RunLogger(const std::string& log_dir, const std::string& config_json)
     fputs(config_json.c_str(), f);
     fclose(f);
     std::string log_path = dir_ + "/train.jsonl";
-    jsonl_ = fopen(log_path.c_str(), "w");
+    jsonl_ = fopen(log_path.c_str(), append ? "a" : "w");
     if (!jsonl_) fatal("cannot write %s: %s", log_path.c_str(), strerror(errno));
 }
 
@@ -72,5 +76,11 @@ void RunLogger::record(const char* kind, const std::vector<std::pair<const char*
             fprintf(jsonl_, ", \"%s\": null", kv.first);
     }
     fprintf(jsonl_, "}\n");
+    fflush(jsonl_);
+}
+
+void RunLogger::record_text(const char* kind, long step, const char* key, const std::string& text) {
+    fprintf(jsonl_, "{\"kind\": \"%s\", \"step\": %ld, \"%s\": %s}\n", kind, step, key,
+            json::quote(text).c_str());
     fflush(jsonl_);
 }

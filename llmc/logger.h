@@ -11,16 +11,21 @@
 // "log directory 'runs/a': cannot create 'runs': Permission denied". Call it before any GPU work so that a
 // bad --log-dir is reported at once; RunLogger calls it too.
 std::string prepare_log_dir(const std::string& dir);
+// The same for any directory the run writes to; `label` starts the message ("checkpoint directory").
+std::string prepare_writable_dir(const std::string& dir, const std::string& label);
 
 class RunLogger {
   public:
     // prepare_log_dir(log_dir), then writes config.json; exits with a one-line error if either fails.
-    RunLogger(const std::string& log_dir, const std::string& config_json);
+    // append: a resumed run adds to train.jsonl instead of starting it anew.
+    RunLogger(const std::string& log_dir, const std::string& config_json, bool append = false);
     ~RunLogger();
     RunLogger(const RunLogger&) = delete;
     RunLogger& operator=(const RunLogger&) = delete;
     // Appends {"kind": kind, key: value, ...} to train.jsonl and flushes (values are numbers).
     void record(const char* kind, const std::vector<std::pair<const char*, double>>& fields);
+    // Appends {"kind": kind, "step": step, key: "text"} (the text JSON-escaped).
+    void record_text(const char* kind, long step, const char* key, const std::string& text);
     const std::string& dir() const { return dir_; }
 
   private:

@@ -433,6 +433,10 @@ struct StepExtras {
     // Before every step: an evaluation pass on other tokens, with targets and without (validation).
     const std::vector<int>* eval_tokens = nullptr;
     bool poison = false;  // before every step: fill all activations with NaN bytes
+    // An extra, bad step before step `bad_before` (1-based; 0: none): its gradients are poisoned (NaN grad
+    // norm), or, with bad_loss, it is abandoned after the forward as a non-finite loss would be.
+    int bad_before = 0;
+    bool bad_loss = false;
 };
 Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w, const std::vector<int>& in,
                 const std::vector<int>& tg, GpuContext* ctx, int steps, Precision precision = Precision::BF16,
@@ -442,6 +446,16 @@ Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w,
     model.load_weights(w);
     const AdamWSettings s{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     for (int i = 1; i <= steps; i++) {
+        if (i == extras.bad_before) {
+            model.forward(in.data(), tg.data());
+            if (extras.bad_loss) {
+                model.discard_step();
+            } else {
+                model.backward();
+                model.poison_gradients();
+                EXPECT_TRUE(!std::isfinite(model.update(s, i)));  // skipped: the AdamW step count stays
+            }
+        }
         if (extras.eval_tokens) {
             const int* ev = extras.eval_tokens->data();
             EXPECT_TRUE(std::isfinite(model.evaluate(ev, ev + B * T)));
@@ -573,6 +587,25 @@ TEST(model_no_read_before_write_fp8) {
     StepExtras e;
     e.poison = true;
     run_same_training_test(kSmall, Precision::FP8, e, "poisoned");
+}
+// A step with a non-finite gradient norm or loss is skipped without a trace: weights, AdamW state and the
+// FP8 history equal those of a run that never saw it. Before step 1 it also undoes the step-0 calibration.
+StepExtras bad_step(int before, bool loss) {
+    StepExtras e;
+    e.bad_before = before;
+    e.bad_loss = loss;
+    return e;
+}
+TEST(model_bad_gradient_step_skipped_bf16) {
+    run_same_training_test(kSmall, Precision::BF16, bad_step(3, false), "bad step");
+}
+TEST(model_bad_gradient_step_skipped_fp8) {
+    run_same_training_test(kSmall, Precision::FP8, bad_step(3, false), "bad step");
+    run_same_training_test(kSmall, Precision::FP8, bad_step(1, false), "bad first step");
+}
+TEST(model_bad_loss_step_discarded_fp8) {
+    run_same_training_test(kSmall, Precision::FP8, bad_step(1, true), "bad first loss");
+    run_same_training_test(kSmall, Precision::FP8, bad_step(2, true), "bad loss");
 }
 
 // ---- init_weights follows GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN 1 ----
