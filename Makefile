@@ -85,7 +85,7 @@ $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
 
 # Host tests always; GPU tests (dev/ kernels, test/ model) only where a CUDA device is present.
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS)
+	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
 
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all

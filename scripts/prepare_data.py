@@ -11,6 +11,11 @@ split is cut into shards of at most --shard-tokens tokens, of near-equal size:
     <out-dir>/<prefix>_train_000000.bin, <prefix>_train_000001.bin, ...
     <out-dir>/<prefix>_val_000000.bin, ...
 
+Next to the shards it writes <out-dir>/tokenizer.bin, the vocabulary train_gpt decodes samples with
+(--tokenizer FILE; format in llmc/tokenizer.h), all integers little-endian:
+    8 bytes "GPTTOK1\0", uint32 kind (0 bytes, 1 gpt2-bpe), uint32 vocabulary size n,
+    uint32 eot id (0xFFFFFFFF: none), then n entries of (uint32 length, that many bytes) for ids 0..n-1.
+
 Tokenizers:
     bytes  UTF-8 bytes, vocabulary 256 (no dependencies)           -> train_gpt --vocab 256
     gpt2   GPT-2 BPE via tiktoken, vocabulary 50257, each file starts with <|endoftext|> (50256)
@@ -42,9 +47,19 @@ def die(msg):
     sys.exit(2)
 
 
+TOKENIZER_FILE = "tokenizer.bin"
+TOKENIZER_MAGIC = b"GPTTOK1\0"
+TOKENIZER_KIND = {"bytes": 0, "gpt2": 1}
+NO_EOT = 0xFFFFFFFF
+
+
 class BytesTokenizer:
     name = "bytes"
     vocab_size = 256
+    eot = None
+
+    def token_bytes(self):
+        return [bytes([i]) for i in range(256)]
 
     def encode_file(self, data: bytes) -> array:
         wide = bytearray(2 * len(data))  # each byte becomes a uint16 (fast path: interleave zero bytes)
@@ -71,6 +86,11 @@ class Gpt2Tokenizer:
             die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {e}); "
                 "it needs network access once, or use --tokenizer bytes")
         self.eot = self.enc.eot_token
+        if self.enc.n_vocab != self.vocab_size:
+            die(f"tiktoken's gpt2 encoding has {self.enc.n_vocab} tokens, expected {self.vocab_size}")
+
+    def token_bytes(self):
+        return [self.enc.decode_single_token_bytes(i) for i in range(self.enc.n_vocab)]
 
     def encode_file(self, data: bytes) -> array:
         text = data.decode("utf-8", errors="replace")
@@ -125,6 +145,39 @@ def check_shard(path, tokens: array, vocab_size):
         back.byteswap()
     if not ok or back != tokens or (n and max(back) >= vocab_size):
         die(f"{path}: read-back check failed")
+
+
+def tokenizer_bytes(tok) -> bytes:
+    entries = tok.token_bytes()
+    eot = NO_EOT if tok.eot is None else tok.eot
+    parts = [TOKENIZER_MAGIC, struct.pack("<III", TOKENIZER_KIND[tok.name], len(entries), eot)]
+    for b in entries:
+        parts.append(struct.pack("<I", len(b)))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def write_tokenizer(out_dir, tok) -> str:
+    """Writes <out_dir>/tokenizer.bin atomically (tmp + rename), reads it back; returns its path."""
+    path = os.path.join(out_dir, TOKENIZER_FILE)
+    data = tokenizer_bytes(tok)
+    old = None
+    try:
+        with open(path, "rb") as f:
+            old = f.read()
+    except OSError:
+        pass
+    if old is not None and old != data:
+        print(f"warning: replacing {path}, which held a different tokenizer (shards of another tokenizer "
+              f"in {out_dir} no longer match it)", file=sys.stderr)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    with open(path, "rb") as f:
+        if f.read() != data:
+            die(f"{path}: read-back check failed")
+    return path
 
 
 def main():
@@ -184,6 +237,9 @@ def main():
             print(f"wrote {path}: {len(shard):,} tokens")
             sizes.append(len(shard))
         summary[split] = sizes
+
+    tok_path = write_tokenizer(args.out_dir, tok)
+    print(f"wrote {tok_path}: tokenizer {tok.name}, {tok.vocab_size} entries (train_gpt --tokenizer {tok_path})")
 
     vocab_arg = 128 * math.ceil(tok.vocab_size / 128)  # train_gpt needs a multiple of 16; llm.c pads to 128
     padded = f" (padded from {tok.vocab_size}; the extra ids never occur)" if vocab_arg != tok.vocab_size else ""
