@@ -17,10 +17,13 @@
 #include "llmc/config.h"
 #include "llmc/context.h"
 #include "llmc/dataloader.h"
+#include "llmc/generate.h"
 #include "llmc/gpt.h"
 #include "llmc/logger.h"
 #include "llmc/phase_timer.h"
+#include "llmc/tokenizer.h"
 #include "llmc/train_state.h"
+#include "llmc/weights_io.h"
 
 namespace {
 
@@ -129,6 +132,24 @@ void log_step(int step, const TrainConfig& cfg, float loss, float lr, float grad
                              {"peak_mem_gb", peak_gb}});
 }
 
+// The tokenizer for text samples: --tokenizer, else tokenizer.bin next to the training shards, else bytes
+// when the vocabulary is 256. Exits with a one-line error when samples are asked for and none applies.
+Tokenizer sample_tokenizer(const TrainConfig& cfg) {
+    std::string path = cfg.tokenizer;
+    if (path.empty() && cfg.train_data != "random") {
+        const size_t slash = cfg.train_data.rfind('/');
+        const std::string next_to_shards =
+            (slash == std::string::npos ? std::string(".") : cfg.train_data.substr(0, slash)) +
+            "/tokenizer.bin";
+        if (access(next_to_shards.c_str(), R_OK) == 0) path = next_to_shards;
+    }
+    if (!path.empty()) return Tokenizer::load(path);
+    if (cfg.model.vocab_size == 256) return Tokenizer::bytes();
+    fatal(
+        "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/prepare_data.py writes tokenizer.bin "
+        "next to the shards)");
+}
+
 int train(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     const int B = cfg.batch, T = cfg.seq;
@@ -138,6 +159,7 @@ int train(const TrainConfig& cfg) {
     std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
     std::unique_ptr<TokenSource> val_data;
     if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
+    Tokenizer tokenizer = cfg.sample_every > 0 ? sample_tokenizer(cfg) : Tokenizer::bytes();
     // The log directory too: a run must not train for hours and then fail to write its log.
     if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
     if (!cfg.resume.empty() && list_checkpoints(cfg.resume).empty())
@@ -157,6 +179,10 @@ int train(const TrainConfig& cfg) {
 
     GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);
     model.init_weights(cfg.seed);
+    if (!cfg.init_from.empty()) {
+        model.load_weights(import_weights(cfg.init_from, m));
+        printf("weights from %s\n", cfg.init_from.c_str());
+    }
     const double flops_per_step = flops_per_token(m, T) * B * T;
     printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n",
            model.num_parameters(), flops_per_step / 1e12);
@@ -183,22 +209,35 @@ int train(const TrainConfig& cfg) {
     const int poison_step = test_poison_step();
 
     std::vector<int> inputs(B * T), targets(B * T);
+    auto validate = [&](int step) {
+        val_data->reset();
+        double sum = 0;
+        for (int i = 0; i < cfg.val_batches; i++) {
+            val_data->next_batch(inputs.data(), targets.data());
+            sum += model.evaluate(inputs.data(), targets.data());  // leaves the training state as is
+        }
+        const double val_loss = sum / cfg.val_batches;
+        printf("step %5d | val loss %.6f\n", step, val_loss);
+        logger.record("val", {{"step", step}, {"val_loss", val_loss}});
+    };
+    auto export_now = [&]() {
+        export_weights(cfg.export_path, cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed, m,
+                       model.weights_to_host());
+        printf("exported the weights (%s layout) to %s\n", cfg.export_hf ? "Hugging Face GPT-2" : "seed",
+               cfg.export_path.c_str());
+    };
+    if (!cfg.export_path.empty() && !cfg.export_at_end) {  // export only: no training
+        if (val_data) validate((int)state.progress.step);
+        export_now();
+        destroy_gpu_context(&ctx);
+        return 0;
+    }
     std::vector<double> step_ms;
     const int warmup_steps_skipped = std::min<int>(3, (cfg.steps - (int)state.progress.step) / 2);
     int bad_in_a_row = 0;
     for (int step = (int)state.progress.step; step < cfg.steps; step++) {
         bool last = step == cfg.steps - 1;
-        if (val_data && (step % cfg.val_every == 0 || last)) {
-            val_data->reset();
-            double sum = 0;
-            for (int i = 0; i < cfg.val_batches; i++) {
-                val_data->next_batch(inputs.data(), targets.data());
-                sum += model.evaluate(inputs.data(), targets.data());  // leaves the training state as is
-            }
-            double val_loss = sum / cfg.val_batches;
-            printf("step %5d | val loss %.6f\n", step, val_loss);
-            logger.record("val", {{"step", step}, {"val_loss", val_loss}});
-        }
+        if (val_data && (step % cfg.val_every == 0 || last)) validate(step);
         train_data->next_batch(inputs.data(), targets.data());
         auto t0 = std::chrono::steady_clock::now();
         float loss = model.forward(inputs.data(), targets.data());
@@ -240,6 +279,14 @@ int train(const TrainConfig& cfg) {
         log_step(step, cfg, loss, lr, grad_norm, ms, flops_per_step, model.peak_memory_bytes(),
                  fp8_health ? &health : nullptr, &logger);
         step_ms.push_back(ms);
+        if (cfg.sample_every > 0 && (step % cfg.sample_every == 0 || last)) {
+            const SampleSettings ss{cfg.sample_tokens, cfg.temperature, cfg.top_k, cfg.prompt};
+            const std::string text =
+                generate_text(&model, B, T, m.vocab_size, tokenizer, ss, cfg.seed + step);
+            printf("step %5d | sample: %s%s\n", step, escape_for_log(cfg.prompt).c_str(),
+                   escape_for_log(text).c_str());
+            logger.record_text("sample", step, "text", sanitize_utf8(cfg.prompt + text));
+        }
         if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !last)
             checkpoint("periodic");
         if (int sig = stop_signal()) {
@@ -250,6 +297,7 @@ int train(const TrainConfig& cfg) {
         }
     }
     checkpoint("end of training");
+    if (cfg.export_at_end) export_now();
     step_ms.erase(step_ms.begin(), step_ms.begin() + std::min<size_t>(warmup_steps_skipped, step_ms.size()));
     if (cfg.profile) profile_steps(cfg, &model, train_data.get(), inputs, targets, &logger);
     double med = median(step_ms);

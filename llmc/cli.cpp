@@ -164,6 +164,8 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     const Choice<AmaxAlgo> amax_algo{"--fp8-amax-algo",
                                      {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
     const Choice<int> model{"--model", {{"124m", 0}, {"350m", 1}, {"774m", 2}, {"1.5b", 3}}};
+    const Choice<bool> export_format{"--export-format", {{"seed", false}, {"hf", true}}};
+    std::string export_format_s = export_format.name_of(c.export_hf);
 
     // Choice flags are read as strings (defaults from TrainConfig) and mapped after parsing, so their
     // error messages are ours and name the flag and the accepted values.
@@ -295,6 +297,35 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         "gradient norm; each such step is skipped")
         ->group("Checkpoints");
 
+    // Text samples.
+    add("--sample-every", c.sample_every,
+        "generate a text sample every N steps and after the last (0: never)")
+        ->group("Sampling");
+    add("--sample-tokens", c.sample_tokens, "tokens per sample")->group("Sampling");
+    add("--prompt", c.prompt, "text the samples continue (default: start of a document)")->group("Sampling");
+    add("--temperature", c.temperature, "sampling temperature (0: always the most likely token)")
+        ->group("Sampling");
+    add("--top-k", c.top_k, "sample among the K most likely tokens (0: all)")->group("Sampling");
+    add("--tokenizer", c.tokenizer,
+        "tokenizer file from scripts/prepare_data.py (default: tokenizer.bin next to the train shards; "
+        "bytes for --vocab 256)")
+        ->group("Sampling");
+
+    // Weights in and out.
+    add("--init-from", c.init_from,
+        "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
+        "model.safetensors / folder (vocabulary padded with zero rows)")
+        ->group("Weights");
+    add("--export", c.export_path,
+        "write the weights (from --resume or --init-from) and exit; with --export-at-end: after training")
+        ->group("Weights");
+    choice_opt("--export-format", &export_format_s,
+               "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
+               "(model.safetensors + config.json)",
+               export_format.type_name())
+        ->group("Weights");
+    app.add_flag("--export-at-end", c.export_at_end, "export after the last step")->group("Weights");
+
     app.footer(
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
         "uint16 tokens; make them with scripts/prepare_data.py.");
@@ -333,6 +364,7 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     if (err.empty()) err = schedule.parse(schedule_s, &c.schedule);
     if (err.empty()) err = fp8_format.parse(fp8_format_s, &c.fp8.format);
     if (err.empty()) err = amax_algo.parse(amax_algo_s, &c.fp8.amax_algo);
+    if (err.empty()) err = export_format.parse(export_format_s, &c.export_hf);
     int model_index = 0;
     if (err.empty()) err = model.parse(model_s, &model_index);
     if (!err.empty()) return usage_error(err);

@@ -164,6 +164,9 @@ std::string validate(const TrainConfig& cfg) {
     at_least("--checkpoint-every", cfg.checkpoint_every, 0);
     at_least("--keep-checkpoints", cfg.keep_checkpoints, 1);
     at_least("--max-bad-steps", cfg.max_bad_steps, 1);
+    at_least("--sample-every", cfg.sample_every, 0);
+    at_least("--sample-tokens", cfg.sample_tokens, 1);
+    at_least("--top-k", cfg.top_k, 0);
     if (!e.str().empty()) return e.str();
     auto num = [](double v) {
         std::ostringstream o;
@@ -193,6 +196,12 @@ std::string validate(const TrainConfig& cfg) {
         return "--layers: must be <= " + std::to_string(kMaxFp8Layers) +
                " with --precision fp8 (12 scale slots per layer, int slot index), got " +
                std::to_string(m.num_layers);
+    if (!(cfg.temperature >= 0) || !std::isfinite(cfg.temperature))
+        return "--temperature: must be a finite number >= 0 (0: always the most likely token), got " +
+               num(cfg.temperature);
+    if (cfg.export_at_end && cfg.export_path.empty()) return "--export-at-end: needs --export PATH";
+    if (!cfg.resume.empty() && !cfg.init_from.empty())
+        return "--init-from: not with --resume (the checkpoint has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
     if (cfg.log_dir.empty()) return "--log-dir: must not be empty";
 
@@ -312,7 +321,17 @@ std::string to_json(const TrainConfig& c) {
       << "  \"keep_checkpoints\": " << c.keep_checkpoints << ",\n"
       << "  \"checkpoint_required\": " << (c.checkpoint_required ? "true" : "false") << ",\n"
       << "  \"resume\": \"" << json_escape(c.resume) << "\",\n"
-      << "  \"max_bad_steps\": " << c.max_bad_steps << "\n"
+      << "  \"max_bad_steps\": " << c.max_bad_steps << ",\n"
+      << "  \"sample_every\": " << c.sample_every << ",\n"
+      << "  \"sample_tokens\": " << c.sample_tokens << ",\n"
+      << "  \"prompt\": \"" << json_escape(c.prompt) << "\",\n"
+      << "  \"temperature\": " << c.temperature << ",\n"
+      << "  \"top_k\": " << c.top_k << ",\n"
+      << "  \"tokenizer\": \"" << json_escape(c.tokenizer) << "\",\n"
+      << "  \"init_from\": \"" << json_escape(c.init_from) << "\",\n"
+      << "  \"export\": \"" << json_escape(c.export_path) << "\",\n"
+      << "  \"export_format\": \"" << (c.export_hf ? "hf" : "seed") << "\",\n"
+      << "  \"export_at_end\": " << (c.export_at_end ? "true" : "false") << "\n"
       << "}\n";
     return o.str();
 }

@@ -58,6 +58,20 @@ struct TrainConfig {
     bool checkpoint_required = false;  // a failed checkpoint write ends the run instead of a warning
     std::string resume;                // directory to resume from (its newest valid checkpoint)
     int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
+
+    // Text samples during training (llmc/generate.h).
+    int sample_every = 0;  // 0: never; else every N steps and after the last
+    int sample_tokens = 64;
+    std::string prompt;  // empty: start from the end-of-text token (or a newline for bytes)
+    float temperature = 1.0f;
+    int top_k = 40;         // 0: the whole vocabulary
+    std::string tokenizer;  // tokenizer file (scripts/prepare_data.py); empty: next to the train shards
+
+    // Weights in and out (llmc/weights_io.h).
+    std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)
+    std::string export_path;  // write the weights here: without --export-at-end instead of training
+    bool export_hf = false;   // --export-format hf (a folder) instead of seed (one file)
+    bool export_at_end = false;
 };
 
 // Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.

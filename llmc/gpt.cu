@@ -20,42 +20,9 @@
 #include "llmc/init.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
+#include "llmc/weights_io.h"
 
-std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) {
-    const size_t L = m.num_layers, C = m.channels, V = m.vocab_size, maxT = m.max_seq_len;
-    struct Spec {
-        const char* name;
-        std::vector<size_t> shape;
-        bool decay;
-    };
-    const Spec specs[kNumParamTensors] = {
-        {"wte", {V, C}, true},
-        {"wpe", {maxT, C}, true},
-        {"ln1w", {L, C}, false},
-        {"ln1b", {L, C}, false},
-        {"qkvw", {L, 3 * C, C}, true},
-        {"qkvb", {L, 3 * C}, false},
-        {"attprojw", {L, C, C}, true},
-        {"attprojb", {L, C}, false},
-        {"ln2w", {L, C}, false},
-        {"ln2b", {L, C}, false},
-        {"fcw", {L, 4 * C, C}, true},
-        {"fcb", {L, 4 * C}, false},
-        {"fcprojw", {L, C, 4 * C}, true},
-        {"fcprojb", {L, C}, false},
-        {"lnfw", {C}, false},
-        {"lnfb", {C}, false},
-    };
-    std::vector<ParamTensorInfo> table;
-    size_t offset = 0;
-    for (const Spec& s : specs) {
-        size_t numel = 1;
-        for (size_t d : s.shape) numel *= d;
-        table.push_back({s.name, s.shape, offset, numel, s.decay});
-        offset += numel;
-    }
-    return table;
-}
+std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) { return host_parameter_table(m); }
 
 namespace {
 enum ParamIndex {
@@ -546,7 +513,8 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
         if (training) {
             s.fp8.scales = &s.scales;
             CHECK_CUDA(cudaMemcpyAsync(s.step_start_scales, s.scales.storage,
-                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, st));
+                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
+                                       st));
             if (s.fp8_weights_stale) s.cast_fp8_weights();
         } else {  // a throwaway copy of the scale state records this pass's amaxes (and calibration)
             CHECK_CUDA(cudaMemcpyAsync(s.eval_scales.storage, s.scales.storage,
@@ -784,6 +752,10 @@ std::vector<float> GptModel::grads_to_host() const {
 }
 std::vector<float> GptModel::logits_to_host(int rows) const {
     return bf16_to_host(impl_->logits, (size_t)rows * impl_->cfg.vocab_size, impl_->ctx->stream);
+}
+std::vector<float> GptModel::logits_row(int row) const {
+    const size_t V = impl_->cfg.vocab_size;
+    return bf16_to_host(impl_->logits + (size_t)row * V, V, impl_->ctx->stream);
 }
 std::vector<float> GptModel::fp8_state_to_host() const {
     const Impl& s = *impl_;

@@ -91,6 +91,8 @@ class GptModel {
     std::vector<float> weights_to_host() const;
     std::vector<float> grads_to_host() const;
     std::vector<float> logits_to_host(int rows) const;
+    // Logits of one row (b * T + t) after a forward() without targets: V floats.
+    std::vector<float> logits_row(int row) const;
     // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
     std::vector<float> fp8_state_to_host() const;
 
