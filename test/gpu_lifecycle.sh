@@ -12,6 +12,8 @@ trap 'rm -rf "$WORK"' EXIT
 read -r -a MODEL <<< "${LIFECYCLE_ARGS:---model 124m --batch 8 --seq 1024}"
 STEPS=${LIFECYCLE_STEPS:-40}
 STOP_AT=${LIFECYCLE_STOP_AT:-15}
+ONLY=${LIFECYCLE_ONLY:-}  # run only the cases whose name contains this
+want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1: $2"; }
 
@@ -37,6 +39,7 @@ run_and_signal() {  # dir stop_step signal extra_args...
 }
 
 for p in bf16 fp8; do
+  want "resume_bitexact_$p" || continue
   d=$WORK/resume_$p; mkdir -p "$d"
   "$BIN" "${MODEL[@]}" --precision $p --steps "$STEPS" --log-dir "$d/full" > "$d/full.txt" 2>&1 || { fail "resume_bitexact_$p" "uninterrupted run failed: $(tail -1 "$d/full.txt")"; continue; }
   run_and_signal "$d" "$STOP_AT" TERM --precision $p; rc=$?
@@ -50,6 +53,7 @@ for p in bf16 fp8; do
 done
 
 # kill -9 while a checkpoint is being written: the previous checkpoint still loads.
+if want kill9; then
 d=$WORK/kill9; mkdir -p "$d"
 "$BIN" "${MODEL[@]}" --steps 1000 --checkpoint-every 3 --keep-checkpoints 1 --log-dir "$d/log" --checkpoint-dir "$d/ckpt" > "$d/out.txt" 2>&1 &
 pid=$!; killed=0
@@ -65,8 +69,10 @@ if [ $killed = 0 ]; then fail kill9_during_checkpoint_write "never saw a checkpo
 elif "$BIN" "${MODEL[@]}" --steps 12 --log-dir "$d/log2" --resume "$d/ckpt" > "$d/resume.txt" 2>&1 && grep -q "resumed from" "$d/resume.txt"; then
   pass "kill9_during_checkpoint_write (directory at the kill: $before; $(grep -o 'resumed from [^:]*' "$d/resume.txt"))"
 else fail kill9_during_checkpoint_write "resume failed: $(tail -1 "$d/resume.txt")"; fi
+fi
 
 # SIGINT: checkpoint and exit 0 with one line; two signals: immediate exit.
+if want sigint; then
 d=$WORK/sigint; mkdir -p "$d"
 run_and_signal "$d" 3 INT; rc=$?
 if [ $rc = 0 ] && grep -q "stopped by SIGINT" "$d/out1.txt" && [ -n "$(ls "$d/ckpt")" ]; then pass "sigint_checkpoints_and_exits_0 ($(grep 'stopped by' "$d/out1.txt"))"
@@ -77,10 +83,12 @@ pid=$!
 for _ in $(seq 1 3000); do grep -q "^step *2/" "$d/out.txt" 2>/dev/null && break; sleep 0.05; done
 kill -INT $pid; sleep 0.01; kill -INT $pid; wait $pid; rc=$?
 if [ $rc = 130 ]; then pass "second_sigint_exits_at_once"; else fail second_sigint_exits_at_once "exit $rc"; fi
+fi
 
 # A poisoned gradient: the step is skipped and logged, training continues; with --max-bad-steps 1 the run
 # stops (non-zero) with a checkpoint of the last good state.
 for p in bf16 fp8; do
+  want "poison_$p" || continue
   d=$WORK/poison_$p; mkdir -p "$d"
   TRAIN_GPT_TEST_POISON_STEP=5 "$BIN" "${MODEL[@]}" --precision $p --steps 10 --log-dir "$d/log" > "$d/out.txt" 2>&1; rc=$?
   if [ $rc = 0 ] && grep -q "^step     5/10 | skipped" "$d/out.txt" && grep -q "^step     9/10 | loss [0-9]" "$d/out.txt"; then pass "poisoned_step_skipped_$p"
