@@ -1,13 +1,21 @@
 // Writes seed inputs for the fuzz targets: valid safetensors files made by SafetensorsWriter (plus one laid
-// out the way Python's safetensors writes it) into DIR/safetensors/, and their JSON headers into DIR/json/.
-// Usage: make_seeds DIR (the two subdirectories must exist).
+// out the way Python's safetensors writes it) into DIR/safetensors/, and their JSON headers into DIR/json/;
+// token shards made by write_shard (valid, plus truncated / wrong magic / token >= vocab variants) into
+// DIR/shard/; checkpoints made by write_checkpoint (valid, plus a flipped data byte and another recipe) into
+// DIR/checkpoint/.
+// Usage: make_seeds DIR (the four subdirectories must exist).
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
 #include "llmc/safetensors.h"
 
 namespace {
@@ -19,6 +27,88 @@ void save(const std::string& path, const std::string& bytes) {
         fprintf(stderr, "make_seeds: cannot write %s\n", path.c_str());
         exit(1);
     }
+}
+
+std::string load(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!f.good() && !f.eof()) {
+        fprintf(stderr, "make_seeds: cannot read %s\n", path.c_str());
+        exit(1);
+    }
+    return bytes;
+}
+
+// A scratch directory under /tmp, removed with its files by the destructor.
+struct Scratch {
+    std::string path;
+    Scratch() {
+        char tmpl[] = "/tmp/make_seeds_XXXXXX";
+        if (!mkdtemp(tmpl)) {
+            perror("make_seeds: mkdtemp");
+            exit(1);
+        }
+        path = tmpl;
+    }
+    ~Scratch() {
+        for (const std::string& f : list_checkpoints(path)) std::remove(f.c_str());
+        std::remove((path + "/shard.bin").c_str());
+        rmdir(path.c_str());
+    }
+};
+
+// A shard of `tokens` as write_shard writes it.
+std::string shard_bytes(const Scratch& tmp, const std::vector<uint16_t>& tokens) {
+    const std::string path = tmp.path + "/shard.bin";
+    write_shard(path, tokens);
+    return load(path);
+}
+
+// Token shards for fuzz_shard (which reads them with B=2, T=4, vocab=300: at least 9 tokens, ids < 300).
+void shard_seeds(const std::string& dir, const Scratch& tmp) {
+    std::vector<uint16_t> tokens(37);
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint16_t)((i * 97 + 5) % 300);
+    tokens[3] = 299;
+    const std::string valid = shard_bytes(tmp, tokens);
+    save(dir + "/shard/valid.bin", valid);
+    save(dir + "/shard/minimal.bin",
+         shard_bytes(tmp, std::vector<uint16_t>(tokens.begin(), tokens.begin() + 9)));
+    save(dir + "/shard/truncated.bin", valid.substr(0, valid.size() - 3));
+    save(dir + "/shard/header_only.bin", valid.substr(0, 4 * kShardHeaderInts));
+    std::string magic = valid;
+    magic[0] ^= 0x01;
+    save(dir + "/shard/bad_magic.bin", magic);
+    std::vector<uint16_t> big = tokens;
+    big[20] = 300;
+    save(dir + "/shard/token_too_big.bin", shard_bytes(tmp, big));
+}
+
+// Checkpoints for fuzz_checkpoint, of the state it reads (as in test/host_checkpoint.cpp).
+void checkpoint_seeds(const std::string& dir, const Scratch& tmp) {
+    std::vector<float> w(6 * 5), m(7);
+    for (size_t i = 0; i < w.size(); i++) w[i] = 0.125f * (float)i - 1.0f;
+    for (size_t i = 0; i < m.size(); i++) m[i] = -0.5f * (float)i;
+    const std::vector<HostTensor> views = {{"master.w", "F32", {6, 5}, w.data(), w.size() * 4},
+                                           {"adam_m.w", "F32", {7}, m.data(), m.size() * 4}};
+    CheckpointMeta meta;
+    meta.step = 12;
+    meta.opt_step = 11;
+    meta.train_data = {3, 4108};
+    meta.fp8_calibrating = false;
+    meta.model = "L=1 C=5 H=1 V=6 maxT=4 gelu=erf";
+    meta.recipe = "fp8 hybrid history=16 amax=max margin=0";
+    meta.config = "{\"B\": 2, \"T\": 4}";
+    write_checkpoint(tmp.path, meta, views, 1);
+    const std::string valid = load(checkpoint_path(tmp.path, meta.step));
+    save(dir + "/checkpoint/valid.safetensors", valid);
+    std::string flipped = valid;
+    flipped[flipped.size() - 5] ^= 0x40;  // inside adam_m.w: its crc32 no longer matches
+    save(dir + "/checkpoint/flipped_byte.safetensors", flipped);
+    meta.step = 13;
+    meta.fp8_calibrating = true;
+    meta.recipe = "bf16";
+    write_checkpoint(tmp.path, meta, views, 1);
+    save(dir + "/checkpoint/other_recipe.safetensors", load(checkpoint_path(tmp.path, meta.step)));
 }
 
 // Saves a file image and, separately, its JSON header.
@@ -77,5 +167,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 36; i++) file += (char)(i * 7);
         save_seed(dir, "python", file);
     }
+    Scratch tmp;
+    shard_seeds(dir, tmp);
+    checkpoint_seeds(dir, tmp);
     return 0;
 }

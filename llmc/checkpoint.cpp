@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -26,12 +27,13 @@ std::string shape_string(const std::vector<int64_t>& s) {
     return out + "]";
 }
 
-// Parses a whole decimal integer (no sign unless allow_negative); false if anything else.
+// Parses a whole non-negative decimal integer that fits int64; false if anything else.
 bool parse_int(const std::string& s, int64_t* out) {
     if (s.empty() || s.size() > 19) return false;
     int64_t v = 0;
     for (char c : s) {
         if (c < '0' || c > '9') return false;
+        if (v > (INT64_MAX - (c - '0')) / 10) return false;  // would overflow
         v = v * 10 + (c - '0');
     }
     *out = v;

@@ -1,37 +1,62 @@
 #!/usr/bin/env bash
-# Fuzzes the safetensors reader/writer and the JSON parser (libFuzzer + AddressSanitizer + UBSan).
+# Fuzzes the safetensors reader/writer, the JSON parser, the token shard reader (DataLoader) and the
+# checkpoint reader (libFuzzer + AddressSanitizer + UBSan).
 # Builds fuzz/fuzz_*.cpp with clang++ into build/fuzz/, generates seeds (fuzz/make_seeds.cpp, plus the
 # hand-written ones in fuzz/corpus/), runs each target for FUZZ_SECONDS (default 60) and prints one line per
 # target. Exits non-zero if a target does not build or finds a crash, leak, timeout or assertion; the input
 # that triggered it is left in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz_X build/fuzz/artifacts/FILE).
 # The corpus grown by a run is kept in build/fuzz/corpus/ and reused by the next run.
-# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors; default all). Env: FUZZ_SECONDS, CLANGXX.
+# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors shard checkpoint; default all).
+# Env: FUZZ_SECONDS, CLANGXX.
 set -u
 cd "$(dirname "$0")/.."
 CLANGXX=${CLANGXX:-clang++}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(json safetensors)
-LIB_SRCS=(llmc/json.cpp llmc/safetensors.cpp)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(json safetensors shard checkpoint)
+LIB_SRCS=(llmc/json.cpp llmc/safetensors.cpp llmc/dataloader.cpp llmc/checkpoint.cpp)
+# zlib (crc32), chosen like the Makefile's ZLIB_INCLUDE / ZLIB_LIBS: the system's, else the copy that
+# `make deps` unpacks into third_party/zlib (static library).
+first_with() { local f=$1 d; shift; for d in "$@"; do [ -e "$d/$f" ] && { echo "$d"; return; }; done; }
+ZLIB_INCLUDE= ZLIB_LIBS=-lz
+[ -n "$(first_with zlib.h /usr/include /usr/local/include)" ] ||
+  ZLIB_INCLUDE="-I$(first_with zlib.h third_party/zlib/usr/include)"
+[ -n "$(first_with libz.so /usr/lib/x86_64-linux-gnu /usr/local/lib /usr/lib)" ] ||
+  ZLIB_LIBS="$(first_with libz.a third_party/zlib/usr/lib/x86_64-linux-gnu)/libz.a"
+ZLIB="$ZLIB_INCLUDE $ZLIB_LIBS"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 if ! command -v "$CLANGXX" >/dev/null 2>&1; then
   echo "fuzz: $CLANGXX not found (libFuzzer needs clang; set CLANGXX)"; exit 2
 fi
-mkdir -p "$OUT/seeds/safetensors" "$OUT/seeds/json" "$OUT/artifacts"
+mkdir -p "$OUT/artifacts"
+for t in safetensors json shard checkpoint; do mkdir -p "$OUT/seeds/$t"; done
 
-# Seeds: valid files from the writer (and their headers as JSON seeds).
-if ! "$CLANGXX" -std=c++17 -O1 -g -I. $SAN fuzz/make_seeds.cpp "${LIB_SRCS[@]}" -lz -o "$OUT/make_seeds" \
+# Seeds: valid files from the writers (safetensors and their headers as JSON seeds, shards, checkpoints) and
+# a few damaged variants.
+if ! "$CLANGXX" -std=c++17 -O1 -g -I. $SAN fuzz/make_seeds.cpp "${LIB_SRCS[@]}" $ZLIB \
+    -o "$OUT/make_seeds" \
     > "$OUT/make_seeds.log" 2>&1 || ! "$OUT/make_seeds" "$OUT/seeds" >> "$OUT/make_seeds.log" 2>&1; then
   echo "fuzz: building or running the seed generator failed:"; tail -20 "$OUT/make_seeds.log"; exit 1
 fi
+
+# Dictionaries: fuzz/fuzz.dict (JSON and safetensors tokens) plus, per target, the format's own words.
+dict_extra() {
+  case "$1" in
+    checkpoint) printf '%s\n' '"\"train_gpt-checkpoint\""' '"\"version\":\"1\""' '"\"step\""' \
+      '"\"opt_step\""' '"\"train_data.a\""' '"\"train_data.b\""' '"\"fp8.calibrating\""' '"\"model\""' \
+      '"\"recipe\""' '"\"config\""' '"9223372036854775807"' '"9223372036854775808"' '"18446744073709551615"' ;;
+    shard) printf '%s\n' '"\x88\xd8\x34\x01"' '"\x01\x00\x00\x00"' '"\x09\x00\x00\x00"' \
+      '"\xff\xff\xff\x7f"' '"\x00\x00\x00\x80"' '"\x2b\x01"' '"\x2c\x01"' '"\xff\xff"' ;;
+  esac
+}
 
 status=0
 for t in "${TARGETS[@]}"; do
   bin="$OUT/fuzz_$t"
   if [ ! -f "fuzz/fuzz_$t.cpp" ]; then echo "fuzz_$t: no such target (fuzz/fuzz_$t.cpp)"; status=1; continue; fi
-  if ! "$CLANGXX" -std=c++17 -O1 -g -I. -fsanitize=fuzzer $SAN "fuzz/fuzz_$t.cpp" "${LIB_SRCS[@]}" -lz \
+  if ! "$CLANGXX" -std=c++17 -O1 -g -I. -fsanitize=fuzzer $SAN "fuzz/fuzz_$t.cpp" "${LIB_SRCS[@]}" $ZLIB \
       -o "$bin" > "$bin.build.log" 2>&1; then
     echo "fuzz_$t: BUILD FAILED"; tail -20 "$bin.build.log"; status=1; continue
   fi
@@ -39,10 +64,12 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$corpus"
   seeds=()
   for d in "$OUT/seeds/$t" "fuzz/corpus/$t"; do [ -d "$d" ] && seeds+=("$d"); done
+  dict="$OUT/fuzz_$t.dict"
+  { [ "$t" = shard ] || cat fuzz/fuzz.dict; dict_extra "$t"; } > "$dict"
   log="$OUT/fuzz_$t.log"
   start=$(date +%s)
   "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-    -dict=fuzz/fuzz.dict -print_final_stats=1 -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
+    -dict="$dict" -print_final_stats=1 -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
     "$corpus" ${seeds[@]+"${seeds[@]}"} > "$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
