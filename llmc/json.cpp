@@ -112,6 +112,36 @@ void Value::set(std::string key, Value v) { as_object().emplace_back(std::move(k
 
 bool Value::operator==(const Value& o) const { return v_ == o.v_; }
 
+// ----------------------------------------------------------------------------------------------- UTF-8
+
+size_t utf8_sequence(const unsigned char* s, size_t n, uint32_t* codepoint) {
+    if (n == 0) return 0;
+    const unsigned char c = s[0];
+    if (c < 0x80) {
+        if (codepoint) *codepoint = c;
+        return 1;
+    }
+    size_t len;
+    uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    if (codepoint) *codepoint = cp;
+    return len;
+}
+
 // --------------------------------------------------------------------------------------------- Parser
 
 namespace {
@@ -269,30 +299,6 @@ class Parser {
             out += (char)(0x80 | (cp & 0x3F));
         }
     }
-    // Length of the valid UTF-8 sequence starting at i_ (lead byte >= 0x80), or 0 if invalid.
-    size_t utf8_sequence_length() const {
-        const unsigned char c = peek();
-        size_t len;
-        unsigned cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (n_ - i_ < len) return 0;
-        for (size_t k = 1; k < len; k++) {
-            unsigned char cc = (unsigned char)p_[i_ + k];
-            if ((cc & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        return len;
-    }
-
     std::string parse_string() {
         i_++;  // opening quote
         std::string out;
@@ -305,7 +311,7 @@ class Parser {
             }
             if (c < 0x20) fail("raw control character in string (must be escaped)");
             if (c >= 0x80) {
-                size_t len = utf8_sequence_length();
+                size_t len = utf8_sequence(reinterpret_cast<const unsigned char*>(p_ + i_), n_ - i_, nullptr);
                 if (len == 0) fail("invalid UTF-8 in string");
                 out.append(p_ + i_, len);
                 i_ += len;

@@ -88,4 +88,9 @@ std::string dump(const Value& v);
 // \u00XX); other bytes, UTF-8 included, are copied as they are.
 std::string quote(const std::string& s);
 
+// Length of the valid UTF-8 sequence at s (n bytes available; RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF), or 0 if it is invalid, truncated or n == 0. ASCII is a sequence of length 1.
+// On success the code point goes to *codepoint (if not null).
+size_t utf8_sequence(const unsigned char* s, size_t n, uint32_t* codepoint);
+
 }  // namespace json

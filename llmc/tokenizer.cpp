@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "llmc/json.h"
+
 namespace {
 
 const char* const kEotText = "<|endoftext|>";
@@ -236,34 +238,6 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, <= U+10FFFF), else 0.
-size_t utf8_len(const unsigned char* s, size_t i, size_t n, uint32_t* cp_out) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-        *cp_out = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, cp = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n - i < len) return 0;
-    for (size_t k = 1; k < len; k++) {
-        if ((s[i + k] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    *cp_out = cp;
-    return len;
-}
-
 const char* const kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 }  // namespace
@@ -275,7 +249,7 @@ std::string sanitize_utf8(const std::string& s) {
     out.reserve(n);
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t len = utf8_len(p, i, n, &cp);
+        size_t len = json::utf8_sequence(p + i, n - i, &cp);
         if (len == 0) {
             out += kReplacement;
             i++;
@@ -295,7 +269,7 @@ std::string escape_for_log(const std::string& s) {
     char buf[12];
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t len = utf8_len(p, i, n, &cp);
+        size_t len = json::utf8_sequence(p + i, n - i, &cp);
         if (len == 0) {
             out += kReplacement;
             i++;

@@ -13,21 +13,12 @@
 
 #include "llmc/checkpoint.h"
 #include "llmc/safetensors.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/host_checkpoint_XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        if (system(("rm -rf '" + path + "'").c_str()) != 0)
-            fprintf(stderr, "warning: cannot remove %s\n", path.c_str());
-    }
-};
+using testing::TempDir;
 
 // A small state: two tensors with random contents.
 struct State {
@@ -77,7 +68,7 @@ std::string error_of(Fn fn) {
 }  // namespace
 
 TEST(round_trip_and_keep_k) {
-    TempDir dir;
+    TempDir dir("host_checkpoint");
     std::mt19937_64 rng(std::random_device{}());
     State s(rng);
     for (int64_t step : {10, 20, 30}) write_checkpoint(dir.path, meta_at(step), s.views(), 2);
@@ -99,7 +90,7 @@ TEST(round_trip_and_keep_k) {
 }
 
 TEST(damaged_newest_falls_back_to_previous) {
-    TempDir dir;
+    TempDir dir("host_checkpoint");
     std::mt19937_64 rng(std::random_device{}());
     State s(rng);
     write_checkpoint(dir.path, meta_at(1), s.views(), 5);
@@ -130,7 +121,7 @@ TEST(damaged_newest_falls_back_to_previous) {
 }
 
 TEST(stale_temporary_file_is_ignored) {
-    TempDir dir;
+    TempDir dir("host_checkpoint");
     std::mt19937_64 rng(std::random_device{}());
     State s(rng);
     write_checkpoint(dir.path, meta_at(5), s.views(), 2);
@@ -142,7 +133,7 @@ TEST(stale_temporary_file_is_ignored) {
 }
 
 TEST(mismatches_are_one_line_errors) {
-    TempDir dir;
+    TempDir dir("host_checkpoint");
     std::mt19937_64 rng(std::random_device{}());
     State s(rng);
     write_checkpoint(dir.path, meta_at(3), s.views(), 2);
@@ -174,7 +165,7 @@ TEST(mismatches_are_one_line_errors) {
 }
 
 TEST(unwritable_directory_keeps_previous) {
-    TempDir dir;
+    TempDir dir("host_checkpoint");
     std::mt19937_64 rng(std::random_device{}());
     State s(rng);
     write_checkpoint(dir.path, meta_at(1), s.views(), 2);

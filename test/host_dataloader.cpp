@@ -15,27 +15,12 @@
 #include <vector>
 
 #include "llmc/dataloader.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/host_dataloader_XXXXXX";
-        char* p = mkdtemp(tmpl);
-        if (!p) {
-            perror("mkdtemp");
-            exit(1);
-        }
-        path = p;
-    }
-    ~TempDir() {
-        std::string cmd = "rm -rf '" + path + "'";
-        if (system(cmd.c_str()) != 0) fprintf(stderr, "warning: could not remove %s\n", path.c_str());
-    }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using testing::TempDir;
 
 std::vector<uint16_t> random_tokens(size_t n, int vocab, std::mt19937_64& rng) {
     std::vector<uint16_t> t(n);
@@ -91,7 +76,7 @@ void set_header_int(const std::string& path, int index, int32_t value) {
 }  // namespace
 
 TEST(write_shard_format) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(1);
     std::vector<uint16_t> tokens = random_tokens(777, 50304, rng);
     std::string path = dir.file("a.bin");
@@ -110,7 +95,7 @@ TEST(write_shard_format) {
 }
 
 TEST(batches_are_consecutive_slices) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(2);
     const int B = 3, T = 7, V = 1000;
     std::vector<uint16_t> shard = random_tokens(5 * B * T + 4, V, rng);  // 5 full batches (+ the extra token)
@@ -143,7 +128,7 @@ TEST(batches_are_consecutive_slices) {
 }
 
 TEST(wraps_to_next_shard_and_back) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(3);
     const int B = 2, T = 5, V = 512, BT = B * T;
     // Sizes chosen so each shard leaves a different remainder that must be skipped: 2, 1 and 3 batches.
@@ -183,7 +168,7 @@ TEST(wraps_to_next_shard_and_back) {
 }
 
 TEST(rank_striding_world_size_2) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(4);
     const int B = 2, T = 4, V = 300, BT = B * T, W = 2;
     // Shard 0: 5 batches' worth, so rank 0 reads offsets 0, 2BT, 4BT and rank 1 reads BT, 3BT (5BT would
@@ -247,7 +232,7 @@ TEST(random_tokens_deterministic_and_in_range) {
 }
 
 TEST(make_token_source_dispatch) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(5);
     std::vector<uint16_t> shard = random_tokens(100, 256, rng);
     write_shard(dir.file("s.bin"), shard);
@@ -263,7 +248,7 @@ TEST(make_token_source_dispatch) {
 }
 
 TEST(error_no_match) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     expect_data_error([&] { DataLoader dl(dir.file("nothing_*.bin"), 2, 4, 256); }, "nothing_*.bin",
                       "no file");
     expect_data_error([&] { DataLoader dl(dir.file("missing.bin"), 2, 4, 256); }, "missing.bin");
@@ -273,7 +258,7 @@ TEST(error_no_match) {
 }
 
 TEST(error_wrong_magic) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(6);
     std::string path = dir.file("bad_magic.bin");
     write_shard(path, random_tokens(100, 256, rng));
@@ -282,7 +267,7 @@ TEST(error_wrong_magic) {
 }
 
 TEST(error_wrong_version) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(7);
     std::string path = dir.file("bad_version.bin");
     write_shard(path, random_tokens(100, 256, rng));
@@ -291,7 +276,7 @@ TEST(error_wrong_version) {
 }
 
 TEST(error_truncated) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(8);
     // Tokens cut off.
     std::string path = dir.file("truncated.bin");
@@ -320,7 +305,7 @@ TEST(error_truncated) {
 }
 
 TEST(error_too_few_tokens) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(9);
     const int B = 4, T = 8;
     std::string ok = dir.file("t_000.bin"), small = dir.file("t_001.bin");
@@ -333,7 +318,7 @@ TEST(error_too_few_tokens) {
 }
 
 TEST(error_token_out_of_vocab) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(10);
     const int V = 256;
     std::vector<uint16_t> good = random_tokens(200, V, rng), bad = random_tokens(200, V, rng);
@@ -361,7 +346,7 @@ TEST_MAIN()
 // A source restored from position() continues with exactly the batches the original would have produced,
 // across shard boundaries, for both source kinds; a position from other data is a DataError.
 TEST(position_and_seek_continue_exactly) {
-    TempDir dir;
+    TempDir dir("host_dataloader");
     std::mt19937_64 rng(std::random_device{}());
     const int B = 2, T = 7, V = 300, BT = B * T;
     write_shard(dir.file("p_000.bin"), random_tokens(3 * BT + 5, V, rng));

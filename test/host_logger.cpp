@@ -8,6 +8,7 @@
 #include <string>
 
 #include "llmc/logger.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 // expr returns "" (success), else the test fails with the message.
@@ -19,21 +20,7 @@
 
 namespace {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents by the destructor.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        const char* base = getenv("TMPDIR");
-        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/host_logger_XXXXXX";
-        if (mkdtemp(&tmpl[0])) path = tmpl;
-    }
-    ~TempDir() {
-        if (!path.empty()) {
-            std::string cmd = "chmod -R u+rwx '" + path + "' 2>/dev/null; rm -rf '" + path + "'";
-            if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path.c_str());
-        }
-    }
-};
+using testing::TempDir;
 
 bool is_dir(const std::string& p) {
     struct stat st;
@@ -74,8 +61,7 @@ bool one_line(const std::string& msg) { return !msg.empty() && msg.find('\n') ==
 }  // namespace
 
 TEST(prepare_log_dir_creates_parents) {
-    TempDir t;
-    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    TempDir t("host_logger");
     const std::string dir = t.path + "/a/b//c/";
     EXPECT_OK(prepare_log_dir(dir));
     EXPECT_TRUE(is_dir(t.path + "/a/b/c"));
@@ -85,8 +71,7 @@ TEST(prepare_log_dir_creates_parents) {
 }
 
 TEST(prepare_log_dir_under_a_regular_file) {
-    TempDir t;
-    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    TempDir t("host_logger");
     const std::string file = t.path + "/xyz_file";
     EXPECT_TRUE(write_file(file, "not a directory\n"));
     for (const std::string& dir : {file + "/sub", file + "/sub/deeper"}) {
@@ -111,8 +96,7 @@ TEST(prepare_log_dir_empty_path) {
 
 TEST(prepare_log_dir_unwritable) {
     if (geteuid() == 0) SKIP("running as root, which can write into any directory");
-    TempDir t;
-    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    TempDir t("host_logger");
     const std::string locked = t.path + "/locked";
     EXPECT_EQ(mkdir(locked.c_str(), 0755), 0);
     EXPECT_EQ(chmod(locked.c_str(), 0555), 0);
@@ -130,8 +114,7 @@ TEST(prepare_log_dir_unwritable) {
 }
 
 TEST(run_logger_writes_config_and_records) {
-    TempDir t;
-    if (t.path.empty()) return testing::fail(__FILE__, __LINE__, "mkdtemp failed");
+    TempDir t("host_logger");
     const std::string dir = t.path + "/runs/one";
     {
         RunLogger logger(dir, "{\"x\": 1}\n");

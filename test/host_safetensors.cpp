@@ -18,28 +18,12 @@
 
 #include "llmc/json.h"
 #include "llmc/safetensors.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/host_safetensors_XXXXXX";
-        char* p = mkdtemp(tmpl);
-        if (!p) {
-            perror("mkdtemp");
-            exit(1);
-        }
-        path = p;
-    }
-    ~TempDir() {
-        chmod(path.c_str(), 0755);
-        std::string cmd = "rm -rf '" + path + "'";
-        if (system(cmd.c_str()) != 0) fprintf(stderr, "warning: could not remove %s\n", path.c_str());
-    }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using testing::TempDir;
 
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -202,7 +186,7 @@ TEST(dtype_sizes) {
 }
 
 TEST(round_trip_dtypes_and_shapes) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     auto ts = sample_tensors();
     SafetensorsWriter w;
     add_all(w, ts);
@@ -239,7 +223,7 @@ TEST(round_trip_dtypes_and_shapes) {
 }
 
 TEST(empty_file_round_trip) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     SafetensorsWriter w;
     std::string path = dir.file("empty.safetensors");
     w.write_atomic(path);
@@ -249,7 +233,7 @@ TEST(empty_file_round_trip) {
 }
 
 TEST(metadata_round_trip) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     auto ts = sample_tensors();
     SafetensorsWriter w;
     add_all(w, ts);
@@ -305,7 +289,7 @@ TEST(writer_rejects_bad_tensors) {
 }
 
 TEST(missing_tensor_and_wrong_size) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     float x[6] = {1, 2, 3, 4, 5, 6};
     SafetensorsWriter w;
     w.add("a", "F32", {2, 3}, x, sizeof(x));
@@ -328,7 +312,7 @@ static const std::string kGoodHeader =
     "\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]}}";
 
 TEST(hand_built_good_file_reads) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string path = dir.file("good.safetensors");
     write_file(path, make_file(kGoodHeader, std::string("\x00\x00\x80\x3f\x00\x00\x00\x40xyz", 11)));
     SafetensorsReader r(path);
@@ -341,20 +325,20 @@ TEST(hand_built_good_file_reads) {
 }
 
 TEST(rejects_short_file) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE("", "file is 0 bytes, too short");
     EXPECT_BAD_FILE(std::string("\x10\x00\x00", 3), "file is 3 bytes, too short");
 }
 
 TEST(rejects_bad_header_length) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(le64(1000) + "{}", "header length 1000 runs past the end of the file (10 bytes");
     EXPECT_BAD_FILE(le64(200'000'000) + "{}", "header length 200000000 exceeds the 100 MB limit");
     EXPECT_BAD_FILE(le64(UINT64_MAX) + "{}", "exceeds the 100 MB limit");
 }
 
 TEST(rejects_invalid_json) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":", ""), "header is not valid JSON: offset 5: unexpected end of input");
     EXPECT_BAD_FILE(make_file("", ""), "header is not valid JSON");
     EXPECT_BAD_FILE(make_file("{\"a\":{}} x", ""), "header is not valid JSON");
@@ -363,13 +347,13 @@ TEST(rejects_invalid_json) {
 }
 
 TEST(rejects_non_object_header) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("[1,2]", ""), "header is not a JSON object");
     EXPECT_BAD_FILE(make_file("\"hi\"", ""), "header is not a JSON object");
 }
 
 TEST(rejects_wrong_types) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":5}", ""), "tensor 'a': entry is not an object");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":4,\"shape\":[],\"data_offsets\":[0,4]}}", "1234"),
                     "tensor 'a': \"dtype\" missing or not a string");
@@ -392,13 +376,13 @@ TEST(rejects_wrong_types) {
 }
 
 TEST(rejects_unknown_dtype) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,4]}}", "1234"),
                     "tensor 'a': unknown dtype 'F33'");
 }
 
 TEST(rejects_bad_shapes) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,-1],\"data_offsets\":[0,0]}}", ""),
                     "tensor 'a': negative dimension -1 in shape");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
@@ -412,7 +396,7 @@ TEST(rejects_bad_shapes) {
 }
 
 TEST(rejects_offsets_not_matching_size) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", "1234"),
                     "tensor 'a': data_offsets [0, 4] span 4 bytes, but F32 x [2] needs 8");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", "1234"),
@@ -420,7 +404,7 @@ TEST(rejects_offsets_not_matching_size) {
 }
 
 TEST(rejects_offsets_outside_buffer) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "1234"),
                     "tensor 'a': data_offsets [0, 8] run past the end of the data buffer (4 bytes");
     EXPECT_BAD_FILE(
@@ -430,7 +414,7 @@ TEST(rejects_offsets_outside_buffer) {
 }
 
 TEST(rejects_overlap_gap_and_trailing_bytes) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
                               "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",
                               "123456"),
@@ -452,7 +436,7 @@ TEST(rejects_overlap_gap_and_trailing_bytes) {
 }
 
 TEST(rejects_duplicate_names) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]},"
                               "\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}",
                               "1234"),
@@ -463,7 +447,7 @@ TEST(rejects_duplicate_names) {
 }
 
 TEST(rejects_bad_metadata) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     EXPECT_BAD_FILE(make_file("{\"__metadata__\":{\"step\":5}}", ""),
                     "metadata value of 'step' is not a string");
     EXPECT_BAD_FILE(make_file("{\"__metadata__\":{\"n\":null}}", ""),
@@ -477,7 +461,7 @@ TEST(rejects_bad_metadata) {
 }
 
 TEST(error_messages_stay_one_line) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     // A hostile tensor name with a newline and a quote: escaped in the message.
     EXPECT_BAD_FILE(make_file("{\"x\\ny'\":{\"dtype\":\"Q\",\"shape\":[],\"data_offsets\":[0,0]}}", ""),
                     "tensor 'x\\x0ay\\'': unknown dtype 'Q'");
@@ -486,7 +470,7 @@ TEST(error_messages_stay_one_line) {
 // --------------------------------------------------------------------------------------- checksums
 
 TEST(flipped_data_byte_fails_checksum) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     auto ts = sample_tensors();
     SafetensorsWriter w;
     add_all(w, ts);
@@ -513,7 +497,7 @@ TEST(flipped_data_byte_fails_checksum) {
 }
 
 TEST(truncated_file) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     auto ts = sample_tensors();
     SafetensorsWriter w;
     add_all(w, ts);
@@ -527,7 +511,7 @@ TEST(truncated_file) {
 // ------------------------------------------------------------------------------------- atomic writes
 
 TEST(write_atomic_replaces_and_leaves_no_temp) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string path = dir.file("ckpt.safetensors");
     for (int gen = 0; gen < 3; gen++) {
         std::vector<float> x(10, (float)gen);
@@ -543,7 +527,7 @@ TEST(write_atomic_replaces_and_leaves_no_temp) {
 }
 
 TEST(write_atomic_cannot_create_keeps_old_file) {
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string sub = dir.file("ro");
     mkdir(sub.c_str(), 0755);
     std::string path = sub + "/ckpt.safetensors";
@@ -581,7 +565,7 @@ TEST(write_atomic_cannot_create_keeps_old_file) {
 
 TEST(write_atomic_disk_full_keeps_old_file) {
     // A file size limit makes write() fail part-way (EFBIG), like a full disk (ENOSPC) would.
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string path = dir.file("ckpt.safetensors");
     float old_data[2] = {1, 2};
     SafetensorsWriter old;
@@ -611,7 +595,7 @@ TEST(write_atomic_disk_full_keeps_old_file) {
 
 TEST(stale_temp_file_does_not_disturb_reading) {
     // A writer that died mid-write leaves "<path>.tmp.<its pid>" behind; the real file is untouched.
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string path = dir.file("ckpt.safetensors");
     float data[3] = {1, 2, 3};
     SafetensorsWriter w;
@@ -647,7 +631,7 @@ TEST(reads_file_as_python_safetensors_writes_it) {
                                   0x00, 0x00, 0x80, 0xbf, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x50, 0x40,
                                   0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbe, 0x01, 0x00, 0x01, 0x01};
     EXPECT_EQ(header.size(), (size_t)232);
-    TempDir dir;
+    TempDir dir("host_safetensors");
     std::string path = dir.file("model.safetensors");
     write_file(path, std::string("\xe8\x00\x00\x00\x00\x00\x00\x00", 8) + header +
                          std::string((const char*)data, sizeof(data)));
@@ -687,7 +671,7 @@ TEST(writes_what_python_expects) {
 
 TEST(reads_tensor_past_4gb) {
     // A sparse file with a 5 GB tensor followed by a small one: offsets past 2^32 must work.
-    TempDir dir;
+    TempDir dir("host_safetensors");
     const uint64_t big = 5'000'000'000ull;
     std::string header = "{\"big\":{\"dtype\":\"U8\",\"shape\":[" + std::to_string(big) +
                          "],\"data_offsets\":[0," + std::to_string(big) +

@@ -13,24 +13,12 @@
 
 #include "llmc/json.h"
 #include "llmc/tokenizer.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        const char* base = getenv("TMPDIR");
-        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/host_tokenizer_XXXXXX";
-        if (mkdtemp(&tmpl[0])) path = tmpl;
-    }
-    ~TempDir() {
-        if (!path.empty()) {
-            std::string cmd = "rm -rf '" + path + "'";
-            if (system(cmd.c_str()) != 0) fprintf(stderr, "could not remove %s\n", path.c_str());
-        }
-    }
-};
+using testing::TempDir;
 
 void write_bytes(const std::string& path, const std::string& data) {
     FILE* f = fopen(path.c_str(), "wb");
@@ -197,7 +185,7 @@ TEST(duplicate_entries_encode_to_lowest_id) {
 }
 
 TEST(file_round_trip_save_and_hand_built) {
-    TempDir dir;
+    TempDir dir("host_tokenizer");
     EXPECT_TRUE(!dir.path.empty());
     std::vector<std::string> vocab = small_vocab();
     vocab.push_back(std::string("\0\xff\n", 3));  // arbitrary bytes survive
@@ -245,7 +233,7 @@ TEST(save_error_is_one_line) {
 }
 
 TEST(corrupt_files_give_one_line_errors) {
-    TempDir dir;
+    TempDir dir("host_tokenizer");
     std::string good = make_file(1, small_vocab(), 9);
     EXPECT_TRUE(load_error(dir, good).empty());
 
@@ -389,7 +377,7 @@ TEST(prepare_data_writes_a_loadable_tokenizer_file) {
     if (access("scripts/prepare_data.py", R_OK) != 0)
         SKIP("scripts/prepare_data.py not found (run from the repo root)");
     if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 not found");
-    TempDir dir;
+    TempDir dir("host_tokenizer");
     std::string text = "In the beginning \xc3\xa9t\xc3\xa9\n\tline two\n";
     for (int i = 0; i < 50; i++) text += "more text " + std::to_string(i) + "\n";
     write_bytes(dir.path + "/in.txt", text);

@@ -19,27 +19,12 @@
 #include "llmc/json.h"
 #include "llmc/safetensors.h"
 #include "llmc/weights_io.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/host_weights_io_XXXXXX";
-        char* p = mkdtemp(tmpl);
-        if (!p) {
-            perror("mkdtemp");
-            exit(1);
-        }
-        path = p;
-    }
-    ~TempDir() {
-        std::string cmd = "rm -rf '" + path + "'";
-        if (system(cmd.c_str()) != 0) fprintf(stderr, "warning: could not remove %s\n", path.c_str());
-    }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using testing::TempDir;
 
 std::string read_text(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -167,7 +152,7 @@ TEST(parameter_table_matches_config_count) {
 }
 
 TEST(seed_export_names_shapes_roundtrip) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     const auto p = random_params(m, 1);
     const std::string f = dir.file("seed.safetensors");
@@ -199,7 +184,7 @@ TEST(seed_export_names_shapes_roundtrip) {
 }
 
 TEST(seed_padded_vocab_roundtrip) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = padded_model();
     const auto p = random_params(m, 2);
     export_weights(dir.file("s.safetensors"), ExportFormat::Seed, m, p);
@@ -210,7 +195,7 @@ TEST(seed_padded_vocab_roundtrip) {
 }
 
 TEST(hf_export_layout_and_roundtrip) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = padded_model();
     const auto p = random_params(m, 3);
     const std::string out = dir.file("a/b/hf");  // parents created
@@ -258,7 +243,7 @@ TEST(hf_export_layout_and_roundtrip) {
 }
 
 TEST(hf_config_json_content) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     ModelConfig m = padded_model();
     export_weights(dir.file("hf"), ExportFormat::HF, m, random_params(m, 4));
     const json::Value v = json::parse(read_text(dir.file("hf/config.json")));
@@ -292,7 +277,7 @@ TEST(hf_config_json_content) {
 }
 
 TEST(hf_small_vocab_roundtrip) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     const auto p = random_params(m, 5);
     export_weights(dir.file("hf"), ExportFormat::HF, m, p);
@@ -302,7 +287,7 @@ TEST(hf_small_vocab_roundtrip) {
 }
 
 TEST(hf_hand_built_no_prefix_buffers_tied_head) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     const auto p = random_params(m, 6);
     TensorMap t = hf_unprefixed(dir, m, p);
@@ -326,7 +311,7 @@ TEST(hf_hand_built_no_prefix_buffers_tied_head) {
 }
 
 TEST(hf_untied_lm_head_is_an_error) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     TensorMap t = hf_unprefixed(dir, m, random_params(m, 7));
     Tensor head = t["wte.weight"];
@@ -343,7 +328,7 @@ TEST(hf_untied_lm_head_is_an_error) {
 }
 
 TEST(wrong_shape_names_the_tensor) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     ModelConfig m = small_model();
     const auto p = random_params(m, 8);
     export_weights(dir.file("seed.safetensors"), ExportFormat::Seed, m, p);
@@ -371,7 +356,7 @@ TEST(wrong_shape_names_the_tensor) {
 }
 
 TEST(missing_tensor_is_named) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     export_weights(dir.file("seed.safetensors"), ExportFormat::Seed, m, random_params(m, 9));
     TensorMap t = load_all(dir.file("seed.safetensors"));
@@ -388,7 +373,7 @@ TEST(missing_tensor_is_named) {
 }
 
 TEST(unexpected_tensor_is_named) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     TensorMap t = hf_unprefixed(dir, m, random_params(m, 10));
     t["h.0.attn.rotary.inv_freq"] = f32_tensor({8}, std::vector<float>(8));
@@ -398,7 +383,7 @@ TEST(unexpected_tensor_is_named) {
 }
 
 TEST(wrong_number_of_layers) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     ModelConfig m = small_model();
     ModelConfig deeper = m;
     deeper.num_layers = 3;
@@ -413,7 +398,7 @@ TEST(wrong_number_of_layers) {
 }
 
 TEST(vocab_larger_than_model_is_an_error_smaller_is_padded) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     ModelConfig bigger = m;
     bigger.vocab_size = 112;
@@ -437,7 +422,7 @@ const std::vector<float> kF16Vals = {
 
 // F16 / BF16 files: random bit patterns (no inf/NaN) against an independent decoding written as F32.
 TEST(f16_and_bf16_files_convert) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     const TensorMap base = hf_unprefixed(dir, m, random_params(m, 13));
     std::mt19937 gen(14);
@@ -489,7 +474,7 @@ TEST(f16_and_bf16_files_convert) {
 }
 
 TEST(unsupported_dtype_is_an_error) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     TensorMap t = hf_unprefixed(dir, m, random_params(m, 15));
     Tensor& b = t["h.0.ln_2.bias"];
@@ -501,7 +486,7 @@ TEST(unsupported_dtype_is_an_error) {
 }
 
 TEST(head_count_mismatch_from_config_or_metadata) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     ModelConfig other = m;
     other.num_heads = 8;
@@ -519,7 +504,7 @@ TEST(head_count_mismatch_from_config_or_metadata) {
 }
 
 TEST(not_a_gpt_file_and_odd_inputs) {
-    TempDir dir;
+    TempDir dir("host_weights_io");
     const ModelConfig m = small_model();
     TensorMap t;
     t["model.embed_tokens.weight"] = f32_tensor({2, 2}, {1, 2, 3, 4});
