@@ -17,7 +17,9 @@ CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
 NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
 NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
 # zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library)
-ZLIB_INCLUDE ?= $(call first_dir_with,zlib.h,/usr/include /usr/local/include third_party/zlib/usr/include)
+# (no -I for /usr/include: the compilers search it anyway, and naming it can reorder the C++ system headers)
+ZLIB_INCLUDE ?= $(if $(wildcard /usr/include/zlib.h),,$(call first_dir_with,zlib.h,/usr/local/include \
+                third_party/zlib/usr/include))
 ZLIB_LIBS ?= $(if $(call first_dir_with,libz.so,$(LIB_DIRS) /usr/lib),-lz,\
              $(wildcard third_party/zlib/usr/lib/x86_64-linux-gnu/libz.a))
 
