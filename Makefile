@@ -94,7 +94,7 @@ sanitize: all
 	@bash scripts/sanitize.sh
 
 format:
-	clang-format -i train_gpt.cu llmc/*.h llmc/*.cuh llmc/*.cu llmc/*.cpp dev/*.cu dev/*.h test/*.cpp test/*.cu test/*.h 2>/dev/null || true
+	clang-format -i train_gpt.cu llmc/*.h llmc/*.cuh llmc/*.cu llmc/*.cpp dev/*.cu dev/*.h test/*.cpp test/*.cu test/*.h fuzz/*.cpp 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD) train_gpt
