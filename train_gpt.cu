@@ -1,5 +1,7 @@
-// train_gpt: trains a GPT-2-family model on one Hopper GPU in BF16 or FP8 (per-tensor delayed scaling).
-// The driver only: flags -> config -> data -> model -> training loop -> logs. Components live in llmc/.
+// train_gpt: trains a GPT-2-family model on Hopper GPUs in BF16 or FP8 (per-tensor delayed scaling), on one
+// GPU or data-parallel over several (one process per GPU, NCCL, ZeRO-1), with gradient accumulation.
+// The driver only: flags -> launch -> config -> data -> model -> training loop -> logs. Components live in
+// llmc/.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,11 +16,13 @@
 #include "llmc/check.h"
 #include "llmc/checkpoint.h"
 #include "llmc/cli.h"
+#include "llmc/comm.h"
 #include "llmc/config.h"
 #include "llmc/context.h"
 #include "llmc/dataloader.h"
 #include "llmc/generate.h"
 #include "llmc/gpt.h"
+#include "llmc/launch.h"
 #include "llmc/logger.h"
 #include "llmc/phase_timer.h"
 #include "llmc/tokenizer.h"
@@ -36,19 +40,68 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+// One optimizer step's tokens for all ranks and micro-steps: G = B x micro-steps x ranks rows, read as one
+// batch so the data order does not depend on the number of GPUs (and checkpoints hold one position). Micro-
+// step k of rank r trains on rows [(k * ranks + r) * B, + B).
+struct GlobalBatch {
+    int B, T, micro_steps, ranks, rank;
+    std::vector<int> inputs, targets;
+    GlobalBatch(int B_, int T_, int micro_steps_, int ranks_, int rank_)
+        : B(B_),
+          T(T_),
+          micro_steps(micro_steps_),
+          ranks(ranks_),
+          rank(rank_),
+          inputs((size_t)B_ * T_ * micro_steps_ * ranks_),
+          targets(inputs.size()) {}
+    int rows() const { return B * micro_steps * ranks; }
+    void next(TokenSource* src) { src->next_batch(inputs.data(), targets.data()); }
+    size_t offset(int micro_step) const { return ((size_t)micro_step * ranks + rank) * B * T; }
+    const int* inputs_of(int k) const { return inputs.data() + offset(k); }
+    const int* targets_of(int k) const { return targets.data() + offset(k); }
+};
+
+struct StepResult {
+    float loss = NAN, grad_norm = NAN;  // loss: mean over the micro-steps (and ranks)
+    bool good() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
+};
+
+// One optimizer step: micro-steps of forward + backward, then the update. A non-finite loss abandons the
+// step at once (every rank sees the same all-reduced loss, so all abandon together).
+StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
+                      bool poison, Fp8Health* health, Communicator* comm, int step) {
+    StepResult r;
+    double loss_sum = 0;
+    for (int k = 0; k < batch.micro_steps; k++) {
+        comm->arm(comm->timeout_s() + (step == 0 ? 300 : 0), "a training step's collectives");
+        const float loss = model->forward(batch.inputs_of(k), batch.targets_of(k));
+        if (!std::isfinite(loss)) {
+            model->discard_step();  // its amaxes never reach the FP8 history
+            r.loss = loss;
+            return r;
+        }
+        loss_sum += loss;
+        model->backward();
+    }
+    if (poison) model->poison_gradients();
+    r.loss = (float)(loss_sum / batch.micro_steps);
+    r.grad_norm = model->update(adamw, opt_step, health);
+    comm->disarm();
+    return r;
+}
+
 // Runs 3 extra steps with per-phase GPU timing and prints the average breakdown (not part of the median).
-void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, std::vector<int>& inputs,
-                   std::vector<int>& targets, RunLogger* logger) {
+void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, GlobalBatch* batch,
+                   Communicator* comm, RunLogger* logger) {
     const int steps = 3;
     std::vector<double> total(kNumPhases, 0.0);
     model->set_profiling(true);
     for (int i = 0; i < steps; i++) {
-        data->next_batch(inputs.data(), targets.data());
-        model->forward(inputs.data(), targets.data());
-        model->backward();
-        model->update({learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps,
-                       cfg.weight_decay, cfg.grad_clip},
-                      cfg.steps + i + 1);
+        batch->next(data);
+        train_step(model, *batch,
+                   {learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay,
+                    cfg.grad_clip},
+                   cfg.steps + i + 1, false, nullptr, comm, cfg.steps + i);
         std::vector<double> ms = model->collect_phase_ms();
         for (int p = 0; p < kNumPhases; p++) total[p] += ms[p] / steps;
     }
@@ -94,20 +147,21 @@ std::string checkpoint_dir(const TrainConfig& cfg) {
 }
 
 // One training step's line on stdout (every --log-every steps and the last), its FP8 health (when measured)
-// and its train.jsonl record.
-void log_step(int step, const TrainConfig& cfg, float loss, float lr, float grad_norm, double ms,
-              double flops_per_step, size_t peak_bytes, const Fp8Health* health, RunLogger* logger) {
+// and its train.jsonl record. Throughput is global (all GPUs); MFU is per GPU.
+void log_step(int step, const TrainConfig& cfg, const StepResult& r, float lr, double ms,
+              double tokens_per_step, double flops_per_step, int gpus, size_t peak_bytes,
+              const Fp8Health* health, RunLogger* logger) {
     const bool last = step == cfg.steps - 1;
-    const double tokens_per_s = (double)cfg.batch * cfg.seq / (ms / 1e3);
+    const double tokens_per_s = tokens_per_step / (ms / 1e3);
     const double tflops = flops_per_step / (ms / 1e3) / 1e12;
+    const double mfu = tflops / gpus / kBf16PeakTflops;
     const double peak_gb = peak_bytes / 1e9;
     if (step % cfg.log_every == 0 || last) {
         printf(
             "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU "
-            "%.1f%% | "
-            "peak %.1f GB\n",
-            step, cfg.steps, loss, lr, grad_norm, ms, tokens_per_s, tflops, 100 * tflops / kBf16PeakTflops,
-            peak_gb);
+            "%.1f%% | peak %.1f GB%s\n",
+            step, cfg.steps, r.loss, lr, r.grad_norm, ms, tokens_per_s, tflops, 100 * mfu, peak_gb,
+            gpus > 1 ? " per GPU" : "");
         fflush(stdout);
     }
     if (health) {
@@ -122,13 +176,13 @@ void log_step(int step, const TrainConfig& cfg, float loss, float lr, float grad
                                {"fell_back", health->fell_back}});
     }
     logger->record("train", {{"step", step},
-                             {"loss", loss},
+                             {"loss", r.loss},
                              {"lr", lr},
-                             {"grad_norm", grad_norm},
+                             {"grad_norm", r.grad_norm},
                              {"step_ms", ms},
                              {"tokens_per_s", tokens_per_s},
                              {"tflops", tflops},
-                             {"mfu", tflops / kBf16PeakTflops},
+                             {"mfu", mfu},
                              {"peak_mem_gb", peak_gb}});
 }
 
@@ -150,21 +204,60 @@ Tokenizer sample_tokenizer(const TrainConfig& cfg) {
         "next to the shards)");
 }
 
+// FNV-1a of the FP8 scale state, to check that every rank holds the same scales.
+uint32_t fp8_state_hash(const GptModel& model) {
+    const std::vector<float> state = model.fp8_state_to_host();
+    uint32_t h = 2166136261u;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(state.data());
+    for (size_t i = 0; i < state.size() * sizeof(float); i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+// The launcher's rank/world (mpirun, srun, torchrun or none) and the rendezvous to bootstrap NCCL with.
+LaunchInfo launch_info(const TrainConfig& cfg, Rendezvous* rendezvous) {
+    try {
+        LaunchInfo li = detect_launch();
+        *rendezvous = cfg.rendezvous.empty() ? default_rendezvous(li, [](const char* k) { return getenv(k); })
+                                             : parse_rendezvous(cfg.rendezvous);
+        return li;
+    } catch (const std::exception& e) {
+        fatal("%s", e.what());
+    }
+}
+
 int train(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     const int B = cfg.batch, T = cfg.seq;
+    Rendezvous rendezvous;
+    const LaunchInfo launch = launch_info(cfg, &rendezvous);
+    const int world = launch.world_size, rank = launch.rank;
+    // Only rank 0 prints and logs; errors (stderr) come from every rank.
+    if (rank != 0 && !freopen("/dev/null", "w", stdout)) fatal("rank %d: cannot silence stdout", rank);
+    int micro_steps = 1;
+    if (std::string e = grad_accum_steps(cfg, world, &micro_steps); !e.empty()) fatal("%s", e.c_str());
     printf("train_gpt: resolved configuration\n%s", to_json(cfg).c_str());
+    if (world > 1 || micro_steps > 1)
+        printf(
+            "data parallel: %d GPU%s (%s), %d micro-step%s of %d x %d tokens per GPU: %lld tokens per step\n",
+            world, world > 1 ? "s" : "", launch.launcher.c_str(), micro_steps, micro_steps > 1 ? "s" : "", B,
+            T, (long long)B * T * micro_steps * world);
 
-    // Data first: a bad shard is reported (naming the file) before any GPU work.
-    std::unique_ptr<TokenSource> train_data = make_token_source(cfg.train_data, B, T, m.vocab_size, cfg.seed);
+    // Data first: a bad shard is reported (naming the file) before any GPU work. Every rank reads the same
+    // global batches and trains on its rows of them.
+    GlobalBatch batch(B, T, micro_steps, world, rank);
+    std::unique_ptr<TokenSource> train_data =
+        make_token_source(cfg.train_data, batch.rows(), T, m.vocab_size, cfg.seed);
     std::unique_ptr<TokenSource> val_data;
-    if (!cfg.val_data.empty()) val_data = make_token_source(cfg.val_data, B, T, m.vocab_size, cfg.seed + 1);
+    GlobalBatch val_batch(B, T, 1, world, rank);
+    if (!cfg.val_data.empty())
+        val_data = make_token_source(cfg.val_data, val_batch.rows(), T, m.vocab_size, cfg.seed + 1);
     Tokenizer tokenizer = cfg.sample_every > 0 ? sample_tokenizer(cfg) : Tokenizer::bytes();
     // The log directory too: a run must not train for hours and then fail to write its log.
-    if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
+    if (rank == 0)
+        if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
     if (!cfg.resume.empty() && list_checkpoints(cfg.resume).empty())
         fatal("--resume: no checkpoint (ckpt_*.safetensors) in '%s'", cfg.resume.c_str());
-    if (!checkpoint_dir(cfg).empty())
+    if (!checkpoint_dir(cfg).empty() && rank == 0)
         if (std::string e = prepare_writable_dir(checkpoint_dir(cfg), "checkpoint directory"); !e.empty()) {
             if (cfg.checkpoint_required) fatal("%s", e.c_str());
             fprintf(stderr, "warning: %s (checkpoints will fail; training continues)\n", e.c_str());
@@ -172,33 +265,49 @@ int train(const TrainConfig& cfg) {
     std::string why;
     if (!cuda_device_available(&why))
         fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
+    int devices = 0;
+    CHECK_CUDA(cudaGetDeviceCount(&devices));
+    if (launch.local_rank >= devices)
+        fatal("rank %d: local rank %d but this node has %d GPU%s (one process per GPU)", rank,
+              launch.local_rank, devices, devices == 1 ? "" : "s");
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
-    GpuContext ctx = create_gpu_context(0, cfg.precision == Precision::FP8 ? 89 : 80);
-    printf("device: %s, %d SMs, %.1f GiB\n", ctx.props.name, ctx.props.multiProcessorCount,
-           ctx.props.totalGlobalMem / 1073741824.0);
+    GpuContext ctx = create_gpu_context(launch.local_rank, cfg.precision == Precision::FP8 ? 89 : 80);
+    printf("device: %s, %d SMs, %.1f GiB%s\n", ctx.props.name, ctx.props.multiProcessorCount,
+           ctx.props.totalGlobalMem / 1073741824.0, world > 1 ? " (rank 0's)" : "");
+    std::unique_ptr<Communicator> comm;
+    try {
+        comm = std::make_unique<Communicator>(launch, rendezvous, cfg.comm_timeout);
+    } catch (const std::exception& e) {
+        fatal("rank %d of %d: %s", rank, world, e.what());
+    }
 
-    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8);
+    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8, DataParallel{comm.get(), micro_steps});
     model.init_weights(cfg.seed);
     if (!cfg.init_from.empty()) {
         model.load_weights(import_weights(cfg.init_from, m));
         printf("weights from %s\n", cfg.init_from.c_str());
     }
-    const double flops_per_step = flops_per_token(m, T) * B * T;
+    const double tokens_per_step = (double)batch.rows() * T;
+    const double flops_per_step = flops_per_token(m, T) * tokens_per_step;
     printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n",
            model.num_parameters(), flops_per_step / 1e12);
 
-    TrainState state(cfg, &model, train_data.get());
+    TrainState state(cfg, &model, train_data.get(), comm.get());
     if (!cfg.resume.empty()) {
         const std::string path = state.resume(cfg.resume);
         printf("resumed from %s: step %lld, %lld optimizer updates\n", path.c_str(),
                (long long)state.progress.step, (long long)state.progress.opt_step);
     }
-    RunLogger logger(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty());
+    RunLogger logger_rank0(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty());
+    RunLogger silent;
+    RunLogger& logger = rank == 0 ? logger_rank0 : silent;
     const std::string ckpt_dir = checkpoint_dir(cfg);
     auto checkpoint = [&](const char* why) {
         if (ckpt_dir.empty()) return;
         try {
+            comm->arm(kCheckpointTimeoutS, "the checkpoint's gather");
             state.save(ckpt_dir, cfg.keep_checkpoints);
+            comm->disarm();
             printf("checkpoint (%s): %s\n", why, checkpoint_path(ckpt_dir, state.progress.step).c_str());
         } catch (const std::exception& e) {
             if (cfg.checkpoint_required) fatal("checkpoint failed: %s", e.what());
@@ -208,23 +317,31 @@ int train(const TrainConfig& cfg) {
     install_stop_signal_handlers();
     const int poison_step = test_poison_step();
 
-    std::vector<int> inputs(B * T), targets(B * T);
     auto validate = [&](int step) {
         val_data->reset();
         double sum = 0;
         for (int i = 0; i < cfg.val_batches; i++) {
-            val_data->next_batch(inputs.data(), targets.data());
-            sum += model.evaluate(inputs.data(), targets.data());  // leaves the training state as is
+            val_batch.next(val_data.get());
+            comm->arm(comm->timeout_s(), "validation");
+            // leaves the training state as is; the loss is the mean over the ranks' rows
+            sum += model.evaluate(val_batch.inputs_of(0), val_batch.targets_of(0));
         }
+        comm->disarm();
         const double val_loss = sum / cfg.val_batches;
         printf("step %5d | val loss %.6f\n", step, val_loss);
         logger.record("val", {{"step", step}, {"val_loss", val_loss}});
     };
     auto export_now = [&]() {
-        export_weights(cfg.export_path, cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed, m,
-                       model.weights_to_host());
-        printf("exported the weights (%s layout) to %s\n", cfg.export_hf ? "Hugging Face GPT-2" : "seed",
-               cfg.export_path.c_str());
+        comm->arm(kCheckpointTimeoutS, "the export's gather");
+        const std::vector<float> weights = model.weights_to_host();  // collective
+        if (rank == 0) {
+            export_weights(cfg.export_path, cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed, m,
+                           weights);
+            printf("exported the weights (%s layout) to %s\n", cfg.export_hf ? "Hugging Face GPT-2" : "seed",
+                   cfg.export_path.c_str());
+        }
+        comm->barrier(comm->stream(), kCheckpointTimeoutS, "rank 0 to write the export");
+        comm->disarm();
     };
     if (!cfg.export_path.empty() && !cfg.export_at_end) {  // export only: no training
         if (val_data) validate((int)state.progress.step);
@@ -238,33 +355,28 @@ int train(const TrainConfig& cfg) {
     for (int step = (int)state.progress.step; step < cfg.steps; step++) {
         bool last = step == cfg.steps - 1;
         if (val_data && (step % cfg.val_every == 0 || last)) validate(step);
-        train_data->next_batch(inputs.data(), targets.data());
+        batch.next(train_data.get());
         auto t0 = std::chrono::steady_clock::now();
-        float loss = model.forward(inputs.data(), targets.data());
-        float lr = learning_rate(cfg, step);
+        const float lr = learning_rate(cfg, step);
         const bool fp8_health = cfg.precision == Precision::FP8 && (step % cfg.fp8_health_every == 0 || last);
         Fp8Health health;
-        float grad_norm = NAN;
-        if (std::isfinite(loss)) {
-            model.backward();
-            if (step == poison_step) model.poison_gradients();
-            const AdamWSettings adamw{lr,           cfg.beta1,        cfg.beta2,
-                                      cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
-            grad_norm = model.update(adamw, (int)state.progress.opt_step + 1, fp8_health ? &health : nullptr);
-        } else {
-            model.discard_step();  // its amaxes never reach the FP8 history
-        }
-        const bool good = std::isfinite(loss) && std::isfinite(grad_norm);
+        const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
+        const StepResult r =
+            train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step == poison_step,
+                       fp8_health ? &health : nullptr, comm.get(), step);
         state.progress.step = step + 1;
-        if (good) state.progress.opt_step++;
+        if (r.good()) state.progress.opt_step++;
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (!good) {
+        // A stop signal on any rank stops every rank after this step (launchers may signal only some).
+        const int sig =
+            comm->active() ? comm->max_int(stop_signal(), comm->timeout_s(), "the stop vote") : stop_signal();
+        if (!r.good()) {
             bad_in_a_row++;
             printf(
                 "step %5d/%d | skipped: loss %f, grad norm %f (non-finite; no update, no FP8 history) | %d "
                 "in a row\n",
-                step, cfg.steps, loss, grad_norm, bad_in_a_row);
-            logger.record("skipped", {{"step", step}, {"loss", loss}, {"grad_norm", grad_norm}});
+                step, cfg.steps, r.loss, r.grad_norm, bad_in_a_row);
+            logger.record("skipped", {{"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
             if (bad_in_a_row >= cfg.max_bad_steps) {
                 checkpoint("last good state");
                 fatal(
@@ -273,23 +385,29 @@ int train(const TrainConfig& cfg) {
                     bad_in_a_row, cfg.max_bad_steps,
                     ckpt_dir.empty() ? "" : "; the checkpoint holds the last good state");
             }
-            continue;
+        } else {
+            bad_in_a_row = 0;
+            log_step(step, cfg, r, lr, ms, tokens_per_step, flops_per_step, world, model.peak_memory_bytes(),
+                     fp8_health ? &health : nullptr, &logger);
+            if (fp8_health && comm->active()) {
+                if (!comm->identical_on_all_ranks(fp8_state_hash(model), comm->timeout_s()))
+                    fatal("rank %d: the FP8 scale state differs between ranks at step %d", rank, step);
+                printf("step %5d | fp8 scales identical on all %d ranks\n", step, world);
+            }
+            step_ms.push_back(ms);
+            if (cfg.sample_every > 0 && (step % cfg.sample_every == 0 || last)) {
+                // every rank samples the same text (no collectives), so they stay in step
+                const SampleSettings ss{cfg.sample_tokens, cfg.temperature, cfg.top_k, cfg.prompt};
+                const std::string text =
+                    generate_text(&model, B, T, m.vocab_size, tokenizer, ss, cfg.seed + step);
+                printf("step %5d | sample: %s%s\n", step, escape_for_log(cfg.prompt).c_str(),
+                       escape_for_log(text).c_str());
+                logger.record_text("sample", step, "text", sanitize_utf8(cfg.prompt + text));
+            }
+            if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !last)
+                checkpoint("periodic");
         }
-        bad_in_a_row = 0;
-        log_step(step, cfg, loss, lr, grad_norm, ms, flops_per_step, model.peak_memory_bytes(),
-                 fp8_health ? &health : nullptr, &logger);
-        step_ms.push_back(ms);
-        if (cfg.sample_every > 0 && (step % cfg.sample_every == 0 || last)) {
-            const SampleSettings ss{cfg.sample_tokens, cfg.temperature, cfg.top_k, cfg.prompt};
-            const std::string text =
-                generate_text(&model, B, T, m.vocab_size, tokenizer, ss, cfg.seed + step);
-            printf("step %5d | sample: %s%s\n", step, escape_for_log(cfg.prompt).c_str(),
-                   escape_for_log(text).c_str());
-            logger.record_text("sample", step, "text", sanitize_utf8(cfg.prompt + text));
-        }
-        if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !last)
-            checkpoint("periodic");
-        if (int sig = stop_signal()) {
+        if (sig) {
             checkpoint("signal");
             printf("train_gpt: stopped by %s after step %d%s\n", sig == SIGINT ? "SIGINT" : "SIGTERM", step,
                    ckpt_dir.empty() ? " (no --checkpoint-dir: nothing saved)" : "; resume with --resume");
@@ -299,19 +417,26 @@ int train(const TrainConfig& cfg) {
     checkpoint("end of training");
     if (cfg.export_at_end) export_now();
     step_ms.erase(step_ms.begin(), step_ms.begin() + std::min<size_t>(warmup_steps_skipped, step_ms.size()));
-    if (cfg.profile) profile_steps(cfg, &model, train_data.get(), inputs, targets, &logger);
+    if (cfg.profile) profile_steps(cfg, &model, train_data.get(), &batch, comm.get(), &logger);
     double med = median(step_ms);
     double tflops = flops_per_step / (med / 1e3) / 1e12;
+    const double per_gpu = tflops / world;
     printf(
-        "summary: %s B=%d T=%d | median step %.2f ms over %zu steps | %.0f tok/s | %.1f TFLOP/s honest "
-        "(MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script formula %.1f TFLOP/s | peak %.1f GB\n",
-        to_string(cfg.precision), B, T, med, step_ms.size(), B * T / (med / 1e3), tflops,
-        100 * tflops / kBf16PeakTflops, kBf16PeakTflops, 100 * tflops / kFp8PeakTflops, kFp8PeakTflops,
-        seed_script_flops_per_step(m) / (med / 1e3) / 1e12, model.peak_memory_bytes() / 1e9);
+        "summary: %s B=%d T=%d x %d micro-steps x %d GPU%s | median step %.2f ms over %zu steps | %.0f tok/s "
+        "| "
+        "%.1f TFLOP/s honest (per GPU %.1f: MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script "
+        "formula "
+        "%.1f TFLOP/s | peak %.1f GB%s\n",
+        to_string(cfg.precision), B, T, micro_steps, world, world > 1 ? "s" : "", med, step_ms.size(),
+        tokens_per_step / (med / 1e3), tflops, per_gpu, 100 * per_gpu / kBf16PeakTflops, kBf16PeakTflops,
+        100 * per_gpu / kFp8PeakTflops, kFp8PeakTflops,
+        seed_script_flops_per_step(m) * batch.micro_steps * world / (med / 1e3) / 1e12,
+        model.peak_memory_bytes() / 1e9, world > 1 ? " per GPU" : "");
     logger.record("summary", {{"median_step_ms", med},
-                              {"tokens_per_s", B * T / (med / 1e3)},
+                              {"tokens_per_s", tokens_per_step / (med / 1e3)},
                               {"tflops", tflops},
-                              {"mfu", tflops / kBf16PeakTflops},
+                              {"mfu", per_gpu / kBf16PeakTflops},
+                              {"gpus", world},
                               {"peak_mem_gb", model.peak_memory_bytes() / 1e9}});
     destroy_gpu_context(&ctx);
     return 0;

@@ -44,13 +44,13 @@ __device__ inline void adamw_element(float& p, float& m, float& v, float g, cons
 // scalar one.
 __global__ void __launch_bounds__(256)
     adamw_kernel(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
-                 size_t head, size_t nvec, AdamWCoefs c, const float* grad_scale) {
+                 size_t head, size_t nvec, AdamWCoefs c, const float* grad_scale, ShardView view) {
     const float scale = grad_scale ? *grad_scale : 1.0f;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     for (size_t i = tid; i < nvec; i += stride) {
-        const size_t off = head + i * 8;
-        const x128 g = load128_stream(grads_P + off);
+        const size_t off = head + i * 8, full = view.map(off);
+        const x128 g = load128_stream(grads_P + full);
         f128 p[2], m[2], v[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -71,17 +71,18 @@ __global__ void __launch_bounds__(256)
             store128_stream(m_P + off + 4 * h, m[h]);
             store128_stream(v_P + off + 4 * h, v[h]);
         }
-        store128_stream(params_P + off, out);
+        store128_stream(params_P + full, out);
     }
     const size_t nscalar = P - nvec * 8;
     for (size_t j = tid; j < nscalar; j += stride) {
         const size_t idx = j < head ? j : j + nvec * 8;
+        const size_t full = view.map(idx);
         float p = master_P[idx], m = m_P[idx], v = v_P[idx];
-        adamw_element(p, m, v, __bfloat162float(grads_P[idx]) * scale, c);
+        adamw_element(p, m, v, __bfloat162float(grads_P[full]) * scale, c);
         master_P[idx] = p;
         m_P[idx] = m;
         v_P[idx] = v;
-        params_P[idx] = __float2bfloat16_rn(p);
+        params_P[full] = __float2bfloat16_rn(p);
     }
 }
 
@@ -93,7 +94,7 @@ bool aligned16(const void* ptr) { return ((uintptr_t)ptr & 15) == 0; }
 
 void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                  const float* grad_scale, cudaStream_t stream) {
+                  const float* grad_scale, cudaStream_t stream, const ShardView& view) {
     CHECK(t >= 1, "adamw_update: step t = %d must be >= 1", t);
     if (P == 0) return;
     AdamWCoefs c;
@@ -109,10 +110,11 @@ void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const
     CHECK(((uintptr_t)params_P & 1) == 0 && ((uintptr_t)grads_P & 1) == 0 && ((uintptr_t)master_P & 3) == 0 &&
               ((uintptr_t)m_P & 3) == 0 && ((uintptr_t)v_P & 3) == 0,
           "adamw_update: misaligned pointer");
-    size_t head = ((16 - ((uintptr_t)params_P & 15)) & 15) / 2;
+    // A shard view (several GPUs) takes the vector path only from element 0 with whole vectors per chunk.
+    size_t head = view.identity ? ((16 - ((uintptr_t)params_P & 15)) & 15) / 2 : 0;
     size_t nvec = 0;
-    if (head < P && aligned16(params_P + head) && aligned16(grads_P + head) && aligned16(master_P + head) &&
-        aligned16(m_P + head) && aligned16(v_P + head)) {
+    if (head < P && view.vectorizable() && aligned16(params_P + head) && aligned16(grads_P + head) &&
+        aligned16(master_P + head) && aligned16(m_P + head) && aligned16(v_P + head)) {
         nvec = (P - head) / 8;
     } else {
         head = 0;
@@ -127,6 +129,6 @@ void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const
     const int grid =
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
     adamw_kernel<<<grid, block, 0, stream>>>(master_P, params_P, m_P, v_P, grads_P, P, head, nvec, c,
-                                             grad_scale);
+                                             grad_scale, view);
     CHECK_LAUNCH();
 }

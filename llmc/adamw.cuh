@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "llmc/cuda_common.cuh"
+#include "llmc/shard_view.h"
 
 // One optimizer step over P parameters (any P; any alignment, 16-byte aligned views take the fast path).
 // With g = grads_P * grad_scale[0] (fp32):
@@ -15,7 +16,8 @@
 //   params_P = bf16(p)  (round to nearest)
 // t is the 1-based step. grad_scale is a device scalar (e.g. the grad-clip factor from grad_clip_scale(),
 // so no host sync is needed); nullptr means 1. The bias corrections are formed on the host in double, as
-// PyTorch does, and passed as fp32 scalars.
+// PyTorch does, and passed as fp32 scalars. With a shard `view` (ZeRO-1), master/m/v are the rank's P shard
+// elements and grads/params the full tensor: element i reads grads_P[view.map(i)] and writes params there.
 void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                  const float* grad_scale, cudaStream_t stream);
+                  const float* grad_scale, cudaStream_t stream, const ShardView& view = ShardView::whole());

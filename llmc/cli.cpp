@@ -233,7 +233,11 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         ->group("Model");
 
     // Training.
-    add("-b,--batch", c.batch, "micro-batch size B (sequences per step per GPU)")->group("Training");
+    add("-b,--batch", c.batch, "micro-batch size B (sequences per micro-step per GPU)")->group("Training");
+    add("--total-batch", c.total_batch,
+        "tokens per optimizer step = batch x seq x micro-steps x GPUs (gradient accumulation; 0: batch x seq "
+        "x GPUs)")
+        ->group("Training");
     add("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
     add("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
     add("--lr", c.lr, "peak learning rate")->group("Training");
@@ -296,6 +300,15 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "
         "gradient norm; each such step is skipped")
         ->group("Checkpoints");
+
+    // Several GPUs.
+    add("--rendezvous", c.rendezvous,
+        "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; default: "
+        "from the launcher (mpirun: mpi, torchrun: MASTER_ADDR:MASTER_PORT+1, srun: MASTER_ADDR:MASTER_PORT)")
+        ->group("Several GPUs");
+    add("--comm-timeout", c.comm_timeout,
+        "seconds a rank waits for the others (a dead or hung rank) before it stops with an error")
+        ->group("Several GPUs");
 
     // Text samples.
     add("--sample-every", c.sample_every,

@@ -167,6 +167,9 @@ std::string validate(const TrainConfig& cfg) {
     at_least("--sample-every", cfg.sample_every, 0);
     at_least("--sample-tokens", cfg.sample_tokens, 1);
     at_least("--top-k", cfg.top_k, 0);
+    if (cfg.total_batch < 0)
+        e << "--total-batch: must be >= 0 (0: batch x seq x GPUs), got " << cfg.total_batch;
+    if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
     if (!e.str().empty()) return e.str();
     auto num = [](double v) {
         std::ostringstream o;
@@ -297,6 +300,7 @@ std::string to_json(const TrainConfig& c) {
       << "  \"fp8_margin\": " << c.fp8.margin << ",\n"
       << "  \"batch\": " << c.batch << ",\n"
       << "  \"seq\": " << c.seq << ",\n"
+      << "  \"total_batch\": " << c.total_batch << ",\n"
       << "  \"steps\": " << c.steps << ",\n"
       << "  \"train_data\": \"" << json_escape(c.train_data) << "\",\n"
       << "  \"val_data\": \"" << json_escape(c.val_data) << "\",\n"
@@ -322,6 +326,8 @@ std::string to_json(const TrainConfig& c) {
       << "  \"checkpoint_required\": " << (c.checkpoint_required ? "true" : "false") << ",\n"
       << "  \"resume\": \"" << json_escape(c.resume) << "\",\n"
       << "  \"max_bad_steps\": " << c.max_bad_steps << ",\n"
+      << "  \"rendezvous\": \"" << json_escape(c.rendezvous) << "\",\n"
+      << "  \"comm_timeout\": " << c.comm_timeout << ",\n"
       << "  \"sample_every\": " << c.sample_every << ",\n"
       << "  \"sample_tokens\": " << c.sample_tokens << ",\n"
       << "  \"prompt\": \"" << json_escape(c.prompt) << "\",\n"
@@ -334,4 +340,19 @@ std::string to_json(const TrainConfig& c) {
       << "  \"export_at_end\": " << (c.export_at_end ? "true" : "false") << "\n"
       << "}\n";
     return o.str();
+}
+
+std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps) {
+    const int64_t per_micro_step = (int64_t)cfg.batch * cfg.seq * world;
+    if (cfg.total_batch == 0) {
+        *steps = 1;
+        return "";
+    }
+    if (cfg.total_batch % per_micro_step != 0)
+        return "--total-batch " + std::to_string(cfg.total_batch) +
+               " is not a multiple of --batch x --seq x GPUs = " + std::to_string(cfg.batch) + " x " +
+               std::to_string(cfg.seq) + " x " + std::to_string(world) + " = " +
+               std::to_string(per_micro_step) + " tokens";
+    *steps = (int)(cfg.total_batch / per_micro_step);
+    return "";
 }

@@ -31,8 +31,9 @@ struct TrainConfig {
     ModelConfig model;
     Precision precision = Precision::BF16;
     Fp8Config fp8;
-    int batch = 12;  // B
-    int seq = 1024;  // T
+    int batch = 12;           // B: the micro-batch of one GPU
+    int seq = 1024;           // T
+    int64_t total_batch = 0;  // tokens per optimizer step (B*T x micro-steps x GPUs); 0: B*T x GPUs
     int steps = 50;
     std::string train_data = "random";  // glob of shards, or "random"
     std::string val_data;               // empty: no validation
@@ -58,6 +59,10 @@ struct TrainConfig {
     bool checkpoint_required = false;  // a failed checkpoint write ends the run instead of a warning
     std::string resume;                // directory to resume from (its newest valid checkpoint)
     int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
+
+    // Several GPUs (llmc/launch.h, llmc/comm.h).
+    std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
+    double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
 
     // Text samples during training (llmc/generate.h).
     int sample_every = 0;  // 0: never; else every N steps and after the last
@@ -87,6 +92,10 @@ int64_t max_tokens_per_step(const TrainConfig& cfg);
 // The largest --batch within the kernels' index limits for cfg's other settings (B*T a multiple of 16), or
 // 0 if there is none at this --seq. GPU memory is not considered (GptModel checks that on the device).
 int max_batch_for(const TrainConfig& cfg);
+
+// Micro-steps per optimizer step on `world` GPUs: total_batch / (B * T * world), or 1 without --total-batch.
+// Returns an empty string and sets *steps, or a one-line error when it does not divide.
+std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 
 size_t num_parameters(const ModelConfig& m);
 // Honest model FLOPs per token for one fwd+bwd: 6 * N + 12 * L * T * C (matmul weights + attention).

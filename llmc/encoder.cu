@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(32 * kGroups)
 
 // One thread per (t, 8 channels): dwpe[t] = sum over b = 0..B-1 in order.
 __global__ void __launch_bounds__(kEncBlock)
-    encoder_backward_wpe_kernel(bf16* dwpe, const bf16* dout, int B, int T, int C) {
+    encoder_backward_wpe_kernel(bf16* dwpe, const bf16* dout, int B, int T, int C, bool accumulate) {
     const size_t idx = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (idx >= (size_t)T * C) return;
     float acc[x128::size];
@@ -94,6 +94,11 @@ __global__ void __launch_bounds__(kEncBlock)
         const x128 v = load128(dout + b * stride + idx);
 #pragma unroll
         for (int i = 0; i < x128::size; i++) acc[i] += __bfloat162float(v[i]);
+    }
+    if (accumulate) {  // one rounding of old + new
+        const x128 old = load128(dwpe + idx);
+#pragma unroll
+        for (int i = 0; i < x128::size; i++) acc[i] += __bfloat162float(old[i]);
     }
     x128 o;
 #pragma unroll
@@ -141,7 +146,7 @@ void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N) {
 
 void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const int* bucket_offsets,
                       const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T,
-                      int C, cudaStream_t stream) {
+                      int C, cudaStream_t stream, bool accumulate_wpe) {
     CHECK(C > 0 && C % 8 == 0, "encoder_backward: C = %d must be a positive multiple of 8", C);
     CHECK(B >= 0 && T > 0 && num_buckets >= 0, "encoder_backward: B = %d, T = %d, num_buckets = %d", B, T,
           num_buckets);
@@ -149,7 +154,7 @@ void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const i
           "encoder_backward: tensors must be 16-byte aligned");
     const size_t wpe_threads = (size_t)T * C / x128::size;
     encoder_backward_wpe_kernel<<<(unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0,
-                                  stream>>>(dwpe_TC, dout_NC, B, T, C);
+                                  stream>>>(dwpe_TC, dout_NC, B, T, C, accumulate_wpe);
     CHECK_LAUNCH();
     if (num_buckets == 0) return;
     const dim3 grid(num_buckets, ceil_div(C, 32 * x128::size)), block(32, kGroups);

@@ -23,7 +23,8 @@ void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N);
 // Device copies of a TokenBuckets' three arrays (num_buckets = tokens.size()).
 // dwte_VC: rows of the tokens present are ACCUMULATED, dwte[tok] = bf16(dwte[tok] + sum of dout over its
 // positions) (fp32 sum in a fixed order, one rounding; dwte already holds the tied LM head's gradient); other
-// rows untouched. dwpe_TC: rows 0..T-1 OVERWRITTEN with dwpe[t] = sum_b dout[b,t]; rows >= T untouched.
+// rows untouched. dwpe_TC: rows 0..T-1 OVERWRITTEN with dwpe[t] = sum_b dout[b,t] (accumulate_wpe: +=, for
+// gradient accumulation); rows >= T untouched.
 void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const int* bucket_offsets,
                       const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T,
-                      int C, cudaStream_t stream);
+                      int C, cudaStream_t stream, bool accumulate_wpe = false);

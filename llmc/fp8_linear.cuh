@@ -41,6 +41,7 @@ struct Fp8LinearContext {
         false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
     int margin = 0;
     bool gelu_tanh = false;
+    bool accumulate_grads = false;  // gradient accumulation: dweight/dbias += instead of overwritten
     PhaseTimer* timer = nullptr;
 };
 
@@ -51,11 +52,15 @@ void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf
 // out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.
 void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
                         const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
-// dinp_NC = dY W, dweight_OCC = dY^T X, dbias_OC = sum_n dY (all overwritten). dY = dout_NOC, or, when
+// dinp_NC = dY W (overwritten), dweight_OCC = dY^T X, dbias_OC = sum_n dY (overwritten, or += with
+// f->accumulate_grads). dY = dout_NOC, or, when
 // pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is then the gradient of the GELU output).
 void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          cudaStream_t stream);
-// W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step).
+// W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step), or from the BF16 working
+// weight (several GPUs: the master is sharded, the gathered BF16 weight is what every rank has whole).
 void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
                             int C, cudaStream_t stream);
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const bf16* weight_OCC, int OC, int C,
+                            cudaStream_t stream);

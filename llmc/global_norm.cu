@@ -38,7 +38,8 @@ __device__ inline float square(bf16 x) {
 // Vectors [head, head + 8 * nvec) take the 16-byte path; elements [0, head) and [head + 8 * nvec, P) the
 // scalar one.
 __global__ void __launch_bounds__(kNormThreads, 2)
-    global_norm_squared_kernel(float* partials, const bf16* grads_P, size_t P, size_t head, size_t nvec) {
+    global_norm_squared_kernel(float* partials, const bf16* grads_P, size_t P, size_t head, size_t nvec,
+                               ShardView view) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     double acc = 0.0;
@@ -47,7 +48,7 @@ __global__ void __launch_bounds__(kNormThreads, 2)
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const size_t i = base + u * stride;
-            if (i < nvec) in[u] = load128cs(grads_P + head + i * 8);
+            if (i < nvec) in[u] = load128cs(grads_P + view.map(head + i * 8));
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(kNormThreads, 2)
     }
     const size_t nscalar = P - nvec * 8;
     for (size_t j = tid; j < nscalar; j += stride)
-        acc += (double)square(grads_P[j < head ? j : j + nvec * 8]);
+        acc += (double)square(grads_P[view.map(j < head ? j : j + nvec * 8)]);
     acc = block_reduce_sum_double(acc);
     if (threadIdx.x == 0) partials[blockIdx.x] = (float)acc;
 }
@@ -90,16 +91,18 @@ __global__ void __launch_bounds__(256)
 
 size_t global_norm_num_partials() { return kNormBlocks; }
 
-void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStream_t stream) {
+void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStream_t stream,
+                         const ShardView& view) {
     CHECK(((uintptr_t)grads_P & 1) == 0, "global_norm_squared: misaligned bf16 pointer");
-    // Head: elements until the view is 16-byte aligned.
-    size_t head = ((16 - ((uintptr_t)grads_P & 15)) & 15) / 2, nvec = 0;
-    if (head < P) {
+    // Head: elements until the view is 16-byte aligned (a shard view: vectors from 0, or none).
+    size_t head = view.identity ? ((16 - ((uintptr_t)grads_P & 15)) & 15) / 2 : 0, nvec = 0;
+    if (head < P && view.vectorizable() && ((uintptr_t)(grads_P + head) & 15) == 0) {
         nvec = (P - head) / 8;
     } else {
         head = 0;
     }
-    global_norm_squared_kernel<<<kNormBlocks, kNormThreads, 0, stream>>>(partials, grads_P, P, head, nvec);
+    global_norm_squared_kernel<<<kNormBlocks, kNormThreads, 0, stream>>>(partials, grads_P, P, head, nvec,
+                                                                         view);
     CHECK_LAUNCH();
 }
 

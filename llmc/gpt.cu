@@ -8,6 +8,7 @@
 #include "llmc/adamw.cuh"
 #include "llmc/attention.h"
 #include "llmc/classifier.cuh"
+#include "llmc/comm.h"
 #include "llmc/context.h"
 #include "llmc/cuda_common.cuh"
 #include "llmc/encoder.cuh"
@@ -101,6 +102,13 @@ class Arena {
 // The four Linear layers of a block, in the order of their FP8 scale slots (linear index = 4 * layer + kind).
 enum LinearKind { kQkv, kAttProj, kFc, kFcProj, kLinearsPerLayer };
 
+// Where a parameter tensor's ZeRO-1 shard lives: in the full gradient/BF16 buffers at full_offset, in this
+// rank's master/m/v buffers at shard_offset (shard_numel elements), addressed through `view`.
+struct ParamShard {
+    size_t full_offset, slices, slice_numel, shard_offset, shard_numel;
+    ShardView view;
+};
+
 // Pointers to the per-layer slice of each parameter kind.
 struct LayerParams {
     bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
@@ -116,11 +124,19 @@ struct GptModel::Impl {
     std::vector<ParamTensorInfo> table;
     size_t P = 0;
 
+    // Data parallelism: rank/world of `comm` (1 GPU: comm null), ZeRO-1 shards, micro-steps.
+    Communicator* comm = nullptr;
+    int rank = 0, world = 1, accum_steps = 1;
+    int micro = 0;                   // backward() calls since the last update()/discard_step()
+    std::vector<ParamShard> shards;  // per parameter tensor, canonical order
+    size_t P_shard = 0;              // master/m/v elements on this rank
+    cudaEvent_t compute_done = nullptr, comm_done = nullptr;
+
     // parameters + optimizer state (+ FP8 weight copies): one allocation
     Arena param_arena;
     bf16* params = nullptr;  // working weights, canonical order
     bf16* grads = nullptr;
-    float* master = nullptr;
+    float* master = nullptr;  // this rank's shard (P_shard), as adam_m and adam_v
     float* adam_m = nullptr;
     float* adam_v = nullptr;
 
@@ -155,6 +171,61 @@ struct GptModel::Impl {
     size_t peak_bytes = 0;
 
     bool use_fp8() const { return precision == Precision::FP8; }
+    bool sharded() const { return world > 1; }
+    // Orders the communication stream after the work queued on the compute stream so far, and back.
+    void comm_after_compute() {
+        CHECK_CUDA(cudaEventRecord(compute_done, ctx->stream));
+        CHECK_CUDA(cudaStreamWaitEvent(comm->stream(), compute_done, 0));
+    }
+    void compute_after_comm() {
+        CHECK_CUDA(cudaEventRecord(comm_done, comm->stream()));
+        CHECK_CUDA(cudaStreamWaitEvent(ctx->stream, comm_done, 0));
+    }
+    // In-place reduce-scatter (sum) of parameter tensor `kind`'s slice `slice`: afterwards this rank's chunk
+    // holds the sum over the ranks. Call inside an NCCL group.
+    void reduce_scatter_slice(int kind, size_t slice) {
+        const ParamShard& sh = shards[kind];
+        bf16* base = grads + sh.full_offset + slice * sh.slice_numel;
+        CHECK_NCCL(ncclReduceScatter(base, base + sh.view.rank_offset, sh.view.chunk, ncclBfloat16, ncclSum,
+                                     comm->nccl(), comm->stream()));
+    }
+    // In-place all-gather of parameter tensor `kind`'s slice `slice` of the BF16 working weights.
+    void all_gather_slice(int kind, size_t slice) {
+        const ParamShard& sh = shards[kind];
+        bf16* base = params + sh.full_offset + slice * sh.slice_numel;
+        CHECK_NCCL(ncclAllGather(base + sh.view.rank_offset, base, sh.view.chunk, ncclBfloat16, comm->nccl(),
+                                 comm->stream()));
+    }
+    // Gradients of layer l (the per-layer tensors), or of the other tensors (wte, wpe, lnf) for l < 0.
+    void reduce_scatter_grads(int l) {
+        comm_after_compute();
+        CHECK_NCCL(ncclGroupStart());
+        for (int k = 0; k < kNumParamTensors; k++)
+            if ((shards[k].slices > 1) == (l >= 0)) reduce_scatter_slice(k, l >= 0 ? l : 0);
+        CHECK_NCCL(ncclGroupEnd());
+    }
+    // BF16 working weights from this rank's master shard, then gathered from all ranks (or, with one GPU,
+    // converted whole).
+    void publish_weights() {
+        for (int k = 0; k < kNumParamTensors; k++) {
+            const ParamShard& sh = shards[k];
+            convert_to_bf16(params + sh.full_offset, master + sh.shard_offset, sh.shard_numel, ctx->stream,
+                            sh.view);
+        }
+        gather_weights();
+        fp8_weights_stale = true;
+    }
+    void gather_weights() {
+        if (!sharded()) return;
+        comm_after_compute();
+        for (int l = -1; l < cfg.num_layers; l++) {  // one group per layer (the other tensors first)
+            CHECK_NCCL(ncclGroupStart());
+            for (int k = 0; k < kNumParamTensors; k++)
+                if ((shards[k].slices > 1) == (l >= 0)) all_gather_slice(k, l >= 0 ? l : 0);
+            CHECK_NCCL(ncclGroupEnd());
+        }
+        compute_after_comm();
+    }
     bf16* param(int kind) { return params + table[kind].offset; }
     bf16* grad(int kind) { return grads + table[kind].offset; }
     LayerParams layer(bf16* base, int l) {
@@ -214,7 +285,7 @@ struct GptModel::Impl {
         } else {
             mark(kPhaseGemm);
             matmul_backward(&matmul_plans, ctx, dinp, dweight, dbias, dout, inp, weight, B * T, in, outf,
-                            false, reduce_scratch, ctx->stream);
+                            micro > 0, reduce_scratch, ctx->stream);
         }
     }
     // (Residual add +) LayerNorm feeding block Linear (l, kind). BF16 writes `ln_out`; FP8 writes the
@@ -258,16 +329,23 @@ struct GptModel::Impl {
         fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, fp8.scales, slot, pre, N, C4,
                                 cfg.gelu_tanh, ctx->stream);
     }
-    // Casts every block weight to FP8 (W and W^T) with the active scale state's W slots.
+    // Casts every block weight to FP8 (W and W^T) with the active scale state's W slots: from the FP32
+    // master on one GPU; with several the master is sharded and every rank casts the gathered BF16 weights.
     void cast_fp8_weights() {
         mark(kPhaseCast);
-        for (int l = 0; l < cfg.num_layers; l++)
+        for (int l = 0; l < cfg.num_layers; l++) {
+            const LayerParams p = layer(params, l);
+            const bf16* bf16_weights[kLinearsPerLayer] = {p.qkvw, p.attprojw, p.fcw, p.fcprojw};
             for (int k = 0; k < kLinearsPerLayer; k++) {
                 int in, out;
                 linear_dims(k, &in, &out);
-                fp8_linear_cast_weight(&fp8, &fp8_linears[kLinearsPerLayer * l + k], master_weight(l, k), out,
-                                       in, ctx->stream);
+                Fp8LinearBuffers* lin = &fp8_linears[kLinearsPerLayer * l + k];
+                if (sharded())
+                    fp8_linear_cast_weight(&fp8, lin, bf16_weights[k], out, in, ctx->stream);
+                else
+                    fp8_linear_cast_weight(&fp8, lin, master_weight(l, k), out, in, ctx->stream);
             }
+        }
         fp8_weights_stale = false;
     }
 };
@@ -314,7 +392,7 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
     size_t reduce_bytes = std::max<size_t>(
         {layernorm_backward_scratch_bytes((int)N, (int)C), matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
     a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
-    a.add("reduce scratch", &s.norm_partials, global_norm_num_partials());
+    a.add("reduce scratch", &s.norm_partials, kNumParamTensors * global_norm_num_partials());
     a.add("reduce scratch", &s.grad_norm, 1);
     a.add("reduce scratch", &s.grad_scale, 1);
     a.add("tokens", &s.inputs, N);
@@ -374,8 +452,34 @@ static void check_memory_plan(GptModel::Impl& s) {
         s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB);
 }
 
+// The ZeRO-1 shard of every parameter tensor (llmc/shard_view.h). Exits with a one-line error when the
+// number of ranks does not divide a slice.
+static void plan_shards(GptModel::Impl& s) {
+    const size_t L = s.cfg.num_layers;
+    s.P_shard = 0;
+    for (int k = 0; k < kNumParamTensors; k++) {
+        const ParamTensorInfo& t = s.table[k];
+        const bool per_layer = k >= LN1W && k <= FCPROJB;
+        ParamShard sh;
+        sh.full_offset = t.offset;
+        sh.slices = per_layer ? L : 1;
+        sh.slice_numel = t.numel / sh.slices;
+        if (sh.slice_numel % s.world != 0)
+            fatal(
+                "%d GPUs do not divide parameter %s (%zu elements per slice); use a number of GPUs that "
+                "divides "
+                "it",
+                s.world, t.name.c_str(), sh.slice_numel);
+        sh.view = ShardView::of(sh.slice_numel, s.rank, s.world);
+        sh.shard_numel = sh.slices * sh.view.chunk;
+        sh.shard_offset = s.P_shard;
+        s.P_shard += sh.shard_numel;
+        s.shards.push_back(sh);
+    }
+}
+
 GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
-                   const Fp8Config& fp8)
+                   const Fp8Config& fp8, const DataParallel& dp)
     : impl_(new Impl) {
     Impl& s = *impl_;
     s.cfg = m;
@@ -388,12 +492,21 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (auto& t : s.table) s.P += t.numel;
     const size_t L = m.num_layers;
     const bool use_fp8 = s.use_fp8();
+    s.comm = dp.comm && dp.comm->active() ? dp.comm : nullptr;
+    s.rank = s.comm ? s.comm->rank() : 0;
+    s.world = s.comm ? s.comm->world() : 1;
+    s.accum_steps = dp.grad_accum_steps;
+    CHECK(s.accum_steps >= 1, "grad_accum_steps = %d", s.accum_steps);
+    plan_shards(s);
+    CHECK_CUDA(cudaEventCreateWithFlags(&s.compute_done, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&s.comm_done, cudaEventDisableTiming));
 
     s.param_arena.add("params bf16", &s.params, s.P);
     s.param_arena.add("grads bf16", &s.grads, s.P);
-    s.param_arena.add("master fp32", &s.master, s.P);
-    s.param_arena.add("adam m fp32", &s.adam_m, s.P);
-    s.param_arena.add("adam v fp32", &s.adam_v, s.P);
+    // ZeRO-1: optimizer state and master weights are this rank's shard
+    s.param_arena.add("master fp32", &s.master, s.P_shard);
+    s.param_arena.add("adam m fp32", &s.adam_m, s.P_shard);
+    s.param_arena.add("adam v fp32", &s.adam_v, s.P_shard);
     if (use_fp8) {
         s.fp8_linears.resize(L * kLinearsPerLayer);
         for (size_t i = 0; i < s.fp8_linears.size(); i++) {
@@ -440,6 +553,8 @@ GptModel::~GptModel() {
         fp8_scale_state_destroy(&impl_->eval_scales);
         cudaFree(impl_->step_start_scales);
     }
+    cudaEventDestroy(impl_->compute_done);
+    cudaEventDestroy(impl_->comm_done);
     delete impl_;
 }
 
@@ -455,12 +570,60 @@ size_t GptModel::peak_memory_bytes() const {
 void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
 std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }
 
+// This rank's shard of parameter tensor k of an FP32 sharded buffer (master, m, v) from the whole host
+// tensor.
+static void shard_from_host(GptModel::Impl& s, float* shard_buffer, int k, const float* host_tensor) {
+    const ParamShard& sh = s.shards[k];
+    for (size_t sl = 0; sl < sh.slices; sl++)
+        CHECK_CUDA(cudaMemcpyAsync(shard_buffer + sh.shard_offset + sl * sh.view.chunk,
+                                   host_tensor + sl * sh.slice_numel + sh.view.rank_offset,
+                                   sh.view.chunk * sizeof(float), cudaMemcpyHostToDevice, s.ctx->stream));
+}
+
+// Whole parameter tensor k of an FP32 sharded buffer into host_tensor (nullptr: take part in the gather
+// only). With several ranks a collective: each slice is all-gathered into `scratch` (one slice).
+static void shard_to_host(GptModel::Impl& s, const float* shard_buffer, int k, float* host_tensor,
+                          float* scratch) {
+    const ParamShard& sh = s.shards[k];
+    if (!s.sharded()) {
+        if (host_tensor)
+            CHECK_CUDA(cudaMemcpyAsync(host_tensor, shard_buffer + sh.shard_offset,
+                                       sh.shard_numel * sizeof(float), cudaMemcpyDeviceToHost,
+                                       s.ctx->stream));
+        CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+        return;
+    }
+    s.comm_after_compute();
+    cudaStream_t cs = s.comm->stream();
+    for (size_t sl = 0; sl < sh.slices; sl++) {
+        CHECK_NCCL(ncclAllGather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, scratch, sh.view.chunk,
+                                 ncclFloat32, s.comm->nccl(), cs));
+        if (host_tensor)
+            CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, scratch,
+                                       sh.slice_numel * sizeof(float), cudaMemcpyDeviceToHost, cs));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(cs));
+}
+
+// Runs fn(scratch) with a device buffer of the largest parameter slice (gathers), none with one GPU.
+template <class Fn>
+static void with_gather_scratch(GptModel::Impl& s, Fn fn) {
+    float* scratch = nullptr;
+    if (s.sharded()) {
+        size_t largest = 0;
+        for (const ParamShard& sh : s.shards) largest = std::max(largest, sh.slice_numel);
+        CHECK_CUDA(cudaMalloc(&scratch, largest * sizeof(float)));
+    }
+    fn(scratch);
+    if (scratch) CHECK_CUDA(cudaFree(scratch));
+}
+
+// After new master weights: fresh AdamW moments, BF16 working weights published to every rank.
 static void sync_working_weights(GptModel::Impl& s) {
-    convert_to_bf16(s.params, s.master, s.P, s.ctx->stream);
-    CHECK_CUDA(cudaMemsetAsync(s.adam_m, 0, s.P * sizeof(float), s.ctx->stream));
-    CHECK_CUDA(cudaMemsetAsync(s.adam_v, 0, s.P * sizeof(float), s.ctx->stream));
+    CHECK_CUDA(cudaMemsetAsync(s.adam_m, 0, s.P_shard * sizeof(float), s.ctx->stream));
+    CHECK_CUDA(cudaMemsetAsync(s.adam_v, 0, s.P_shard * sizeof(float), s.ctx->stream));
+    s.publish_weights();
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
-    s.fp8_weights_stale = true;
 }
 
 void GptModel::init_weights(uint64_t seed) {
@@ -468,14 +631,15 @@ void GptModel::init_weights(uint64_t seed) {
     const float residual_std = 0.02f / sqrtf(2.0f * s.cfg.num_layers);
     for (int i = 0; i < kNumParamTensors; i++) {
         const ParamTensorInfo& t = s.table[i];
-        float* p = s.master + t.offset;
+        const ParamShard& sh = s.shards[i];
+        float* p = s.master + sh.shard_offset;
         if (i == LN1W || i == LN2W || i == LNFW)
-            fill_constant(p, t.numel, 1.0f, s.ctx->stream);
-        else if (t.weight_decay)  // the matrices
-            fill_normal(p, t.numel, (i == ATTPROJW || i == FCPROJW) ? residual_std : 0.02f, seed, i,
-                        s.ctx->stream);
+            fill_constant(p, sh.shard_numel, 1.0f, s.ctx->stream);
+        else if (t.weight_decay)  // the matrices; each rank draws exactly its part of the full tensor
+            fill_normal(p, sh.shard_numel, (i == ATTPROJW || i == FCPROJW) ? residual_std : 0.02f, seed, i,
+                        s.ctx->stream, sh.view);
         else
-            fill_constant(p, t.numel, 0.0f, s.ctx->stream);
+            fill_constant(p, sh.shard_numel, 0.0f, s.ctx->stream);
     }
     sync_working_weights(s);
 }
@@ -483,8 +647,8 @@ void GptModel::init_weights(uint64_t seed) {
 void GptModel::load_weights(const std::vector<float>& host) {
     Impl& s = *impl_;
     CHECK(host.size() == s.P, "weights have %zu values, the model has %zu parameters", host.size(), s.P);
-    CHECK_CUDA(
-        cudaMemcpyAsync(s.master, host.data(), s.P * sizeof(float), cudaMemcpyHostToDevice, s.ctx->stream));
+    for (int k = 0; k < kNumParamTensors; k++)
+        shard_from_host(s, s.master, k, host.data() + s.shards[k].full_offset);
     sync_working_weights(s);
 }
 
@@ -512,9 +676,10 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     if (s.use_fp8()) {
         if (training) {
             s.fp8.scales = &s.scales;
-            CHECK_CUDA(cudaMemcpyAsync(s.step_start_scales, s.scales.storage,
-                                       s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
-                                       st));
+            if (s.micro == 0)  // the state at the start of the step (all its micro-steps)
+                CHECK_CUDA(cudaMemcpyAsync(s.step_start_scales, s.scales.storage,
+                                           s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
+                                           st));
             if (s.fp8_weights_stale) s.cast_fp8_weights();
         } else {  // a throwaway copy of the scale state records this pass's amaxes (and calibration)
             CHECK_CUDA(cudaMemcpyAsync(s.eval_scales.storage, s.scales.storage,
@@ -565,8 +730,16 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
         CHECK_CUDA(cudaStreamSynchronize(st));
         return 0.0f;
     }
-    fused_classifier(s.logits, s.losses, s.targets, 1.0f / N, N, V, true, st);
+    // d(loss)/d(logit) for the mean over every token of the update: all micro-steps of all ranks, whose
+    // gradients are summed (accumulation, then the reduce-scatter).
+    const float dloss = 1.0f / ((float)N * s.accum_steps * s.world);
+    fused_classifier(s.logits, s.losses, s.targets, dloss, N, V, true, st);
     mean_loss(s.loss_scalar, s.losses, N, st);
+    if (s.sharded()) {  // the mean over the ranks (summed here, divided on the host)
+        s.comm_after_compute();
+        s.comm->all_reduce_sum(s.loss_scalar, 1, s.comm->stream());
+        s.compute_after_comm();
+    }
 
     // Token buckets for the deterministic embedding backward, prepared on the host while the GPU works.
     TokenBuckets buckets;
@@ -581,12 +754,16 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     float loss = 0;
     CHECK_CUDA(cudaMemcpyAsync(&loss, s.loss_scalar, sizeof(float), cudaMemcpyDeviceToHost, st));
     CHECK_CUDA(cudaStreamSynchronize(st));  // also keeps `buckets` alive until the copies are done
-    return loss;
+    return loss / s.world;
 }
 
 void GptModel::backward() {
     Impl& s = *impl_;
     CHECK(s.have_targets, "backward() needs a training forward() with targets first");
+    CHECK(s.micro < s.accum_steps, "backward(): %d micro-steps already, update() expected", s.micro);
+    const bool accumulate = s.micro > 0;  // later micro-steps add to the gradients
+    const bool reduce = s.sharded() && s.micro == s.accum_steps - 1;
+    s.fp8.accumulate_grads = accumulate;
     const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
               L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
@@ -599,10 +776,10 @@ void GptModel::backward() {
     // end.
     s.mark(kPhaseGemm);
     matmul_backward(&s.matmul_plans, s.ctx, s.grad_NC, s.grad(WTE), nullptr, s.logits, s.lnf, s.param(WTE), N,
-                    C, V, false, s.reduce_scratch, st);
+                    C, V, accumulate, s.reduce_scratch, st);
     s.mark(kPhaseOther);
     layernorm_backward(dres, s.grad(LNFW), s.grad(LNFB), s.reduce_scratch, s.grad_NC, s.residual[L],
-                       s.param(LNFW), s.lnf_mean, s.lnf_rstd, N, C, st);
+                       s.param(LNFW), s.lnf_mean, s.lnf_rstd, N, C, st, accumulate);
     for (int l = L - 1; l >= 0; l--) {
         LayerParams p = s.layer(s.params, l);
         LayerParams g = s.layer(s.grads, l);
@@ -622,7 +799,7 @@ void GptModel::backward() {
         }
         s.mark(kPhaseOther);
         layernorm_backward(dres, g.ln2w, g.ln2b, s.reduce_scratch, s.grad_NC, s.residual_mid[l], p.ln2w,
-                           s.ln2_mean[l], s.ln2_rstd[l], N, C, st);
+                           s.ln2_mean[l], s.ln2_rstd[l], N, C, st, accumulate);
         // Attention: residual_mid[l] = residual[l] + attproj(sdpa(qkv(ln1(residual[l]))))
         s.linear_backward(l, kAttProj, s.grad_NC, g.attprojw, g.attprojb, dres, s.atty[l], p.attprojw);
         bf16* dqkv = s.grad_N4C;  // [N, 3C] fits in the [N, 4C] scratch
@@ -632,14 +809,17 @@ void GptModel::backward() {
         s.linear_backward(l, kQkv, s.grad_NC, g.qkvw, g.qkvb, dqkv, s.ln1[l], p.qkvw);
         s.mark(kPhaseOther);
         layernorm_backward(dres, g.ln1w, g.ln1b, s.reduce_scratch, s.grad_NC, s.residual[l], p.ln1w,
-                           s.ln1_mean[l], s.ln1_rstd[l], N, C, st);
+                           s.ln1_mean[l], s.ln1_rstd[l], N, C, st, accumulate);
+        if (reduce) s.reduce_scatter_grads(l);  // layer l's gradients are final: reduce while l-1 runs
     }
     encoder_backward(s.grad(WTE), s.grad(WPE), dres, s.bucket_offsets, s.bucket_positions, s.bucket_tokens,
-                     s.num_buckets, B, T, C, st);
+                     s.num_buckets, B, T, C, st, accumulate);
     // Rows of dwpe beyond T are not touched by this batch: their gradient is zero.
-    if (T < s.cfg.max_seq_len)
+    if (T < s.cfg.max_seq_len && !accumulate)
         CHECK_CUDA(cudaMemsetAsync(s.grad(WPE) + (size_t)T * C, 0,
                                    (size_t)(s.cfg.max_seq_len - T) * C * sizeof(bf16), st));
+    if (reduce) s.reduce_scatter_grads(-1);  // wte, wpe, lnf
+    s.micro++;
     s.have_targets = false;
 }
 
@@ -692,17 +872,33 @@ static void restore_step_start(GptModel::Impl& s) {
 void GptModel::discard_step() {
     restore_step_start(*impl_);
     impl_->have_targets = false;
+    impl_->micro = 0;
+    if (impl_->sharded()) impl_->compute_after_comm();  // no reduce-scatter still reading the gradients
     CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }
 
 float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     Impl& s = *impl_;
     cudaStream_t st = s.ctx->stream;
+    CHECK(s.micro == s.accum_steps, "update() after %d of %d micro-steps", s.micro, s.accum_steps);
     // The gradient norm first: a non-finite one means this step is skipped, before anything changed.
     s.mark(kPhaseOptimizer);
-    global_norm_squared(s.norm_partials, s.grads, s.P, st);
-    grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, (int)global_norm_num_partials(), a.grad_clip,
-                    st);
+    const int np = (int)global_norm_num_partials();
+    if (!s.sharded()) {
+        global_norm_squared(s.norm_partials, s.grads, s.P, st);
+        grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, np, a.grad_clip, st);
+    } else {  // each rank's shards (after the reduce-scatter), then the sum of the partials over the ranks
+        s.compute_after_comm();
+        for (int k = 0; k < kNumParamTensors; k++) {
+            const ParamShard& sh = s.shards[k];
+            global_norm_squared(s.norm_partials + (size_t)k * np, s.grads + sh.full_offset, sh.shard_numel,
+                                st, sh.view);
+        }
+        s.comm_after_compute();
+        s.comm->all_reduce_sum(s.norm_partials, (size_t)kNumParamTensors * np, s.comm->stream());
+        s.compute_after_comm();
+        grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, kNumParamTensors * np, a.grad_clip, st);
+    }
     float norm = 0;
     CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));
     CHECK_CUDA(cudaStreamSynchronize(st));
@@ -713,16 +909,26 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     if (s.use_fp8()) {
         // one launch updates every scale (a multi-GPU all-reduce MAX of the staging row would go just before)
         s.mark(kPhaseCast);
+        if (s.sharded()) {  // every rank updates from the amaxes of all ranks: identical scales everywhere
+            s.comm_after_compute();
+            s.comm->all_reduce_max(fp8_staging_amax(&s.scales), s.scales.num_slots, s.comm->stream());
+            s.compute_after_comm();
+        }
         if (health) fp8_health_before_update(s, health);
         fp8_update_scales(&s.scales, s.fp8_cfg.amax_algo, s.fp8_cfg.margin, st);
         s.fp8.calibrate = false;
         if (health) fp8_health_after_update(s, health);
     }
     s.mark(kPhaseOptimizer);
-    for (const ParamTensorInfo& t : s.table)
-        adamw_update(s.master + t.offset, s.params + t.offset, s.adam_m + t.offset, s.adam_v + t.offset,
-                     s.grads + t.offset, t.numel, a.lr, a.beta1, a.beta2, a.eps,
-                     t.weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st);
+    for (int k = 0; k < kNumParamTensors; k++) {
+        const ParamShard& sh = s.shards[k];
+        adamw_update(s.master + sh.shard_offset, s.params + sh.full_offset, s.adam_m + sh.shard_offset,
+                     s.adam_v + sh.shard_offset, s.grads + sh.full_offset, sh.shard_numel, a.lr, a.beta1,
+                     a.beta2, a.eps, s.table[k].weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st,
+                     sh.view);
+    }
+    s.gather_weights();  // every rank's updated shard to every rank
+    s.micro = 0;
     if (s.use_fp8())
         s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
     s.mark(kPhaseOther);
@@ -741,10 +947,12 @@ static std::vector<float> bf16_to_host(const bf16* d, size_t n, cudaStream_t str
 }
 
 std::vector<float> GptModel::weights_to_host() const {
-    std::vector<float> out(impl_->P);
-    CHECK_CUDA(cudaMemcpyAsync(out.data(), impl_->master, impl_->P * sizeof(float), cudaMemcpyDeviceToHost,
-                               impl_->ctx->stream));
-    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
+    Impl& s = *impl_;
+    std::vector<float> out(s.P);
+    with_gather_scratch(s, [&](float* scratch) {
+        for (int k = 0; k < kNumParamTensors; k++)
+            shard_to_host(s, s.master, k, out.data() + s.shards[k].full_offset, scratch);
+    });
     return out;
 }
 std::vector<float> GptModel::grads_to_host() const {
@@ -775,31 +983,72 @@ void GptModel::poison_activations() {
     CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }
 
-std::vector<StateTensor> GptModel::state_tensors() {
-    Impl& s = *impl_;
-    std::vector<StateTensor> out;
-    auto add = [&](const std::string& name, const std::vector<size_t>& shape, float* data, size_t numel) {
-        out.push_back(
-            {name, "F32", std::vector<int64_t>(shape.begin(), shape.end()), data, numel * sizeof(float)});
+std::vector<StateTensorInfo> GptModel::state_layout() const {
+    const Impl& s = *impl_;
+    std::vector<StateTensorInfo> out;
+    auto add = [&](const std::string& name, const std::vector<size_t>& shape, size_t numel) {
+        out.push_back({name, "F32", std::vector<int64_t>(shape.begin(), shape.end()), numel * sizeof(float)});
     };
-    for (const ParamTensorInfo& t : s.table) add("master." + t.name, t.shape, s.master + t.offset, t.numel);
-    for (const ParamTensorInfo& t : s.table) add("adam_m." + t.name, t.shape, s.adam_m + t.offset, t.numel);
-    for (const ParamTensorInfo& t : s.table) add("adam_v." + t.name, t.shape, s.adam_v + t.offset, t.numel);
+    for (const char* prefix : {"master.", "adam_m.", "adam_v."})
+        for (const ParamTensorInfo& t : s.table) add(prefix + t.name, t.shape, t.numel);
     if (s.use_fp8()) {
         const size_t S = s.scales.num_slots, H = s.scales.history_len;
-        add("fp8.amax_history", {H, S}, s.scales.amax_history, H * S);
-        add("fp8.scale", {S}, s.scales.scale, S);
-        add("fp8.scale_inv", {S}, s.scales.scale_inv, S);
+        add("fp8.amax_history", {H, S}, H * S);
+        add("fp8.scale", {S}, S);
+        add("fp8.scale_inv", {S}, S);
     }
     return out;
 }
 
-void GptModel::state_restored() {
+namespace {
+// The FP8 state tensors of state_layout(), in order (replicated: identical on every rank).
+std::vector<float*> fp8_state_buffers(GptModel::Impl& s) {
+    if (!s.use_fp8()) return {};
+    return {s.scales.amax_history, s.scales.scale, s.scales.scale_inv};
+}
+}  // namespace
+
+void GptModel::state_to_host(const std::vector<void*>& host) {
     Impl& s = *impl_;
-    convert_to_bf16(s.params, s.master, s.P, s.ctx->stream);
-    // Recast on the next forward: the cast re-records the same W amaxes into the restored staging row (a max,
-    // so idempotent) and writes the same FP8 weights, as the uninterrupted run had after its update.
-    s.fp8_weights_stale = true;
+    const std::vector<StateTensorInfo> layout = state_layout();
+    CHECK(host.size() == layout.size(), "state_to_host: %zu buffers for %zu tensors", host.size(),
+          layout.size());
+    float* const sharded[3] = {s.master, s.adam_m, s.adam_v};
+    with_gather_scratch(s, [&](float* scratch) {
+        for (int b = 0; b < 3; b++)
+            for (int k = 0; k < kNumParamTensors; k++)
+                shard_to_host(s, sharded[b], k, static_cast<float*>(host[b * kNumParamTensors + k]), scratch);
+    });
+    const std::vector<float*> fp8 = fp8_state_buffers(s);
+    for (size_t i = 0; i < fp8.size(); i++) {
+        const size_t idx = 3 * kNumParamTensors + i;
+        if (host[idx])
+            CHECK_CUDA(
+                cudaMemcpyAsync(host[idx], fp8[i], layout[idx].bytes, cudaMemcpyDeviceToHost, s.ctx->stream));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+}
+
+void GptModel::state_from_host(const std::vector<const void*>& host) {
+    Impl& s = *impl_;
+    const std::vector<StateTensorInfo> layout = state_layout();
+    CHECK(host.size() == layout.size(), "state_from_host: %zu buffers for %zu tensors", host.size(),
+          layout.size());
+    float* const sharded[3] = {s.master, s.adam_m, s.adam_v};
+    for (int b = 0; b < 3; b++)
+        for (int k = 0; k < kNumParamTensors; k++) {
+            shard_from_host(s, sharded[b], k, static_cast<const float*>(host[b * kNumParamTensors + k]));
+        }
+    const std::vector<float*> fp8 = fp8_state_buffers(s);
+    for (size_t i = 0; i < fp8.size(); i++) {
+        const size_t idx = 3 * kNumParamTensors + i;
+        CHECK_CUDA(
+            cudaMemcpyAsync(fp8[i], host[idx], layout[idx].bytes, cudaMemcpyHostToDevice, s.ctx->stream));
+    }
+    // Derived copies: BF16 weights now, FP8 weights on the next forward (the cast re-records the same W
+    // amaxes into the restored staging row, a max, so idempotent, and writes the same FP8 weights as the
+    // uninterrupted run had after its update).
+    s.publish_weights();
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
 }
 

@@ -14,6 +14,7 @@
 #include "llmc/config.h"
 
 struct GpuContext;
+class Communicator;
 
 constexpr int kNumParamTensors = 16;
 
@@ -35,13 +36,18 @@ struct Fp8Health {
     float min_scale = 0, max_scale = 0;
 };
 
-// One tensor of the training state in device memory (for checkpoints): dtype as in safetensors ("F32").
-struct StateTensor {
+// One tensor of the training state, whole (for checkpoints): dtype as in safetensors ("F32").
+struct StateTensorInfo {
     std::string name;
     std::string dtype;
     std::vector<int64_t> shape;
-    void* device;
     size_t bytes;
+};
+
+// Data parallelism (one process per GPU) and gradient accumulation.
+struct DataParallel {
+    Communicator* comm = nullptr;  // nullptr or world 1: one GPU
+    int grad_accum_steps = 1;      // micro-steps (forward + backward) per update()
 };
 
 struct AdamWSettings {
@@ -52,8 +58,11 @@ class GptModel {
   public:
     // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
     // (another allocation). Prints the memory plan.
+    // With several ranks (ZeRO-1) the FP32 master weights and AdamW moments are sharded: each rank holds
+    // 1/world of every parameter slice (llmc/shard_view.h); gradients are reduce-scattered per layer during
+    // the last micro-step's backward, and the updated BF16 weights all-gathered after update().
     GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
-             const Fp8Config& fp8 = Fp8Config());
+             const Fp8Config& fp8 = Fp8Config(), const DataParallel& dp = DataParallel());
     ~GptModel();
     GptModel(const GptModel&) = delete;
     GptModel& operator=(const GptModel&) = delete;
@@ -64,30 +73,36 @@ class GptModel {
     // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
     void load_weights(const std::vector<float>& params);
 
-    // Training forward pass on B x T tokens (host arrays). With targets, computes the mean cross-entropy
-    // loss, records the FP8 amaxes of this step and leaves dlogits ready for backward(). Returns the loss
-    // (synchronizes). Without targets it is an evaluation pass (see evaluate) and returns 0.
+    // Training forward pass (one micro-step) on B x T tokens (host arrays). With targets, computes the mean
+    // cross-entropy loss, records the FP8 amaxes of this step and leaves dlogits ready for backward().
+    // Returns the loss averaged over the ranks (synchronizes). Without targets it is an evaluation pass (see
+    // evaluate) and returns 0. Collective (with targets): every rank calls it.
     float forward(const int* inputs_BT, const int* targets_BT);
     // Evaluation forward (validation): the loss with targets (0 without), leaving the training state
     // untouched: FP8 amaxes, calibration and scales are those of a run without this call. No backward().
     float evaluate(const int* inputs_BT, const int* targets_BT);
-    // Backward pass after forward() with targets: writes all parameter gradients.
+    // Backward pass after forward() with targets: writes all parameter gradients (the first micro-step of an
+    // update overwrites them, later ones accumulate). The last micro-step also reduce-scatters them across
+    // the ranks, layer by layer, on the communication stream while the backward continues.
     void backward();
-    // Global grad-norm (returned), then, if it is finite: FP8 scale update (fills `health` if given),
-    // clipping, AdamW step `step` (1-based: updates applied so far + 1, for bias correction), and in FP8 the
-    // cast of the new weights. A non-finite norm skips the step (discard_step): nothing changes, the
-    // caller sees the non-finite norm.
+    // After grad_accum_steps micro-steps: global grad-norm over all ranks (returned), then, if it is finite:
+    // FP8 scale update from the amaxes of all micro-steps and ranks (fills `health` if given), clipping,
+    // AdamW step `step` (1-based: updates applied so far + 1, for bias correction) on this rank's shard, the
+    // all-gather of the new weights, and in FP8 the cast of the new weights. A non-finite norm skips the step
+    // (discard_step): nothing changes, the caller sees the non-finite norm. Collective.
     float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
-    // Abandons the current step after its training forward (e.g. a non-finite loss): the FP8 state returns
-    // to where it was before that forward, so the step's amaxes never enter the history.
+    // Abandons the current step after any of its micro-steps (e.g. a non-finite loss): the FP8 state returns
+    // to where it was before the step's first forward, so the step's amaxes never enter the history.
     void discard_step();
 
     // Per-phase GPU time (see llmc/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);
     std::vector<double> collect_phase_ms();
 
-    // Host copies, canonical order, float32: master weights, gradients; logits of the first `rows` rows
-    // (valid after a forward() without targets: with targets the buffer is overwritten by dlogits).
+    // Host copies, canonical order, float32: master weights (collective with several ranks: gathered),
+    // gradients (one GPU only: with several, only this rank's reduced shard is meaningful); logits of the
+    // first `rows` rows (valid after a forward() without targets: with targets the buffer is overwritten by
+    // dlogits).
     std::vector<float> weights_to_host() const;
     std::vector<float> grads_to_host() const;
     std::vector<float> logits_to_host(int rows) const;
@@ -96,13 +111,16 @@ class GptModel {
     // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
     std::vector<float> fp8_state_to_host() const;
 
-    // Everything on the device a run needs to continue bit-exactly, full tensors: FP32 master weights (one
-    // per parameter tensor, canonical names), AdamW m and v, and in FP8 the amax history (staging row
-    // included), scale and scale_inv. The BF16 working weights and FP8 weight copies are derived from the
-    // master.
-    std::vector<StateTensor> state_tensors();
-    // Call after writing into state_tensors()' memory (checkpoint restore): rebuilds the derived copies.
-    void state_restored();
+    // Everything on the device a run needs to continue bit-exactly, as whole tensors whatever the number of
+    // ranks: FP32 master weights (one per parameter tensor, canonical names), AdamW m and v, and in FP8 the
+    // amax history (staging row included), scale and scale_inv. The BF16 working weights and FP8 weight
+    // copies are derived from the master.
+    std::vector<StateTensorInfo> state_layout() const;
+    // Gathers the state into host buffers (one per state_layout() entry, its bytes). Collective; ranks
+    // other than 0 may pass nullptrs (they take part in the gather but receive nothing).
+    void state_to_host(const std::vector<void*>& host);
+    // Loads the state from whole host tensors (each rank takes its shards) and rebuilds the derived copies.
+    void state_from_host(const std::vector<const void*>& host);
     // Host part of the FP8 state: true until the first scale update (step-0 calibration pending).
     bool fp8_calibration_pending() const;
     void set_fp8_calibration_pending(bool pending);

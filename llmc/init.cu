@@ -9,10 +9,10 @@ __device__ inline uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-__global__ void fill_normal_kernel(float* out, size_t n, float stddev, uint64_t key) {
+__global__ void fill_normal_kernel(float* out, size_t n, float stddev, uint64_t key, ShardView view) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t r = splitmix64(key ^ splitmix64(i));
+        uint64_t r = splitmix64(key ^ splitmix64(view.map(i)));
         // two 24-bit uniforms in (0, 1]
         float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);
         float u2 = (float)((r >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);
@@ -25,16 +25,17 @@ __global__ void fill_constant_kernel(float* out, size_t n, float value) {
         out[i] = value;
 }
 
-__global__ void convert_to_bf16_kernel(bf16* dst, const float* src, size_t n) {
+__global__ void convert_to_bf16_kernel(bf16* dst, const float* src, size_t n, ShardView view) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2bfloat16_rn(src[i]);
+        dst[view.map(i)] = __float2bfloat16_rn(src[i]);
 }
 
 static int grid_for(size_t n) { return (int)std::min<size_t>((n + 255) / 256, 132 * 16); }
 
-void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t stream_id, cudaStream_t stream) {
+void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t stream_id, cudaStream_t stream,
+                 const ShardView& view) {
     uint64_t key = seed * 0x2545F4914F6CDD1Dull + stream_id * 0x9E3779B97F4A7C15ull;
-    fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(out, n, stddev, key);
+    fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(out, n, stddev, key, view);
     CHECK_LAUNCH();
 }
 
@@ -43,7 +44,7 @@ void fill_constant(float* out, size_t n, float value, cudaStream_t stream) {
     CHECK_LAUNCH();
 }
 
-void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream) {
-    convert_to_bf16_kernel<<<grid_for(n), 256, 0, stream>>>(dst, src, n);
+void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream, const ShardView& view) {
+    convert_to_bf16_kernel<<<grid_for(n), 256, 0, stream>>>(dst, src, n, view);
     CHECK_LAUNCH();
 }

@@ -5,9 +5,14 @@
 #include <cstdint>
 
 #include "llmc/cuda_common.cuh"
+#include "llmc/shard_view.h"
 
-// out[i] = stddev * z_i with z_i ~ N(0, 1) (Box-Muller over a splitmix64 hash of (seed, stream, i)).
-void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t stream_id, cudaStream_t stream);
+// out[i] = stddev * z_i with z_i ~ N(0, 1) (Box-Muller over a splitmix64 hash of (seed, stream, i)). With a
+// shard view, out is a rank's shard and element i gets the value of full index view.map(i): every rank's
+// shard holds exactly its part of the one-GPU initialization.
+void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t stream_id, cudaStream_t stream,
+                 const ShardView& view = ShardView::whole());
 void fill_constant(float* out, size_t n, float value, cudaStream_t stream);
-// dst[i] = bf16(src[i]), round to nearest.
-void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream);
+// dst[view.map(i)] = bf16(src[i]), round to nearest (src a shard of n elements, dst the full tensor).
+void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream,
+                     const ShardView& view = ShardView::whole());

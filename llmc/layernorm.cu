@@ -159,7 +159,8 @@ constexpr int kRedX = 32, kRedY = 16;
 // Column j of the [parts, 2C] scratch is summed by the 16 threads of column j in this block (thread y takes
 // parts y, y+16, ...), then thread y=0 adds the 16 partial sums in order: a fixed order for a given `parts`.
 __global__ void __launch_bounds__(kRedX* kRedY)
-    layernorm_backward_reduce_kernel(bf16* dweight, bf16* dbias, const float* scratch, int parts, int C) {
+    layernorm_backward_reduce_kernel(bf16* dweight, bf16* dbias, const float* scratch, int parts, int C,
+                                     bool accumulate) {
     __shared__ float sums[kRedY][kRedX + 1];
     const int j = blockIdx.x * kRedX + threadIdx.x;
     const int width = 2 * C;
@@ -174,10 +175,9 @@ __global__ void __launch_bounds__(kRedX* kRedY)
         float s = 0.0f;
 #pragma unroll
         for (int y = 0; y < kRedY; y++) s += sums[y][threadIdx.x];
-        if (j < C)
-            dweight[j] = __float2bfloat16(s);
-        else
-            dbias[j - C] = __float2bfloat16(s);
+        bf16* out = j < C ? dweight + j : dbias + (j - C);
+        if (accumulate) s += __bfloat162float(*out);  // one rounding of old + new
+        *out = __float2bfloat16(s);
     }
 }
 
@@ -237,7 +237,7 @@ size_t layernorm_backward_scratch_bytes(int N, int C) {
 
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
                         const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
-                        int N, int C, cudaStream_t stream) {
+                        int N, int C, cudaStream_t stream, bool accumulate) {
     check_c("layernorm_backward", C);
     CHECK(N > 0, "layernorm_backward: N = %d must be positive", N);
     CHECK(aligned16(dinp_NC) && aligned16(dweight_C) && aligned16(dbias_C) && aligned16(scratch) &&
@@ -265,7 +265,7 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
                                               C);
     CHECK_LAUNCH();
     dim3 rblock(kRedX, kRedY);
-    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(dweight_C, dbias_C,
-                                                                                    scratch, (int)grid, C);
+    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
+        dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
     CHECK_LAUNCH();
 }

@@ -26,8 +26,9 @@ void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, 
 size_t layernorm_backward_scratch_bytes(int N, int C);
 
 // dinp += dL/dinp (ACCUMULATED: dinp is the residual-stream gradient); dweight, dbias OVERWRITTEN with the
-// sums over the N rows. inp/mean/rstd are the forward's input and saved statistics. `scratch` holds at least
-// layernorm_backward_scratch_bytes(N, C) bytes (contents on entry irrelevant).
+// sums over the N rows (accumulate: dweight += sum, dbias += sum, for gradient accumulation). inp/mean/rstd
+// are the forward's input and saved statistics. `scratch` holds at least layernorm_backward_scratch_bytes(N,
+// C) bytes (contents on entry irrelevant).
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
                         const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
-                        int N, int C, cudaStream_t stream);
+                        int N, int C, cudaStream_t stream, bool accumulate = false);

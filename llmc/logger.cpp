@@ -68,6 +68,7 @@ RunLogger::~RunLogger() {
 }
 
 void RunLogger::record(const char* kind, const std::vector<std::pair<const char*, double>>& fields) {
+    if (!jsonl_) return;
     fprintf(jsonl_, "{\"kind\": \"%s\"", kind);
     for (const auto& kv : fields) {
         if (std::isfinite(kv.second))
@@ -80,6 +81,7 @@ void RunLogger::record(const char* kind, const std::vector<std::pair<const char*
 }
 
 void RunLogger::record_text(const char* kind, long step, const char* key, const std::string& text) {
+    if (!jsonl_) return;
     fprintf(jsonl_, "{\"kind\": \"%s\", \"step\": %ld, \"%s\": %s}\n", kind, step, key,
             json::quote(text).c_str());
     fflush(jsonl_);

@@ -19,6 +19,8 @@ class RunLogger {
     // prepare_log_dir(log_dir), then writes config.json; exits with a one-line error if either fails.
     // append: a resumed run adds to train.jsonl instead of starting it anew.
     RunLogger(const std::string& log_dir, const std::string& config_json, bool append = false);
+    // A logger that records nothing (ranks other than 0 of a multi-GPU run).
+    RunLogger() = default;
     ~RunLogger();
     RunLogger(const RunLogger&) = delete;
     RunLogger& operator=(const RunLogger&) = delete;

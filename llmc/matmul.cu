@@ -55,11 +55,13 @@ __global__ void __launch_bounds__(256)
     if (out_col < OC) partial_SOC[(size_t)blockIdx.y * OC + out_col] = s;
 }
 
-__global__ void matmul_dbias_final_kernel(bf16* dbias_OC, const float* partial_SOC, int splits, int OC) {
+__global__ void matmul_dbias_final_kernel(bf16* dbias_OC, const float* partial_SOC, int splits, int OC,
+                                          bool accumulate) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= OC) return;
     float s = 0.0f;
     for (int i = 0; i < splits; i++) s += partial_SOC[(size_t)i * OC + c];
+    if (accumulate) s += __bfloat162float(dbias_OC[c]);
     dbias_OC[c] = __float2bfloat16(s);
 }
 
@@ -327,7 +329,7 @@ size_t matmul_dbias_scratch_bytes(int N, int OC) {
 }
 
 void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, bool accumulate) {
     CHECK(N > 0 && OC > 0 && OC % 8 == 0, "matmul_dbias: OC=%d must be a positive multiple of 8 (N=%d)", OC,
           N);
     CHECK(dbias_scratch != nullptr, "matmul_dbias: dbias_scratch is required");
@@ -337,7 +339,8 @@ void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* db
     dim3 grid(ceil_div(OC, kDbiasColsPerBlock), splits), block(32, kDbiasRowLanes);
     matmul_dbias_partial_kernel<<<grid, block, 0, stream>>>(dbias_scratch, dout_NOC, N, OC, rows_per_split);
     CHECK_LAUNCH();
-    matmul_dbias_final_kernel<<<ceil_div(OC, 256), 256, 0, stream>>>(dbias_OC, dbias_scratch, splits, OC);
+    matmul_dbias_final_kernel<<<ceil_div(OC, 256), 256, 0, stream>>>(dbias_OC, dbias_scratch, splits, OC,
+                                                                     accumulate);
     CHECK_LAUNCH();
 }
 
@@ -370,7 +373,7 @@ void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf1
         args.beta = accumulate_dweight ? 1.0f : 0.0f;
         run_gemm(cache, ctx, key, args, stream);
     }
-    if (dbias_OC) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream);
+    if (dbias_OC) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream, accumulate_dweight);
 }
 
 // ---------------------------------------------------------------------------------------------------------

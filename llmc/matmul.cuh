@@ -58,17 +58,19 @@ size_t matmul_dbias_scratch_bytes(int N, int OC);
 
 // Backward of matmul_forward. Each output is optional (nullptr skips it):
 //   dinp_NC = dout W (overwritten); dweight_OCC = dout^T inp (+= if accumulate_dweight, else overwritten);
-//   dbias_OC = column sums of dout (overwritten; deterministic, by matmul_dbias; needs dbias_scratch of
+//   dbias_OC = column sums of dout (+= if accumulate_dweight, else overwritten; deterministic, by
+//   matmul_dbias; needs dbias_scratch of
 //   matmul_dbias_scratch_bytes(N, OC)).
 // inp_NC is only read for dweight, weight_OCC only for dinp.
 void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
                      bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
                      int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
 
-// dbias_OC = sum over the N rows of dout_NOC (bf16 out), as two deterministic passes through dbias_scratch.
-// Exposed for callers that reduce a dout that no GEMM reads in BF16. OC must be a multiple of 8.
+// dbias_OC (+)= sum over the N rows of dout_NOC (bf16 out), as two deterministic passes through
+// dbias_scratch. Exposed for callers that reduce a dout that no GEMM reads in BF16. OC must be a multiple
+// of 8.
 void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
-                  cudaStream_t stream);
+                  cudaStream_t stream, bool accumulate = false);
 
 // ---------------------------------------------------------------------------------------------------------
 // FP8 (D is BF16 in all three)

@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "llmc/check.h"
+#include "llmc/comm.h"
 #include "llmc/dataloader.h"
 #include "llmc/gpt.h"
 #include "llmc/train_state.h"
@@ -18,17 +19,17 @@ std::string recipe_signature(const TrainConfig& cfg) {
            " margin=" + std::to_string(cfg.fp8.margin);
 }
 
-TrainState::TrainState(const TrainConfig& cfg, GptModel* model, TokenSource* train_data)
-    : cfg_(cfg), model_(model), train_data_(train_data) {}
+TrainState::TrainState(const TrainConfig& cfg, GptModel* model, TokenSource* train_data, Communicator* comm)
+    : cfg_(cfg), model_(model), train_data_(train_data), comm_(comm) {}
 
 std::vector<HostTensor> TrainState::host_views() {
-    std::vector<StateTensor> dev = model_->state_tensors();
+    std::vector<StateTensorInfo> layout = model_->state_layout();
     size_t total = 0;
-    for (const StateTensor& t : dev) total += t.bytes;
+    for (const StateTensorInfo& t : layout) total += t.bytes;
     if (host_.size() != total) host_.assign(total, 0);
     std::vector<HostTensor> out;
     size_t off = 0;
-    for (const StateTensor& t : dev) {
+    for (const StateTensorInfo& t : layout) {
         out.push_back({t.name, t.dtype, t.shape, host_.data() + off, t.bytes});
         off += t.bytes;
     }
@@ -48,24 +49,41 @@ CheckpointMeta TrainState::meta() const {
 }
 
 void TrainState::save(const std::string& dir, int keep) {
-    std::vector<HostTensor> host = host_views();
-    std::vector<StateTensor> dev = model_->state_tensors();
-    for (size_t i = 0; i < dev.size(); i++)
-        CHECK_CUDA(cudaMemcpy(host[i].data, dev[i].device, dev[i].bytes, cudaMemcpyDeviceToHost));
-    write_checkpoint(dir, meta(), host, keep);
+    const bool writer = !comm_ || comm_->rank() == 0;
+    std::string error;
+    if (writer) {
+        std::vector<HostTensor> host = host_views();
+        std::vector<void*> ptrs;
+        for (const HostTensor& t : host) ptrs.push_back(t.data);
+        model_->state_to_host(ptrs);
+        try {
+            write_checkpoint(dir, meta(), host, keep);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+    } else {
+        model_->state_to_host(std::vector<void*>(model_->state_layout().size(), nullptr));
+    }
+    // Every rank learns whether rank 0's write worked (and waits for it, however long the disk takes).
+    if (comm_ && comm_->active() &&
+        comm_->broadcast_int(error.empty() ? 1 : 0, kCheckpointTimeoutS, "rank 0 to write the checkpoint") ==
+            0 &&
+        error.empty())
+        error = "rank 0 could not write the checkpoint (its message is on its stderr)";
+    if (!error.empty()) throw std::runtime_error(error);
 }
 
 std::string TrainState::resume(const std::string& dir) {
     std::vector<HostTensor> host = host_views();
     std::string path;
     CheckpointMeta m = read_latest_checkpoint(dir, meta(), host, &path);
-    std::vector<StateTensor> dev = model_->state_tensors();
-    for (size_t i = 0; i < dev.size(); i++)
-        CHECK_CUDA(cudaMemcpy(dev[i].device, host[i].data, dev[i].bytes, cudaMemcpyHostToDevice));
-    model_->state_restored();
+    std::vector<const void*> ptrs;
+    for (const HostTensor& t : host) ptrs.push_back(t.data);
+    model_->state_from_host(ptrs);
     model_->set_fp8_calibration_pending(m.fp8_calibrating);
     train_data_->seek(m.train_data);
     progress.step = m.step;
     progress.opt_step = m.opt_step;
+    std::vector<uint8_t>().swap(host_);  // the whole state in host memory: only needed while saving
     return path;
 }
