@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "llmc/launch.h"
+
 bool model_preset(const std::string& name, ModelConfig* out) {
     struct Preset {
         const char* name;
@@ -169,6 +171,11 @@ std::string validate(const TrainConfig& cfg) {
     at_least("--top-k", cfg.top_k, 0);
     if (cfg.total_batch < 0)
         e << "--total-batch: must be >= 0 (0: batch x seq x GPUs), got " << cfg.total_batch;
+    if (!cfg.rendezvous.empty()) try {
+            parse_rendezvous(cfg.rendezvous);
+        } catch (const std::exception& ex) {
+            e << "--rendezvous: " << ex.what();
+        }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
     if (!e.str().empty()) return e.str();
     auto num = [](double v) {

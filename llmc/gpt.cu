@@ -975,6 +975,7 @@ std::vector<float> GptModel::fp8_state_to_host() const {
     return out;
 }
 void GptModel::poison_gradients() {
+    if (impl_->sharded()) impl_->compute_after_comm();  // after the reduce-scatter that reads them
     CHECK_CUDA(cudaMemsetAsync(impl_->grads, 0xFF, impl_->P * sizeof(bf16), impl_->ctx->stream));
     CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
 }

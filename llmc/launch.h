@@ -2,27 +2,22 @@
 // exchange that hands rank 0's NCCL unique id to every other rank before ncclCommInitRank.
 //
 // Launchers and the variables they set (first match wins):
-//   mpirun    Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK;
-//             MPICH / Intel MPI (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID (optional, else 0).
-//   torchrun  RANK, WORLD_SIZE, LOCAL_RANK (+ MASTER_ADDR, MASTER_PORT). Checked before Slurm because a
-//   torchrun
-//             started inside a Slurm job sees the SLURM_* variables of its one task per node as well.
-//   srun      SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (MASTER_ADDR / MASTER_PORT only if the job script
-//             exports them). Note: an sbatch script itself has these too (rank 0 of N), so run train_gpt
-//             under srun.
-//   single    none of the above: one process.
+//   mpirun:   Open MPI OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK; MPICH or Intel MPI (Hydra) PMI_RANK,
+//             PMI_SIZE, MPI_LOCALRANKID (optional, else 0).
+//   torchrun: RANK, WORLD_SIZE, LOCAL_RANK (+ MASTER_ADDR, MASTER_PORT). Checked before Slurm: a torchrun
+//             started inside a Slurm job also sees the SLURM_* variables of its one task per node.
+//   srun:     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (MASTER_ADDR / MASTER_PORT if the job script
+//             exports them). An sbatch script itself has these too (rank 0 of N): run train_gpt under srun.
+//   single:   none of the above, one process.
 //
 // Rendezvous (--rendezvous, else default_rendezvous): how the 128-byte id travels.
-//   tcp://HOST:PORT  rank 0 listens on PORT (all IPv4 addresses), the others connect to HOST. torchrun's
-//   default is
-//                    MASTER_PORT+1 because torchrun's own TCPStore already listens on MASTER_PORT on rank 0's
-//                    node.
+//   tcp://HOST:PORT  rank 0 listens on PORT (all IPv4 addresses), the others connect to HOST. The torchrun
+//                    default is MASTER_PORT+1: torchrun's own store already listens on MASTER_PORT.
 //   file:PATH        rank 0 writes PATH atomically on a filesystem every rank sees; the others poll for it.
-//   Rank 0
-//                    removes it once everyone joined (cleanup_rendezvous), else a later run would read a
-//                    stale id.
-//   mpi              MPI_Bcast through the MPI library loaded at run time (dlopen; no build dependency on
-//   MPI).
+//                    Rank 0 removes it once everyone joined (cleanup_rendezvous): a stale id would hang
+//                    a later run.
+//   mpi              MPI_Bcast through the MPI library loaded at run time (dlopen: no build dependency on
+//                    MPI).
 // A world of one needs no exchange: bootstrap_broadcast returns at once and default_rendezvous gives None.
 // Host-only.
 #pragma once

@@ -320,4 +320,33 @@ TEST(token_limits_use_64_bit_arithmetic) {
     EXPECT_TRUE(validate(big_logits).empty());
 }
 
+// --total-batch: micro-steps = total / (B * T * GPUs), an error naming the product when it does not divide.
+TEST(grad_accum_steps_divides_total_batch) {
+    TrainConfig c;
+    c.batch = 6;
+    c.seq = 1024;
+    int steps = 0;
+    EXPECT_TRUE(grad_accum_steps(c, 1, &steps).empty());
+    EXPECT_EQ(steps, 1);  // no --total-batch: one micro-step
+    for (int world : {1, 2, 4, 8}) {
+        for (int micro : {1, 2, 5, 64}) {
+            c.total_batch = (int64_t)6 * 1024 * world * micro;
+            EXPECT_TRUE(grad_accum_steps(c, world, &steps).empty());
+            EXPECT_EQ(steps, micro);
+        }
+    }
+    c.total_batch = 524288;  // GPT-2's 0.5M tokens: 6 x 1024 x 3 GPUs does not divide it
+    const std::string e = grad_accum_steps(c, 3, &steps);
+    EXPECT_CONTAINS(e, "--total-batch 524288");
+    EXPECT_CONTAINS(e, "18432");
+    c.total_batch = -1;
+    EXPECT_CONTAINS(validate(c), "--total-batch");
+    c.total_batch = 0;
+    c.comm_timeout = 0;
+    EXPECT_CONTAINS(validate(c), "--comm-timeout");
+    c.comm_timeout = 30;
+    c.rendezvous = "udp://x:1";
+    EXPECT_CONTAINS(validate(c), "udp://x:1");
+}
+
 TEST_MAIN()
