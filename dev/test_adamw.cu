@@ -102,6 +102,52 @@ void check_adamw(size_t P, Hyper h, float grad_scale_value, size_t offset_master
         if (ptr) CHECK_CUDA(cudaFree(ptr));
 }
 
+// ZeRO-1 shard view: master/m/v hold rank r's chunk of every slice, grads/params are the full tensor. One
+// step against the reference over the mapped gradients; params written exactly at the shard's positions
+// (bf16 of the new master), every other element left as it was (the poison bytes).
+void check_adamw_shard(size_t slices, size_t slice, int world, int rank) {
+    const ShardView view = ShardView::of(slice, rank, world);
+    const size_t P = slices * view.chunk, full = slices * slice;
+    printf("  shard view: %zu slices of %zu, rank %d of %d (%zu elements)\n", slices, slice, rank, world, P);
+    Hyper h;
+    std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
+                       v = dev::random_uniform(P, 0.01f, 0.1f), grads_full = dev::random_normal(full);
+    dev::round_to_bf16(grads_full);
+    std::vector<float> grads(P);
+    for (size_t i = 0; i < P; i++) grads[i] = grads_full[view.map(i)];
+    float *d_master = dev::to_device(master), *d_m = dev::to_device(m), *d_v = dev::to_device(v);
+    bf16* d_grads = dev::to_device_bf16(grads_full);
+    bf16* d_params = dev::device_alloc<bf16>(full);  // 0xFFFF everywhere
+    reference_step(&master, &m, &v, grads, 1.0f, h, 1);
+    adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 1,
+                 nullptr, 0, view);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> got_master = dev::from_device(d_master, P);
+    // tolerances as in check_adamw
+    dev::expect_close("master (shard)", got_master, master, 1e-5 * h.lr, 1e-6);
+    dev::expect_close("m (shard)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
+    dev::expect_close("v (shard)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
+    std::vector<uint16_t> params(full);
+    CHECK_CUDA(cudaMemcpy(params.data(), d_params, full * sizeof(bf16), cudaMemcpyDeviceToHost));
+    std::vector<bool> mine(full, false);
+    size_t wrong = 0;
+    for (size_t i = 0; i < P; i++) {
+        mine[view.map(i)] = true;
+        const float want = dev::bf16_round(got_master[i]);
+        uint32_t bits = (uint32_t)params[view.map(i)] << 16;
+        float got;
+        memcpy(&got, &bits, 4);
+        if (!(got == want)) wrong++;
+    }
+    for (size_t i = 0; i < full; i++)
+        if (!mine[i] && params[i] != 0xFFFF) wrong++;
+    if (wrong)
+        testing::fail(__FILE__, __LINE__,
+                      std::to_string(wrong) + " params wrong or written outside the shard");
+    for (void* p : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_grads, (void*)d_params})
+        CHECK_CUDA(cudaFree(p));
+}
+
 }  // namespace
 
 TEST(adamw_weight_decay) { check_adamw(1000003, Hyper(), 0.37f, 0, 0, 3); }
@@ -127,6 +173,13 @@ TEST(adamw_offset_views) { check_adamw(100003, Hyper(), 0.5f, 3, 3, 2); }
 TEST(adamw_misaligned_views) { check_adamw(100003, Hyper(), 0.5f, 1, 0, 2); }
 
 // Tiny P: fewer elements than one vector.
+// vector path (chunk 2400), element path (chunk 125: not a multiple of 8), one big slice (wte-like)
+TEST(adamw_shard_view) {
+    check_adamw_shard(48, 4800, 2, 1);
+    check_adamw_shard(3, 1000, 8, 5);
+    check_adamw_shard(1, 50304 * 16, 4, 3);
+}
+
 TEST(adamw_tiny) { check_adamw(5, Hyper(), 2.0f, 0, 0, 2); }
 
 // GPT-2 1.5B-size update (P = 1.5e9). Bytes per parameter: read master, m, v (fp32) and grad (bf16), write

@@ -142,6 +142,25 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte2, (size_t)V * C)) == bits_of(got_wte));
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C)) == bits_of(got_wpe));
 
+    // Gradient accumulation: dwpe rows < T become dwpe0 + sum (one bf16 rounding; same tolerances), rows >= T
+    // still untouched.
+    bf16* d_dwte3 = dev::to_device_bf16(dwte0);
+    bf16* d_dwpe3 = dev::to_device_bf16(dwpe0);
+    encoder_backward(d_dwte3, d_dwpe3, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0,
+                     /*accumulate_wpe=*/true);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const std::vector<float> got_wpe3 = dev::from_device_bf16(d_dwpe3, (size_t)maxT * C);
+    std::vector<float> ref_wpe_acc(ref_wpe);
+    for (size_t i = 0; i < ref_wpe_acc.size(); i++) ref_wpe_acc[i] = (float)((double)acc_wpe[i] + dwpe0[i]);
+    dev::expect_close("dwpe (accumulate, rows < T)",
+                      std::vector<float>(got_wpe3.begin(), got_wpe3.begin() + (size_t)T * C), ref_wpe_acc,
+                      8.0 * (B + 1) * std::ldexp(rms, -24), kBf16Rel);
+    EXPECT_TRUE(bits_of(std::vector<float>(got_wpe3.begin() + (size_t)T * C, got_wpe3.end())) ==
+                bits_of(std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
+    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte3, (size_t)V * C)) == bits_of(got_wte));
+    CHECK_CUDA(cudaFree(d_dwte3));
+    CHECK_CUDA(cudaFree(d_dwpe3));
+
     for (void* p : {(void*)d_inp, (void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte,
                     (void*)d_dwpe, (void*)d_dwte2, (void*)d_dwpe2})
         CHECK_CUDA(cudaFree(p));

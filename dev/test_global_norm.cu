@@ -120,6 +120,31 @@ TEST(global_norm_views_and_tiny) {
     CHECK_CUDA(cudaFree(d_grads));
 }
 
+// ZeRO-1 shard views (llmc/shard_view.h): the norm over rank r's chunk of every slice equals the reference
+// over exactly those elements (vector path: chunk a multiple of 8; element path: chunk 125).
+TEST(global_norm_shard_view) {
+    struct Case {
+        size_t slices, slice, world, rank;
+    };
+    for (Case c : {Case{48, 4800, 2, 1}, Case{3, 1000, 8, 5}, Case{1, 50304 * 16, 4, 3}}) {
+        const std::vector<float> g = make_grads(c.slices * c.slice);
+        bf16* d_grads = dev::to_device_bf16(g);
+        const ShardView view = ShardView::of(c.slice, (int)c.rank, (int)c.world);
+        double sum = 0;
+        for (size_t i = 0; i < c.slices * view.chunk; i++) sum += (double)g[view.map(i)] * g[view.map(i)];
+        const size_t np = global_norm_num_partials();
+        float* d_partials = dev::device_alloc<float>(np);
+        float* d_out = dev::device_alloc<float>(2);
+        global_norm_squared(d_partials, d_grads, c.slices * view.chunk, 0, view);
+        grad_clip_scale(d_out, d_out + 1, d_partials, (int)np, 0.0f, 0);
+        const float norm = dev::from_device(d_out, 1)[0];
+        printf("  slices %zu x %zu, rank %zu of %zu: norm %.6g, reference %.6g\n", c.slices, c.slice, c.rank,
+               c.world, norm, std::sqrt(sum));
+        dev::expect_close("norm (shard view)", {norm}, {(float)std::sqrt(sum)}, 0.0, kNormRtol);
+        for (void* p : {(void*)d_grads, (void*)d_partials, (void*)d_out}) CHECK_CUDA(cudaFree(p));
+    }
+}
+
 namespace {
 
 // GPT-2 1.5B-size gradient buffer, every element 0x3C3C = 0.011475 (bf16).

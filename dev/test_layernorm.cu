@@ -206,6 +206,27 @@ void check_backward(int N, int C) {
     EXPECT_TRUE(dev::from_device_bf16(d_dw, C) == got_dw);
     EXPECT_TRUE(dev::from_device_bf16(d_db, C) == got_db);
 
+    // Gradient accumulation: dweight/dbias += the sums (one bf16 rounding of base + sum: the same tolerances
+    // relative to the new reference).
+    std::vector<float> dw0 = dev::random_normal(C, 0.0f, 4.0f), db0 = dev::random_normal(C, 0.0f, 4.0f);
+    dev::round_to_bf16(dw0);
+    dev::round_to_bf16(db0);
+    std::vector<float> ref_dw_acc(C), ref_db_acc(C);
+    for (int c = 0; c < C; c++)
+        ref_dw_acc[c] = (float)(dw[c] + dw0[c]), ref_db_acc[c] = (float)(db[c] + db0[c]);
+    bf16* d_dw_acc = dev::to_device_bf16(dw0);
+    bf16* d_db_acc = dev::to_device_bf16(db0);
+    bf16* d_dinp3 = dev::to_device_bf16(dinp0);
+    layernorm_backward(d_dinp3, d_dw_acc, d_db_acc, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0,
+                       /*accumulate=*/true);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    dev::expect_close("dweight (accumulate)", dev::from_device_bf16(d_dw_acc, C), ref_dw_acc,
+                      std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Rel);
+    dev::expect_close("dbias (accumulate)", dev::from_device_bf16(d_db_acc, C), ref_db_acc,
+                      std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Rel);
+    EXPECT_TRUE(dev::from_device_bf16(d_dinp3, (size_t)N * C) == got_dinp);  // dinp unaffected by the flag
+    for (void* p : {(void*)d_dw_acc, (void*)d_db_acc, (void*)d_dinp3}) CHECK_CUDA(cudaFree(p));
+
     for (void* p : {(void*)d_x, (void*)d_w, (void*)d_dout, (void*)d_dinp, (void*)d_dinp2, (void*)d_mean,
                     (void*)d_rstd, (void*)d_dw, (void*)d_db, (void*)d_scratch})
         CHECK_CUDA(cudaFree(p));

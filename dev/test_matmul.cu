@@ -245,7 +245,8 @@ static void backward_case(Shape s, bool accumulate) {
     bf16 *d_dout = dev::to_device_bf16(dout), *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w);
     bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
     bf16* d_dw = accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)OC * C);
-    bf16* d_db = dev::device_alloc<bf16>(OC);
+    auto db0 = randn_bf16(OC, 4.0f);
+    bf16* d_db = accumulate ? dev::to_device_bf16(db0) : dev::device_alloc<bf16>(OC);
     float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
     matmul_backward(&cache, ctx, d_dinp, d_dw, d_db, d_dout, d_x, d_w, N, C, OC, accumulate, d_scratch,
                     kStream);
@@ -261,8 +262,11 @@ static void backward_case(Shape s, bool accumulate) {
     if (accumulate) accumulate_onto(&rw, dw0, dw_tol);
     check("dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, dw_tol);
     // dbias [OC] = dout^T [OC, N] . ones [N]: unit = |column| (the typical size of a sum of N values).
+    // (+ db0 when accumulating: gradient accumulation adds the bias gradient too)
     Ref rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
-    check("dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
+    Tol db_tol = bf16_tol(N);
+    if (accumulate) accumulate_onto(&rb, db0, db_tol);
+    check("dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, db_tol);
 
     if (!accumulate) {  // rerun into fresh buffers: bitwise identical
         bf16* d_dinp2 = dev::device_alloc<bf16>((size_t)N * C);

@@ -8,20 +8,27 @@
 #   rank_death: kill -9 of rank 1 mid-run stops rank 0 with a message naming it, within 60 s.
 #   resume_{2to1,1to2}: a checkpoint written by 2 GPUs continues on 1 (and the reverse) with the losses of
 #     the uninterrupted run, within LOSS_TOL.
-# Tolerance: the runs differ only in how the BF16 gradients are summed (one bf16 sum of two halves, a
-# reduce-scatter, or one GEMM over 12 rows), i.e. rounding at bf16's 2^-9 relative step in the gradients;
-# through 10 AdamW steps at lr 6e-4 that moves the loss (about 11 on random tokens) by well under 1e-3.
+# Tolerances (losses are about 11 on random tokens):
+#   bf16 2e-3: the runs differ only in how the BF16 gradients are summed (a bf16 sum of two halves, a
+#     reduce-scatter, or one GEMM over 12 rows): rounding at bf16's 2^-9 relative step in the gradients,
+#     which 10 AdamW steps at lr 6e-4 turn into loss differences of about 1e-3.
+#   fp8 5e-3: on top of that, each GPU (or micro-step) calibrates the step-0 scales from its own rows (one
+#     GPU from all 12), so step 0 quantizes differently, and E4M3/E5M2 round at 2^-4 / 2^-3 relative steps:
+#     the runs differ by FP8's own quantization noise. The test prints the fp8-vs-bf16 gap of the same
+#     configuration next to it, for scale.
 set -u
 export NCCL_NVLS_ENABLE=0
 BIN=${TRAIN_GPT:-./train_gpt}
-LOSS_TOL=${LOSS_TOL:-2e-3}
+BF16_TOL=${BF16_TOL:-2e-3}
+FP8_TOL=${FP8_TOL:-5e-3}
+LOSS_TOL=$BF16_TOL
 ONLY=${MULTI_ONLY:-}
 want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1: $2"; }
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$gpus" -lt 2 ]; then
-  for c in equivalence_bf16 equivalence_fp8 launcher_mpirun launcher_srun_env launcher_torchrun launcher_file \
+  for c in equivalence_bf16 equivalence_fp8 init_export launcher_mpirun launcher_srun_env launcher_torchrun launcher_file \
            rank_death resume_2to1 resume_1to2; do
     echo "[SKIP] multi_gpu_$c: needs 2 GPUs, this machine has $gpus"
   done
@@ -79,6 +86,7 @@ for prec in bf16 fp8; do
   name=equivalence_$prec
   want "$name" || continue
   d=$WORK/$name
+  if [ $prec = fp8 ]; then LOSS_TOL=$FP8_TOL; else LOSS_TOL=$BF16_TOL; fi
   args=(--precision "$prec" --steps 10 --fp8-health-every 1)
   if ! run1 "$d/one12" "${args[@]}" --batch 12; then fail "$name" "1 GPU x 12: $(tail_of "$d/one12/out.txt")"; continue; fi
   if ! run1 "$d/accum" "${args[@]}" --batch 6 --total-batch 12288; then
@@ -95,9 +103,27 @@ for prec in bf16 fp8; do
   elif [ "$prec" = fp8 ] && [ "$identical" != 10 ]; then
     fail "$name" "fp8 scales reported identical after $identical of 10 steps"
   else
-    pass "$name ($prec, 1x12 vs 1x6x2: $m1; 1x12 vs 2x6: $m2$([ "$prec" = fp8 ] && echo "; scales identical on both ranks after all 10 steps"))"
+    gap=""
+    if [ "$prec" = fp8 ] && [ -f "$WORK/equivalence_bf16/one12/log/train.jsonl" ]; then
+      gap="; for scale, fp8 vs bf16 at 1x12: $(LOSS_TOL=1 compare gap "$WORK/equivalence_bf16/one12/log/train.jsonl" "$d/one12/log/train.jsonl")"
+      gap="${gap% (tolerance 1)}"
+    fi
+    pass "$name ($prec, 1x12 vs 1x6x2: $m1; 1x12 vs 2x6: $m2$([ "$prec" = fp8 ] && echo "; scales identical on both ranks after all 10 steps")$gap)"
   fi
 done
+
+# Sharded initialization and the gather: the weights exported before any step are bitwise those of one GPU.
+if want init_export; then
+  d=$WORK/init_export
+  run1 "$d/one" --batch 4 --export "$d/one.safetensors" &&
+    run2 "$d/two" --batch 4 --export "$d/two.safetensors"
+  r=$?
+  if [ $r = 0 ] && cmp -s "$d/one.safetensors" "$d/two.safetensors"; then
+    pass "init_export (2-GPU export of the initial weights is bitwise the 1-GPU one)"
+  else
+    fail init_export "status $r; files differ or missing: $(tail_of "$d/two/out.txt")"
+  fi
+fi
 
 # Launch paths, 3 steps each on 2 GPUs.
 check_launch() {  # name dir status expected_launcher
@@ -184,6 +210,7 @@ for dir in 2to1 1to2; do
   name=resume_$dir
   want "$name" || continue
   d=$WORK/$name; mkdir -p "$d"
+  LOSS_TOL=$FP8_TOL
   args=(--precision fp8 --fp8-health-every 1)
   ref=$d/ref
   run2 "$ref" "${args[@]}" --batch 6 --steps 10 || { fail "$name" "reference: $(tail_of "$ref/out.txt")"; continue; }
