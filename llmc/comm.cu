@@ -16,10 +16,10 @@ double now_s() {
 Communicator::Communicator(const LaunchInfo& launch, const Rendezvous& rendezvous, double timeout_s)
     : rank_(launch.rank), world_(launch.world_size), timeout_s_(timeout_s) {
     if (world_ <= 1) return;
-    watchdog_ = std::thread([this] { watch(); });
     ncclUniqueId id;
     if (rank_ == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-    bootstrap_broadcast(rendezvous, rank_, world_, &id, sizeof(id), timeout_s_);
+    bootstrap_broadcast(rendezvous, rank_, world_, &id, sizeof(id), timeout_s_);  // bounded; may throw
+    watchdog_ = std::thread([this] { watch(); });  // from here on every wait is bounded by the watchdog
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&scratch_, kScratchFloats * sizeof(float)));
     CHECK_CUDA(cudaMemset(scratch_, 0, kScratchFloats * sizeof(float)));

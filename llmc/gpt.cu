@@ -179,7 +179,10 @@ struct GptModel::Impl {
     }
     void compute_after_comm() {
         CHECK_CUDA(cudaEventRecord(comm_done, comm->stream()));
+        const Phase resume = timer.current();
+        mark(kPhaseComm);  // the profile charges the wait to exposed communication
         CHECK_CUDA(cudaStreamWaitEvent(ctx->stream, comm_done, 0));
+        mark(resume);
     }
     // In-place reduce-scatter (sum) of parameter tensor `kind`'s slice `slice`: afterwards this rank's chunk
     // holds the sum over the ranks. Call inside an NCCL group.

@@ -8,9 +8,12 @@
 
 #include "llmc/check.h"
 
-enum Phase { kPhaseGemm, kPhaseCast, kPhaseAttention, kPhaseOptimizer, kPhaseOther, kNumPhases };
+// kPhaseComm: the compute stream idle, waiting for a collective on the communication stream (exposed
+// communication; the overlapped part costs nothing here).
+enum Phase { kPhaseGemm, kPhaseCast, kPhaseAttention, kPhaseOptimizer, kPhaseOther, kPhaseComm, kNumPhases };
 inline const char* phase_name(int p) {
-    static const char* names[kNumPhases] = {"gemm", "fp8 cast", "attention", "optimizer", "other"};
+    static const char* names[kNumPhases] = {"gemm",      "fp8 cast", "attention",
+                                            "optimizer", "other",    "comm wait"};
     return names[p];
 }
 
@@ -19,6 +22,8 @@ class PhaseTimer {
     ~PhaseTimer() { release(); }
     void enable(bool on) { enabled_ = on; }
     bool enabled() const { return enabled_; }
+    // The phase of the span being timed (the last mark's).
+    Phase current() const { return used_ ? phases_[used_ - 1] : kPhaseOther; }
     void mark(Phase phase, cudaStream_t stream) {
         if (!enabled_) return;
         if (used_ == events_.size()) {

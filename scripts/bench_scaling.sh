@@ -16,7 +16,18 @@ ngpu=$(nvidia-smi -L | wc -l)
 max=${SCALING_MAX_GPUS:-$ngpu}
 counts=()
 for n in 1 2 4 8 16; do [ "$n" -le "$max" ] && counts+=("$n"); done
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# A free port P whose P+1 is free too (the torchrun-style rendezvous listens on MASTER_PORT+1).
+free_port() { python3 -c '
+import socket
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("", p + 1)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close(); t.close()'; }
 
 run() {  # precision gpus
   local prec=$1 n=$2 dir=$OUTDIR/$1_$2gpu port pids=()

@@ -37,7 +37,18 @@ fi
 WORK=$(mktemp -d /tmp/gpu_multi_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 COMMON=(--model 124m --seq 1024 --schedule constant --train-data random --log-every 1)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# A free port P whose P+1 is free too (the torchrun-style rendezvous listens on MASTER_PORT+1).
+free_port() { python3 -c '
+import socket
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("", p + 1)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close(); t.close()'; }
 
 # Two ranks started with torchrun's variables (what `torchrun --nproc-per-node 2` would set); stdout of
 # rank 0 in $1/out.txt, rank 1 in $1/out1.txt. Waits for both; returns the worse exit status.
