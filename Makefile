@@ -107,6 +107,12 @@ clean:
 fuzz:
 	@bash scripts/fuzz.sh
 
+# The report's workload, train_gpt bf16 + fp8 and the PyTorch peers, one table + bench.json + bench.png (needs a GPU).
+BENCH_STEPS ?= 30
+.PHONY: bench
+bench: train_gpt
+	@bash scripts/bench.sh $(BENCH_STEPS)
+
 # Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
 BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
 .PHONY: bench-kernels

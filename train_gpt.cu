@@ -2,6 +2,7 @@
 // GPU or data-parallel over several (one process per GPU, NCCL, ZeRO-1), with gradient accumulation.
 // The driver only: flags -> launch -> config -> data -> model -> training loop -> logs. Components live in
 // llmc/.
+#include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,6 +62,12 @@ struct GlobalBatch {
     const int* targets_of(int k) const { return targets.data() + offset(k); }
 };
 
+// An NVTX range for its scope (a step in an Nsight Systems trace).
+struct NvtxRange {
+    explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+    ~NvtxRange() { nvtxRangePop(); }
+};
+
 struct StepResult {
     float loss = NAN, grad_norm = NAN;  // loss: mean over the micro-steps (and ranks)
     bool good() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
@@ -72,6 +79,7 @@ StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSett
                       bool poison, Fp8Health* health, Communicator* comm, int step) {
     StepResult r;
     double loss_sum = 0;
+    NvtxRange range("step");
     for (int k = 0; k < batch.micro_steps; k++) {
         comm->arm(comm->timeout_s() + (step == 0 ? 300 : 0), "a training step's collectives");
         const float loss = model->forward(batch.inputs_of(k), batch.targets_of(k));
@@ -281,7 +289,8 @@ int train(const TrainConfig& cfg) {
         fatal("rank %d of %d: %s", rank, world, e.what());
     }
 
-    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8, DataParallel{comm.get(), micro_steps});
+    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8, DataParallel{comm.get(), micro_steps},
+                   StepOptions{cfg.recompute == 1, cfg.deterministic});
     model.init_weights(cfg.seed);
     if (!cfg.init_from.empty()) {
         model.load_weights(import_weights(cfg.init_from, m));

@@ -301,6 +301,15 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         "gradient norm; each such step is skipped")
         ->group("Checkpoints");
 
+    add("--recompute", c.recompute,
+        "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
+        "memory, a little slower)")
+        ->group("Training");
+    app.add_flag("--deterministic,!--no-deterministic", c.deterministic,
+                 "bitwise reproducible attention backward (default); --no-deterministic: cuDNN's faster "
+                 "atomics")
+        ->group("Training");
+
     // Several GPUs.
     add("--rendezvous", c.rendezvous,
         "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; default: "

@@ -177,6 +177,10 @@ std::string validate(const TrainConfig& cfg) {
             e << "--rendezvous: " << ex.what();
         }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
+    if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 1))
+        e << "--recompute: 0 (store everything backward needs) or 1, got " << cfg.recompute;
+    if (e.str().empty() && cfg.recompute == 1 && cfg.precision != Precision::FP8)
+        e << "--recompute 1 applies to --precision fp8 (bf16 already recomputes GELU in backward)";
     if (!e.str().empty()) return e.str();
     auto num = [](double v) {
         std::ostringstream o;
@@ -335,6 +339,8 @@ std::string to_json(const TrainConfig& c) {
       << "  \"max_bad_steps\": " << c.max_bad_steps << ",\n"
       << "  \"rendezvous\": \"" << json_escape(c.rendezvous) << "\",\n"
       << "  \"comm_timeout\": " << c.comm_timeout << ",\n"
+      << "  \"recompute\": " << c.recompute << ",\n"
+      << "  \"deterministic\": " << (c.deterministic ? "true" : "false") << ",\n"
       << "  \"sample_every\": " << c.sample_every << ",\n"
       << "  \"sample_tokens\": " << c.sample_tokens << ",\n"
       << "  \"prompt\": \"" << json_escape(c.prompt) << "\",\n"

@@ -64,6 +64,10 @@ struct TrainConfig {
     std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
     double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
 
+    // Speed / memory / reproducibility trade-offs.
+    int recompute = 0;  // 1 (fp8): the fc-projection's FP8 input is recomputed in backward, not stored
+    bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
+
     // Text samples during training (llmc/generate.h).
     int sample_every = 0;  // 0: never; else every N steps and after the last
     int sample_tokens = 64;

@@ -161,12 +161,14 @@ struct GptModel::Impl {
     // amaxes and step-0 calibration never reach the training state.
     Fp8ScaleState eval_scales;
     float* step_start_scales = nullptr;  // the training state's storage at the start of the current step
-    std::vector<Fp8LinearBuffers> fp8_linears;  // 4 per layer
+    std::vector<Fp8LinearBuffers> fp8_linears;        // 4 per layer
+    __nv_fp8_storage_t* shared_fc_proj_xT = nullptr;  // --recompute 1: the fc-proj X^T of every layer
     Fp8LinearContext fp8;
     bool fp8_weights_stale = true;
 
+    StepOptions options;
     MatmulPlanCache matmul_plans;
-    AttentionGraphs attention_graphs;
+    std::unique_ptr<AttentionGraphs> attention_graphs;
     PhaseTimer timer;
     size_t peak_bytes = 0;
 
@@ -407,8 +409,13 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
         for (size_t i = 0; i < s.fp8_linears.size(); i++) {
             int in, out;
             s.linear_dims(i % kLinearsPerLayer, &in, &out);
+            if (i % kLinearsPerLayer == kFcProj && s.options.recompute_fc_proj_input)
+                continue;  // shared below
             a.add("fp8 saved X^T", &s.fp8_linears[i].xT, (size_t)in * N);
         }
+        // --recompute 1: one fc-proj X^T for all layers, rebuilt from the pre-GELU tensor in backward
+        if (s.options.recompute_fc_proj_input)
+            a.add("fp8 fc-proj X^T (recomputed)", &s.shared_fc_proj_xT, N * 4 * C);
         Fp8Scratch& fs = s.fp8.scratch;
         a.add("fp8 scratch", &fs.x_rows, N * 4 * C);
         a.add("fp8 scratch", &fs.dy_rows, N * 4 * C);
@@ -482,7 +489,7 @@ static void plan_shards(GptModel::Impl& s) {
 }
 
 GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
-                   const Fp8Config& fp8, const DataParallel& dp)
+                   const Fp8Config& fp8, const DataParallel& dp, const StepOptions& options)
     : impl_(new Impl) {
     Impl& s = *impl_;
     s.cfg = m;
@@ -495,6 +502,9 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (auto& t : s.table) s.P += t.numel;
     const size_t L = m.num_layers;
     const bool use_fp8 = s.use_fp8();
+    s.options = options;
+    s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && precision == Precision::FP8;
+    s.attention_graphs = std::make_unique<AttentionGraphs>(options.deterministic_attention);
     s.comm = dp.comm && dp.comm->active() ? dp.comm : nullptr;
     s.rank = s.comm ? s.comm->rank() : 0;
     s.world = s.comm ? s.comm->world() : 1;
@@ -528,6 +538,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     size_t param_bytes = s.param_arena.allocate("parameters");
     s.param_arena.print_plan();
     size_t act_bytes = s.act_arena.allocate("activations");
+    if (s.options.recompute_fc_proj_input)
+        for (size_t l = 0; l < L; l++) s.fp8_linears[kLinearsPerLayer * l + kFcProj].xT = s.shared_fc_proj_xT;
     s.act_arena.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
 
@@ -705,7 +717,8 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
         LayerParams p = s.layer(s.params, l);
         s.linear_forward(l, kQkv, s.qkv[l], s.ln1[l], p.qkvw, p.qkvb);
         s.mark(kPhaseAttention);
-        attention_forward(&s.attention_graphs, s.ctx, s.atty[l], s.att_stats[l], s.qkv[l], B, T, H, D, st);
+        attention_forward(s.attention_graphs.get(), s.ctx, s.atty[l], s.att_stats[l], s.qkv[l], B, T, H, D,
+                          st);
         s.linear_forward(l, kAttProj, s.scratch_NC, s.atty[l], p.attprojw, p.attprojb);
         s.norm_into_linear(l, kFc, s.residual_mid[l], s.ln2[l], s.ln2_mean[l], s.ln2_rstd[l], s.residual[l],
                            s.scratch_NC, p.ln2w, p.ln2b);
@@ -788,6 +801,15 @@ void GptModel::backward() {
         LayerParams g = s.layer(s.grads, l);
         // MLP: residual[l+1] = residual_mid[l] + fcproj(gelu(fc(ln2(residual_mid[l]))))
         if (s.use_fp8()) {
+            if (s.options.recompute_fc_proj_input) {
+                // The forward's X^T again: same pre-GELU input, same scale (scales change only in update()),
+                // so bitwise the same bytes; the amax it records is the one already staged (a max: no
+                // change).
+                Fp8LinearBuffers& lin = s.fp8_linears[kLinearsPerLayer * l + kFcProj];
+                s.mark(kPhaseCast);
+                fp8_gelu_cast_transpose(nullptr, lin.xT, lin.x_scale_inv, s.fp8.scales,
+                                        fp8_slot(lin.linear, kFp8X), s.fch[l], N, 4 * C, s.cfg.gelu_tanh, st);
+            }
             s.linear_backward(l, kFcProj, s.grad_N4C, g.fcprojw, g.fcprojb, dres, nullptr, p.fcprojw);
             // dGELU is fused into the fc layer's dY cast
             fp8_linear_backward(&s.fp8, &s.fp8_linears[kLinearsPerLayer * l + kFc], s.grad_NC, g.fcw, g.fcb,
@@ -807,8 +829,8 @@ void GptModel::backward() {
         s.linear_backward(l, kAttProj, s.grad_NC, g.attprojw, g.attprojb, dres, s.atty[l], p.attprojw);
         bf16* dqkv = s.grad_N4C;  // [N, 3C] fits in the [N, 4C] scratch
         s.mark(kPhaseAttention);
-        attention_backward(&s.attention_graphs, s.ctx, dqkv, s.grad_NC, s.qkv[l], s.atty[l], s.att_stats[l],
-                           B, T, H, D, st);
+        attention_backward(s.attention_graphs.get(), s.ctx, dqkv, s.grad_NC, s.qkv[l], s.atty[l],
+                           s.att_stats[l], B, T, H, D, st);
         s.linear_backward(l, kQkv, s.grad_NC, g.qkvw, g.qkvb, dqkv, s.ln1[l], p.qkvw);
         s.mark(kPhaseOther);
         layernorm_backward(dres, g.ln1w, g.ln1b, s.reduce_scratch, s.grad_NC, s.residual[l], p.ln1w,

@@ -44,6 +44,12 @@ struct StateTensorInfo {
     size_t bytes;
 };
 
+// Memory/speed/reproducibility options of the step (TrainConfig's --recompute and --deterministic).
+struct StepOptions {
+    bool recompute_fc_proj_input = false;  // fp8: rebuild the fc-proj FP8 input from the pre-GELU tensor
+    bool deterministic_attention = true;
+};
+
 // Data parallelism (one process per GPU) and gradient accumulation.
 struct DataParallel {
     Communicator* comm = nullptr;  // nullptr or world 1: one GPU
@@ -62,7 +68,8 @@ class GptModel {
     // 1/world of every parameter slice (llmc/shard_view.h); gradients are reduce-scattered per layer during
     // the last micro-step's backward, and the updated BF16 weights all-gathered after update().
     GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
-             const Fp8Config& fp8 = Fp8Config(), const DataParallel& dp = DataParallel());
+             const Fp8Config& fp8 = Fp8Config(), const DataParallel& dp = DataParallel(),
+             const StepOptions& options = StepOptions());
     ~GptModel();
     GptModel(const GptModel&) = delete;
     GptModel& operator=(const GptModel&) = delete;
