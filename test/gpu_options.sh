@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Step options of the train_gpt binary on a GPU (part of `make test` there). GPT-2 124M, random tokens, 8 steps.
+#   recompute_bitwise: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) gives bitwise the
+#     losses and grad norms of --recompute 0: the rebuilt bytes are the forward's (same input, same scale).
+#   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
+#     2e-3 (fp32 atomics change the summation order of dQ: rounding-level differences; the tolerance of the
+#     data-parallel equivalence test, test/gpu_multi.sh, for the same kind of difference).
+set -u
+export NCCL_NVLS_ENABLE=0
+BIN=${TRAIN_GPT:-./train_gpt}
+WORK=$(mktemp -d /tmp/gpu_options_XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+COMMON=(--model 124m --batch 8 --seq 1024 --steps 8 --train-data random --log-every 1)
+pass() { echo "[PASS] $1"; }
+fail() { echo "[FAIL] $1: $2"; }
+# "step loss grad_norm" lines of a train.jsonl (exact float text)
+losses() { python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "train": print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+run() {  # name args...
+  local name=$1; shift
+  "$BIN" "${COMMON[@]}" --log-dir "$WORK/$name" "$@" > "$WORK/$name.txt" 2>&1
+}
+
+if run r0 --precision fp8 && run r1 --precision fp8 --recompute 1; then
+  if [ "$(losses "$WORK/r0/train.jsonl")" = "$(losses "$WORK/r1/train.jsonl")" ] &&
+     [ "$(losses "$WORK/r0/train.jsonl" | wc -l)" = 8 ]; then
+    pass "recompute_bitwise (fp8, 8 steps: losses and grad norms identical; memory $(grep -o 'peak [0-9.]* GB' "$WORK/r0.txt" | tail -1) -> $(grep -o 'peak [0-9.]* GB' "$WORK/r1.txt" | tail -1))"
+  else
+    fail recompute_bitwise "losses differ: $(diff <(losses "$WORK/r0/train.jsonl") <(losses "$WORK/r1/train.jsonl") | head -3 | tr '\n' ' ')"
+  fi
+else
+  fail recompute_bitwise "a run failed: $(tail -2 "$WORK/r0.txt" "$WORK/r1.txt" | tr '\n' ' ')"
+fi
+
+if run d1 --precision bf16 && run d0 --precision bf16 --no-deterministic; then
+  m=$(python3 - "$WORK/d1/train.jsonl" "$WORK/d0/train.jsonl" <<'PY'
+import json, sys
+def read(p):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(p)) if r.get("kind") == "train"}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+d = max(abs(a[s] - b[s]) for s in a)
+print(f"{d:.3g}")
+sys.exit(0 if len(a) == 8 and set(a) == set(b) and d <= 2e-3 else 1)
+PY
+  ) && pass "nondeterministic_close (bf16, 8 steps: max |loss difference| $m, tolerance 2e-3)" ||
+    fail nondeterministic_close "max |loss difference| $m"
+else
+  fail nondeterministic_close "a run failed: $(tail -2 "$WORK/d0.txt" | tr '\n' ' ')"
+fi
