@@ -174,6 +174,26 @@ TEST(adamw_misaligned_views) { check_adamw(100003, Hyper(), 0.5f, 1, 0, 2); }
 
 // Tiny P: fewer elements than one vector.
 // vector path (chunk 2400), element path (chunk 125: not a multiple of 8), one big slice (wte-like)
+// params_P == nullptr (FP8 on one GPU keeps no BF16 copy of the block weights): the same master/m/v.
+TEST(adamw_without_bf16_copy) {
+    const size_t P = 100003;
+    Hyper h;
+    std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
+                       v = dev::random_uniform(P, 0.01f, 0.1f), grads = dev::random_normal(P);
+    dev::round_to_bf16(grads);
+    float *d_master = dev::to_device(master), *d_m = dev::to_device(m), *d_v = dev::to_device(v);
+    bf16* d_grads = dev::to_device_bf16(grads);
+    reference_step(&master, &m, &v, grads, 1.0f, h, 1);
+    adamw_update(d_master, nullptr, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 1,
+                 nullptr, 0);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    // tolerances as in check_adamw
+    dev::expect_close("master (no bf16 copy)", dev::from_device(d_master, P), master, 1e-5 * h.lr, 1e-6);
+    dev::expect_close("m (no bf16 copy)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
+    dev::expect_close("v (no bf16 copy)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
+    for (void* p : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_grads}) CHECK_CUDA(cudaFree(p));
+}
+
 TEST(adamw_shard_view) {
     check_adamw_shard(48, 4800, 2, 1);
     check_adamw_shard(3, 1000, 8, 5);

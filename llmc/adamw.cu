@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(256)
             store128_stream(m_P + off + 4 * h, m[h]);
             store128_stream(v_P + off + 4 * h, v[h]);
         }
-        store128_stream(params_P + full, out);
+        if (params_P) store128_stream(params_P + full, out);
     }
     const size_t nscalar = P - nvec * 8;
     for (size_t j = tid; j < nscalar; j += stride) {
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(256)
         master_P[idx] = p;
         m_P[idx] = m;
         v_P[idx] = v;
-        params_P[full] = __float2bfloat16_rn(p);
+        if (params_P) params_P[full] = __float2bfloat16_rn(p);
     }
 }
 
@@ -107,13 +107,15 @@ void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const
     c.bc2_sqrt = (float)std::sqrt(1.0 - std::pow((double)beta2, t));
 
     // Head: elements until the bf16 views are 16-byte aligned; the fp32 views must then be aligned too.
-    CHECK(((uintptr_t)params_P & 1) == 0 && ((uintptr_t)grads_P & 1) == 0 && ((uintptr_t)master_P & 3) == 0 &&
-              ((uintptr_t)m_P & 3) == 0 && ((uintptr_t)v_P & 3) == 0,
+    // params_P == nullptr: no BF16 copy to write (its alignment then follows the gradients')
+    const bf16* params_view = params_P ? params_P : grads_P;
+    CHECK(((uintptr_t)params_view & 1) == 0 && ((uintptr_t)grads_P & 1) == 0 &&
+              ((uintptr_t)master_P & 3) == 0 && ((uintptr_t)m_P & 3) == 0 && ((uintptr_t)v_P & 3) == 0,
           "adamw_update: misaligned pointer");
     // A shard view (several GPUs) takes the vector path only from element 0 with whole vectors per chunk.
-    size_t head = view.identity ? ((16 - ((uintptr_t)params_P & 15)) & 15) / 2 : 0;
+    size_t head = view.identity ? ((16 - ((uintptr_t)params_view & 15)) & 15) / 2 : 0;
     size_t nvec = 0;
-    if (head < P && view.vectorizable() && aligned16(params_P + head) && aligned16(grads_P + head) &&
+    if (head < P && view.vectorizable() && aligned16(params_view + head) && aligned16(grads_P + head) &&
         aligned16(master_P + head) && aligned16(m_P + head) && aligned16(v_P + head)) {
         nvec = (P - head) / 8;
     } else {

@@ -18,6 +18,7 @@
 // so no host sync is needed); nullptr means 1. The bias corrections are formed on the host in double, as
 // PyTorch does, and passed as fp32 scalars. With a shard `view` (ZeRO-1), master/m/v are the rank's P shard
 // elements and grads/params the full tensor: element i reads grads_P[view.map(i)] and writes params there.
+// params_P may be nullptr: the master is updated, no BF16 copy is written.
 void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t,
                   const float* grad_scale, cudaStream_t stream, const ShardView& view = ShardView::whole());

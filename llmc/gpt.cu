@@ -527,8 +527,10 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
             int in, out;
             s.linear_dims(i % kLinearsPerLayer, &in, &out);
             lin.linear = (int)i;
-            s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
-            s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
+            if (s.sharded()) {  // one GPU: W and W^T live in the unused BF16 copy of the weight (below)
+                s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
+                s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
+            }
             s.param_arena.add("fp8 scale_inv", &lin.w_scale_inv, 1);
             s.param_arena.add("fp8 scale_inv", &lin.x_scale_inv, 1);
         }
@@ -536,6 +538,20 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     add_activation_buffers(s, s.act_arena);
     check_memory_plan(s);
     size_t param_bytes = s.param_arena.allocate("parameters");
+    if (use_fp8 && !s.sharded()) {
+        // On one GPU nothing reads the BF16 copies of the block weights in FP8 (the GEMMs read FP8 W and W^T,
+        // cast from the FP32 master; AdamW skips them), and each is exactly as large as W plus W^T (2 x 1
+        // byte per weight): they hold the FP8 weights instead of a separate 1.4 GB x 2.
+        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
+            Fp8LinearBuffers& lin = s.fp8_linears[i];
+            int in, out;
+            s.linear_dims(i % kLinearsPerLayer, &in, &out);
+            const LayerParams p = s.layer(s.params, (int)(i / kLinearsPerLayer));
+            bf16* const weights[kLinearsPerLayer] = {p.qkvw, p.attprojw, p.fcw, p.fcprojw};
+            lin.w = reinterpret_cast<__nv_fp8_storage_t*>(weights[i % kLinearsPerLayer]);
+            lin.wT = lin.w + (size_t)in * out;
+        }
+    }
     s.param_arena.print_plan();
     size_t act_bytes = s.act_arena.allocate("activations");
     if (s.options.recompute_fc_proj_input)
@@ -947,10 +963,13 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
     s.mark(kPhaseOptimizer);
     for (int k = 0; k < kNumParamTensors; k++) {
         const ParamShard& sh = s.shards[k];
-        adamw_update(s.master + sh.shard_offset, s.params + sh.full_offset, s.adam_m + sh.shard_offset,
-                     s.adam_v + sh.shard_offset, s.grads + sh.full_offset, sh.shard_numel, a.lr, a.beta1,
-                     a.beta2, a.eps, s.table[k].weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st,
-                     sh.view);
+        // FP8 on one GPU: the block weights' BF16 copies hold the FP8 weights (see the constructor)
+        const bool fp8_weight =
+            s.use_fp8() && !s.sharded() && (k == QKVW || k == ATTPROJW || k == FCW || k == FCPROJW);
+        adamw_update(s.master + sh.shard_offset, fp8_weight ? nullptr : s.params + sh.full_offset,
+                     s.adam_m + sh.shard_offset, s.adam_v + sh.shard_offset, s.grads + sh.full_offset,
+                     sh.shard_numel, a.lr, a.beta1, a.beta2, a.eps,
+                     s.table[k].weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st, sh.view);
     }
     s.gather_weights();  // every rank's updated shard to every rank
     s.micro = 0;
