@@ -14,15 +14,7 @@ STEPS=${LIFECYCLE_STEPS:-40}
 STOP_AT=${LIFECYCLE_STOP_AT:-15}
 ONLY=${LIFECYCLE_ONLY:-}  # run only the cases whose name contains this
 want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
-
-# losses and grad norms of train.jsonl, one "step loss norm" line per training step (exact float text)
-losses() { python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("kind") == "train": print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+source "$(dirname "$0")/lib_gpu.sh"  # pass, fail, losses
 
 # Starts train_gpt in the background, waits until its stdout shows step $2, sends signal $3; waits for exit.
 run_and_signal() {  # dir stop_step signal extra_args...

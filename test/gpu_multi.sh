@@ -24,8 +24,7 @@ FP8_TOL=${FP8_TOL:-5e-3}
 LOSS_TOL=$BF16_TOL
 ONLY=${MULTI_ONLY:-}
 want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
+source "$(dirname "$0")/lib_gpu.sh"  # pass, fail, losses, free_port
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$gpus" -lt 2 ]; then
   for c in equivalence_bf16 equivalence_fp8 init_export launcher_mpirun launcher_srun_env launcher_torchrun launcher_file \
@@ -37,18 +36,6 @@ fi
 WORK=$(mktemp -d /tmp/gpu_multi_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 COMMON=(--model 124m --seq 1024 --schedule constant --train-data random --log-every 1)
-# A free port P whose P+1 is free too (the torchrun-style rendezvous listens on MASTER_PORT+1).
-free_port() { python3 -c '
-import socket
-while True:
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
-    t = socket.socket()
-    try:
-        t.bind(("", p + 1)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close(); t.close()'; }
 
 # Two ranks started with torchrun's variables (what `torchrun --nproc-per-node 2` would set); stdout of
 # rank 0 in $1/out.txt, rank 1 in $1/out1.txt. Waits for both; returns the worse exit status.
@@ -71,12 +58,6 @@ run1() {  # dir args...
   mkdir -p "$dir"
   "$BIN" "${COMMON[@]}" --log-dir "$dir/log" "$@" > "$dir/out.txt" 2>&1
 }
-# "step loss" per training step of a train.jsonl
-losses() { python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("kind") == "train": print(r["step"], repr(r["loss"]))' "$1"; }
 # Compares the losses of two logs over the steps both have: prints the largest difference; fails above tol.
 compare() {  # name log_a log_b
   python3 - "$2" "$3" "$LOSS_TOL" <<'EOF'

@@ -11,14 +11,7 @@ BIN=${TRAIN_GPT:-./train_gpt}
 WORK=$(mktemp -d /tmp/gpu_options_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 COMMON=(--model 124m --batch 8 --seq 1024 --steps 8 --train-data random --log-every 1)
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
-# "step loss grad_norm" lines of a train.jsonl (exact float text)
-losses() { python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("kind") == "train": print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+source "$(dirname "$0")/lib_gpu.sh"  # pass, fail, losses
 run() {  # name args...
   local name=$1; shift
   "$BIN" "${COMMON[@]}" --log-dir "$WORK/$name" "$@" > "$WORK/$name.txt" 2>&1
