@@ -41,27 +41,6 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-// One optimizer step's tokens for all ranks and micro-steps: G = B x micro-steps x ranks rows, read as one
-// batch so the data order does not depend on the number of GPUs (and checkpoints hold one position). Micro-
-// step k of rank r trains on rows [(k * ranks + r) * B, + B).
-struct GlobalBatch {
-    int B, T, micro_steps, ranks, rank;
-    std::vector<int> inputs, targets;
-    GlobalBatch(int B_, int T_, int micro_steps_, int ranks_, int rank_)
-        : B(B_),
-          T(T_),
-          micro_steps(micro_steps_),
-          ranks(ranks_),
-          rank(rank_),
-          inputs((size_t)B_ * T_ * micro_steps_ * ranks_),
-          targets(inputs.size()) {}
-    int rows() const { return B * micro_steps * ranks; }
-    void next(TokenSource* src) { src->next_batch(inputs.data(), targets.data()); }
-    size_t offset(int micro_step) const { return ((size_t)micro_step * ranks + rank) * B * T; }
-    const int* inputs_of(int k) const { return inputs.data() + offset(k); }
-    const int* targets_of(int k) const { return targets.data() + offset(k); }
-};
-
 // An NVTX range for its scope (a step in an Nsight Systems trace).
 struct NvtxRange {
     explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
@@ -80,7 +59,7 @@ StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSett
     StepResult r;
     double loss_sum = 0;
     NvtxRange range("step");
-    for (int k = 0; k < batch.micro_steps; k++) {
+    for (int k = 0; k < batch.micro_steps(); k++) {
         comm->arm(comm->timeout_s() + (step == 0 ? 300 : 0), "a training step's collectives");
         const float loss = model->forward(batch.inputs_of(k), batch.targets_of(k));
         if (!std::isfinite(loss)) {
@@ -92,7 +71,7 @@ StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSett
         model->backward();
     }
     if (poison) model->poison_gradients();
-    r.loss = (float)(loss_sum / batch.micro_steps);
+    r.loss = (float)(loss_sum / batch.micro_steps());
     r.grad_norm = model->update(adamw, opt_step, health);
     comm->disarm();
     return r;
@@ -439,7 +418,7 @@ int train(const TrainConfig& cfg) {
         to_string(cfg.precision), B, T, micro_steps, world, world > 1 ? "s" : "", med, step_ms.size(),
         tokens_per_step / (med / 1e3), tflops, per_gpu, 100 * per_gpu / kBf16PeakTflops, kBf16PeakTflops,
         100 * per_gpu / kFp8PeakTflops, kFp8PeakTflops,
-        seed_script_flops_per_step(m) * batch.micro_steps * world / (med / 1e3) / 1e12,
+        seed_script_flops_per_step(m) * batch.micro_steps() * world / (med / 1e3) / 1e12,
         model.peak_memory_bytes() / 1e9, world > 1 ? " per GPU" : "");
     logger.record("summary", {{"median_step_ms", med},
                               {"tokens_per_s", tokens_per_step / (med / 1e3)},

@@ -221,3 +221,17 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
         data_error(path, "cannot rename from " + tmp + ": " + why);
     }
 }
+
+GlobalBatch::GlobalBatch(int B, int T, int micro_steps, int ranks, int rank)
+    : B_(B),
+      T_(T),
+      micro_steps_(micro_steps),
+      ranks_(ranks),
+      rank_(rank),
+      inputs_((size_t)B * T * micro_steps * ranks),
+      targets_(inputs_.size()) {
+    if (B < 1 || T < 1 || micro_steps < 1 || ranks < 1 || rank < 0 || rank >= ranks)
+        throw DataError("GlobalBatch: B=" + std::to_string(B) + " T=" + std::to_string(T) +
+                        " micro_steps=" + std::to_string(micro_steps) + " rank " + std::to_string(rank) +
+                        " of " + std::to_string(ranks));
+}

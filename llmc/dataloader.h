@@ -96,6 +96,25 @@ class RandomTokenSource : public TokenSource {
     uint64_t batches_ = 0;  // drawn since the seed
 };
 
+// One optimizer step's tokens for all ranks and micro-steps: B x micro_steps x ranks rows, drawn as ONE batch
+// of a source built with rows() rows, so the data order does not depend on the number of GPUs or micro-steps
+// (and a checkpoint holds one position). Micro-step k of rank r trains on rows [(k * ranks + r) * B, + B).
+class GlobalBatch {
+  public:
+    GlobalBatch(int B, int T, int micro_steps, int ranks, int rank);
+    int rows() const { return B_ * micro_steps_ * ranks_; }
+    void next(TokenSource* src) { src->next_batch(inputs_.data(), targets_.data()); }
+    // This rank's B x T inputs/targets of micro-step k (row-major [B][T]).
+    const int* inputs_of(int k) const { return inputs_.data() + offset(k); }
+    const int* targets_of(int k) const { return targets_.data() + offset(k); }
+    int micro_steps() const { return micro_steps_; }
+
+  private:
+    size_t offset(int k) const { return ((size_t)k * ranks_ + rank_) * B_ * T_; }
+    int B_, T_, micro_steps_, ranks_, rank_;
+    std::vector<int> inputs_, targets_;
+};
+
 // "random" -> RandomTokenSource (the seed is mixed with the rank so ranks differ; rank 0 uses `seed`),
 // anything else -> DataLoader on that glob. Throws DataError like DataLoader.
 std::unique_ptr<TokenSource> make_token_source(const std::string& spec, int B, int T, int vocab_size,

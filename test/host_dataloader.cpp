@@ -167,6 +167,47 @@ TEST(wraps_to_next_shard_and_back) {
     EXPECT_TRUE(inp == ei && tgt == et);
 }
 
+// Data parallel + accumulation: micro-step k of rank r trains on rows [(k * ranks + r) * B, + B) of one
+// global batch, so over all (k, r) the rows of one GPU's batch of B * micro * ranks rows are covered exactly
+// once, in order, whatever the split (from shards: the same contiguous tokens).
+TEST(global_batch_rows_partition_the_step) {
+    TempDir dir("host_dataloader");
+    std::mt19937_64 rng(7);
+    const int T = 5, V = 500;
+    write_shard(dir.file("g_000000.bin"), random_tokens(10 * 24 * T + 1, V, rng));
+    for (int B : {1, 3})
+        for (int micro : {1, 2, 4})
+            for (int ranks : {1, 2, 3}) {
+                const int rows = B * micro * ranks;
+                DataLoader one(dir.file("g_*.bin"), rows, T, V);  // the one-GPU, one-micro-step view
+                std::vector<int> ei(rows * T), et(rows * T);
+                one.next_batch(ei.data(), et.data());
+                std::vector<int> seen(rows, 0);
+                for (int r = 0; r < ranks; r++) {
+                    DataLoader src(dir.file("g_*.bin"), rows, T, V);
+                    GlobalBatch gb(B, T, micro, ranks, r);
+                    EXPECT_EQ(gb.rows(), rows);
+                    gb.next(&src);
+                    for (int k = 0; k < micro; k++) {
+                        const int first = (k * ranks + r) * B;
+                        seen[first]++;
+                        EXPECT_TRUE(
+                            std::equal(gb.inputs_of(k), gb.inputs_of(k) + B * T, ei.begin() + first * T));
+                        EXPECT_TRUE(
+                            std::equal(gb.targets_of(k), gb.targets_of(k) + B * T, et.begin() + first * T));
+                    }
+                }
+                for (int row = 0; row < rows; row += B) EXPECT_EQ(seen[row], 1);
+            }
+    bool threw = false;
+    try {
+        GlobalBatch bad(2, T, 1, 2, 2);  // rank outside [0, ranks)
+    } catch (const DataError&) {
+        threw = true;
+    }
+    EXPECT_TRUE(threw);
+}
+
 TEST(rank_striding_world_size_2) {
     TempDir dir("host_dataloader");
     std::mt19937_64 rng(4);
