@@ -174,7 +174,7 @@ std::string validate(const TrainConfig& cfg) {
     if (!cfg.rendezvous.empty()) try {
             parse_rendezvous(cfg.rendezvous);
         } catch (const std::exception& ex) {
-            e << "--rendezvous: " << ex.what();
+            e << ex.what();  // names --rendezvous and the spec
         }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
     if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 1))
