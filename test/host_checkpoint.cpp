@@ -16,6 +16,8 @@
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
+using testing::error_of;
+
 namespace {
 
 using testing::TempDir;
@@ -53,16 +55,6 @@ std::vector<char> slurp(const std::string& p) {
 void spit(const std::string& p, const std::vector<char>& bytes) {
     std::ofstream f(p, std::ios::binary | std::ios::trunc);
     f.write(bytes.data(), (std::streamsize)bytes.size());
-}
-
-template <class Fn>
-std::string error_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 }  // namespace

@@ -23,6 +23,8 @@
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
+using testing::error_of;
+
 namespace {
 
 using testing::TempDir;
@@ -34,16 +36,6 @@ EnvFn env_of(const Env& vars) {
         auto it = vars.find(name);
         return it == vars.end() ? nullptr : it->second.c_str();
     };
-}
-
-template <class Fn>
-std::string error_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -22,6 +22,8 @@
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
+using testing::error_of;
+
 namespace {
 
 using testing::TempDir;
@@ -62,16 +64,6 @@ std::vector<float> random_params(const ModelConfig& m, uint32_t seed) {
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Runs fn and returns the message of the std::runtime_error it throws ("" when it does not throw).
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const std::runtime_error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 // A safetensors file held in memory, editable, written back with SafetensorsWriter.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,18 @@ inline int run_all(int argc, char** argv) {
         fflush(stdout);
     }
     return failed ? 1 : 0;
+}
+
+// Runs fn and returns the message of the std::runtime_error it throws ("" when it does not throw). Other
+// exceptions propagate (and fail the test binary).
+template <class Fn>
+std::string error_of(Fn fn) {
+    try {
+        fn();
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
 }
 
 }  // namespace testing
