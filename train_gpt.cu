@@ -54,13 +54,14 @@ struct StepResult {
 
 // One optimizer step: micro-steps of forward + backward, then the update. A non-finite loss abandons the
 // step at once (every rank sees the same all-reduced loss, so all abandon together).
+// first_step: this process's first, which also builds the cuBLASLt/cuDNN plans (a longer wait is normal).
 StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
-                      bool poison, Fp8Health* health, Communicator* comm, int step) {
+                      bool poison, Fp8Health* health, Communicator* comm, bool first_step) {
     StepResult r;
     double loss_sum = 0;
     NvtxRange range("step");
     for (int k = 0; k < batch.micro_steps(); k++) {
-        comm->arm(comm->timeout_s() + (step == 0 ? 300 : 0), "a training step's collectives");
+        comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
         const float loss = model->forward(batch.inputs_of(k), batch.targets_of(k));
         if (!std::isfinite(loss)) {
             model->discard_step();  // its amaxes never reach the FP8 history
@@ -88,7 +89,7 @@ void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, G
         train_step(model, *batch,
                    {learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay,
                     cfg.grad_clip},
-                   cfg.steps + i + 1, false, nullptr, comm, cfg.steps + i);
+                   cfg.steps + i + 1, false, nullptr, comm, /*first_step=*/false);
         std::vector<double> ms = model->collect_phase_ms();
         for (int p = 0; p < kNumPhases; p++) total[p] += ms[p] / steps;
     }
@@ -286,9 +287,11 @@ int train(const TrainConfig& cfg) {
         printf("resumed from %s: step %lld, %lld optimizer updates\n", path.c_str(),
                (long long)state.progress.step, (long long)state.progress.opt_step);
     }
-    RunLogger logger_rank0(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty());
-    RunLogger silent;
-    RunLogger& logger = rank == 0 ? logger_rank0 : silent;
+    // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
+    std::unique_ptr<RunLogger> run_logger =
+        rank == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty())
+                  : std::make_unique<RunLogger>();
+    RunLogger& logger = *run_logger;
     const std::string ckpt_dir = checkpoint_dir(cfg);
     auto checkpoint = [&](const char* why) {
         if (ckpt_dir.empty()) return;
@@ -338,9 +341,10 @@ int train(const TrainConfig& cfg) {
         return 0;
     }
     std::vector<double> step_ms;
-    const int warmup_steps_skipped = std::min<int>(3, (cfg.steps - (int)state.progress.step) / 2);
+    const int first_step = (int)state.progress.step;
+    const int warmup_steps_skipped = std::min<int>(3, (cfg.steps - first_step) / 2);
     int bad_in_a_row = 0;
-    for (int step = (int)state.progress.step; step < cfg.steps; step++) {
+    for (int step = first_step; step < cfg.steps; step++) {
         bool last = step == cfg.steps - 1;
         if (val_data && (step % cfg.val_every == 0 || last)) validate(step);
         batch.next(train_data.get());
@@ -351,7 +355,7 @@ int train(const TrainConfig& cfg) {
         const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
         const StepResult r =
             train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step == poison_step,
-                       fp8_health ? &health : nullptr, comm.get(), step);
+                       fp8_health ? &health : nullptr, comm.get(), step == first_step);
         state.progress.step = step + 1;
         if (r.good()) state.progress.opt_step++;
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
