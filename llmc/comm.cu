@@ -76,20 +76,8 @@ void Communicator::watch() {
     }
 }
 
-void Communicator::all_reduce_sum(float* data, size_t n, cudaStream_t stream) {
-    if (active()) CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, nccl_, stream));
-}
-
-void Communicator::all_reduce_max(float* data, size_t n, cudaStream_t stream) {
-    if (active()) CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat32, ncclMax, nccl_, stream));
-}
-
-void Communicator::all_gather_bytes(const void* send, void* recv, size_t n, cudaStream_t stream) {
-    if (!active()) {
-        if (send != recv) CHECK_CUDA(cudaMemcpyAsync(recv, send, n, cudaMemcpyDeviceToDevice, stream));
-        return;
-    }
-    CHECK_NCCL(ncclAllGather(send, recv, n, ncclUint8, nccl_, stream));
+void Communicator::all_reduce(float* data, size_t n, ncclRedOp_t op, cudaStream_t stream) {
+    if (active()) CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat32, op, nccl_, stream));
 }
 
 void Communicator::barrier(cudaStream_t stream, double seconds, const char* what) {

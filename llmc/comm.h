@@ -44,11 +44,8 @@ class Communicator {
     void arm(double seconds, const char* what);
     void disarm();
 
-    // In-place collectives on `stream` (no-ops when inactive).
-    void all_reduce_sum(float* data, size_t n, cudaStream_t stream);
-    void all_reduce_max(float* data, size_t n, cudaStream_t stream);
-    // Every rank's `n` bytes of `send` -> recv (world * n bytes, rank order).
-    void all_gather_bytes(const void* send, void* recv, size_t n, cudaStream_t stream);
+    // In-place all-reduce (ncclSum, ncclMax, ...) of n floats on `stream` (a no-op when inactive).
+    void all_reduce(float* data, size_t n, ncclRedOp_t op, cudaStream_t stream);
     // All ranks reach this point (a one-float all-reduce, synchronized), waiting at most `seconds`.
     void barrier(cudaStream_t stream, double seconds, const char* what);
     // Rank 0's `value` (a small integer) on every rank; a barrier waiting at most `seconds`.

@@ -336,9 +336,7 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     fused_classifier(s.logits, s.losses, s.targets, dloss, N, V, true, st);
     mean_loss(s.loss_scalar, s.losses, N, st);
     if (s.sharded()) {  // the mean over the ranks (summed here, divided on the host)
-        s.comm_after_compute();
-        s.comm->all_reduce_sum(s.loss_scalar, 1, s.comm->stream());
-        s.compute_after_comm();
+        s.all_reduce(s.loss_scalar, 1, ncclSum);
     }
 
     // Token buckets for the deterministic embedding backward, prepared on the host while the GPU works.
@@ -503,9 +501,7 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
             global_norm_squared(s.norm_partials + (size_t)k * np, s.grads + sh.full_offset, sh.shard_numel,
                                 st, sh.view);
         }
-        s.comm_after_compute();
-        s.comm->all_reduce_sum(s.norm_partials, (size_t)kNumParamTensors * np, s.comm->stream());
-        s.compute_after_comm();
+        s.all_reduce(s.norm_partials, (size_t)kNumParamTensors * np, ncclSum);
         grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, kNumParamTensors * np, a.grad_clip, st);
     }
     float norm = 0;
@@ -519,9 +515,7 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
         // one launch updates every scale (a multi-GPU all-reduce MAX of the staging row would go just before)
         s.mark(kPhaseCast);
         if (s.sharded()) {  // every rank updates from the amaxes of all ranks: identical scales everywhere
-            s.comm_after_compute();
-            s.comm->all_reduce_max(fp8_staging_amax(&s.scales), s.scales.num_slots, s.comm->stream());
-            s.compute_after_comm();
+            s.all_reduce(fp8_staging_amax(&s.scales), s.scales.num_slots, ncclMax);
         }
         if (health) fp8_health_before_update(s, health);
         fp8_update_scales(&s.scales, s.fp8_cfg.amax_algo, s.fp8_cfg.margin, st);

@@ -186,6 +186,13 @@ struct GptModel::Impl {
         CHECK_CUDA(cudaStreamWaitEvent(ctx->stream, comm_done, 0));
         mark(resume);
     }
+    // In-place all-reduce of n floats over the ranks on the communication stream, after the compute stream's
+    // work so far and before its next.
+    void all_reduce(float* data, size_t n, ncclRedOp_t op) {
+        comm_after_compute();
+        comm->all_reduce(data, n, op, comm->stream());
+        compute_after_comm();
+    }
     // In-place reduce-scatter (sum) of parameter tensor `kind`'s slice `slice`: afterwards this rank's chunk
     // holds the sum over the ranks. Call inside an NCCL group.
     void reduce_scatter_slice(int kind, size_t slice) {
