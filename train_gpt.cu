@@ -47,33 +47,18 @@ struct NvtxRange {
     ~NvtxRange() { nvtxRangePop(); }
 };
 
-struct StepResult {
-    float loss = NAN, grad_norm = NAN;  // loss: mean over the micro-steps (and ranks)
-    bool good() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
-};
-
-// One optimizer step: micro-steps of forward + backward, then the update. A non-finite loss abandons the
-// step at once (every rank sees the same all-reduced loss, so all abandon together).
-// first_step: this process's first, which also builds the cuBLASLt/cuDNN plans (a longer wait is normal).
-StepResult train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
-                      bool poison, Fp8Health* health, Communicator* comm, bool first_step) {
-    StepResult r;
-    double loss_sum = 0;
+// One optimizer step: every micro-step's tokens staged, the step launched (one CUDA graph once captured) and
+// waited for. A non-finite loss or gradient norm skips the step on the device (every rank sees the same
+// all-reduced values, so all skip together). first_step: this process's first, which also builds the
+// cuBLASLt/cuDNN plans (a longer wait is normal).
+StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
+                       bool poison, Fp8Health* health, Communicator* comm, bool first_step) {
     NvtxRange range("step");
-    for (int k = 0; k < batch.micro_steps(); k++) {
-        comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
-        const float loss = model->forward(batch.inputs_of(k), batch.targets_of(k));
-        if (!std::isfinite(loss)) {
-            model->discard_step();  // its amaxes never reach the FP8 history
-            r.loss = loss;
-            return r;
-        }
-        loss_sum += loss;
-        model->backward();
-    }
-    if (poison) model->poison_gradients();
-    r.loss = (float)(loss_sum / batch.micro_steps());
-    r.grad_norm = model->update(adamw, opt_step, health);
+    for (int k = 0; k < batch.micro_steps(); k++)
+        model->stage_micro_batch(k, batch.inputs_of(k), batch.targets_of(k));
+    comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
+    model->launch_step(adamw, opt_step, poison);
+    const StepOutcome r = model->wait_step(health);
     comm->disarm();
     return r;
 }
@@ -136,7 +121,7 @@ std::string checkpoint_dir(const TrainConfig& cfg) {
 
 // One training step's line on stdout (every --log-every steps and the last), its FP8 health (when measured)
 // and its train.jsonl record. Throughput is global (all GPUs); MFU is per GPU.
-void log_step(int step, const TrainConfig& cfg, const StepResult& r, float lr, double ms,
+void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, double ms,
               double tokens_per_step, double flops_per_step, int gpus, size_t peak_bytes,
               const Fp8Health* health, RunLogger* logger) {
     const bool last = step == cfg.steps - 1;
@@ -270,7 +255,7 @@ int train(const TrainConfig& cfg) {
     }
 
     GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8, DataParallel{comm.get(), micro_steps},
-                   StepOptions{cfg.recompute == 1, cfg.deterministic});
+                   StepOptions{cfg.recompute == 1, cfg.deterministic, cfg.cuda_graph});
     model.init_weights(cfg.seed);
     if (!cfg.init_from.empty()) {
         model.load_weights(import_weights(cfg.init_from, m));
@@ -353,16 +338,16 @@ int train(const TrainConfig& cfg) {
         const bool fp8_health = cfg.precision == Precision::FP8 && (step % cfg.fp8_health_every == 0 || last);
         Fp8Health health;
         const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
-        const StepResult r =
+        const StepOutcome r =
             train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step == poison_step,
                        fp8_health ? &health : nullptr, comm.get(), step == first_step);
         state.progress.step = step + 1;
-        if (r.good()) state.progress.opt_step++;
+        if (r.applied) state.progress.opt_step++;
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         // A stop signal on any rank stops every rank after this step (launchers may signal only some).
         const int sig =
             comm->active() ? comm->max_int(stop_signal(), comm->timeout_s(), "the stop vote") : stop_signal();
-        if (!r.good()) {
+        if (!r.applied) {
             bad_in_a_row++;
             printf(
                 "step %5d/%d | skipped: loss %f, grad norm %f (non-finite; no update, no FP8 history) | %d "

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -132,6 +133,11 @@ inline bool expect_close(const char* what, const std::vector<float>& got, const 
 }
 
 // Normwise relative error ||got - ref|| / ||ref||, for reductions where elementwise tolerances are too noisy.
+// Bitwise equality of two float vectors (NaNs compare by their bits).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 inline double rel_l2_error(const std::vector<float>& got, const std::vector<float>& ref) {
     double num = 0, den = 0;
     for (size_t i = 0; i < got.size(); i++) {

@@ -194,6 +194,53 @@ TEST(adamw_without_bf16_copy) {
     for (void* p : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_grads}) CHECK_CUDA(cudaFree(p));
 }
 
+// The training step's form: step scalars and the apply flag in device memory (a CUDA graph replays them).
+// apply = 1 must give bitwise the host-scalar update (same coefficients, same kernel path) for both weight
+// decay settings; apply = 0 must leave master, m, v and the BF16 copy bitwise untouched.
+TEST(adamw_device_scalars_and_skip) {
+    const size_t P = 100003;
+    Hyper h;
+    const int t = 7;
+    for (float wd : {h.weight_decay, 0.0f}) {
+        std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
+                           v = dev::random_uniform(P, 0.01f, 0.1f), grads = dev::random_normal(P);
+        dev::round_to_bf16(grads);
+        bf16* d_grads = dev::to_device_bf16(grads);
+        float* d_scale = dev::to_device(std::vector<float>{0.5f});
+        const AdamWStepScalars host_scalars = adamw_step_scalars(h.lr, h.beta1, h.beta2, wd, t);
+        AdamWStepScalars* d_scalars = nullptr;
+        CHECK_CUDA(cudaMalloc(&d_scalars, sizeof(AdamWStepScalars)));
+        CHECK_CUDA(cudaMemcpy(d_scalars, &host_scalars, sizeof(host_scalars), cudaMemcpyHostToDevice));
+        std::vector<std::vector<float>> results;  // master, m, v, params of: host, device apply=1, apply=0
+        for (int run = 0; run < 3; run++) {
+            float *d_master = dev::to_device(master), *d_m = dev::to_device(m), *d_v = dev::to_device(v);
+            bf16* d_params = dev::to_device_bf16(master);
+            int* d_apply = dev::to_device(std::vector<int>{run == 1 ? 1 : 0});
+            if (run == 0)
+                adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, wd, t,
+                             d_scale, 0);
+            else
+                adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.beta1, h.beta2, h.eps, d_scalars,
+                             d_scale, d_apply, 0);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            for (std::vector<float> x : {dev::from_device(d_master, P), dev::from_device(d_m, P),
+                                         dev::from_device(d_v, P), dev::from_device_bf16(d_params, P)})
+                results.push_back(x);
+            for (void* p : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_params, (void*)d_apply})
+                CHECK_CUDA(cudaFree(p));
+        }
+        std::vector<float> params0 = master;
+        dev::round_to_bf16(params0);
+        const std::vector<std::vector<float>> start = {master, m, v, params0};
+        for (int i = 0; i < 4; i++) {
+            EXPECT_TRUE(dev::same_bits(results[4 + i], results[i]));  // device scalars == host scalars
+            EXPECT_TRUE(dev::same_bits(results[8 + i], start[i]));    // skipped: untouched
+            EXPECT_TRUE(!dev::same_bits(results[i], start[i]));       // and the update did change them
+        }
+        for (void* p : {(void*)d_grads, (void*)d_scale, (void*)d_scalars}) CHECK_CUDA(cudaFree(p));
+    }
+}
+
 TEST(adamw_shard_view) {
     check_adamw_shard(48, 4800, 2, 1);
     check_adamw_shard(3, 1000, 8, 5);

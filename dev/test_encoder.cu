@@ -100,10 +100,12 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     int* d_off = dev::to_device(buckets.offsets);
     int* d_pos = dev::to_device(buckets.positions);
     int* d_tok = dev::to_device(buckets.tokens);
+    // The model's fixed grid: N blocks (the most buckets a batch can have), the count in device memory.
+    int* d_count = dev::to_device(std::vector<int>{num_buckets});
     bf16* d_dout = dev::to_device_bf16(dout);
     bf16* d_dwte = dev::to_device_bf16(dwte0);
     bf16* d_dwpe = dev::to_device_bf16(dwpe0);
-    encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0);
+    encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, d_count, N, B, T, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::vector<float> got_wte = dev::from_device_bf16(d_dwte, (size_t)V * C);
     const std::vector<float> got_wpe = dev::from_device_bf16(d_dwpe, (size_t)maxT * C);
@@ -137,7 +139,7 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     // Determinism: from the same initial state, a second run gives bitwise identical results.
     bf16* d_dwte2 = dev::to_device_bf16(dwte0);
     bf16* d_dwpe2 = dev::to_device_bf16(dwpe0);
-    encoder_backward(d_dwte2, d_dwpe2, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0);
+    encoder_backward(d_dwte2, d_dwpe2, d_dout, d_off, d_pos, d_tok, d_count, N, B, T, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte2, (size_t)V * C)) == bits_of(got_wte));
     EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C)) == bits_of(got_wpe));
@@ -146,7 +148,7 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     // still untouched.
     bf16* d_dwte3 = dev::to_device_bf16(dwte0);
     bf16* d_dwpe3 = dev::to_device_bf16(dwpe0);
-    encoder_backward(d_dwte3, d_dwpe3, d_dout, d_off, d_pos, d_tok, num_buckets, B, T, C, 0,
+    encoder_backward(d_dwte3, d_dwpe3, d_dout, d_off, d_pos, d_tok, d_count, N, B, T, C, 0,
                      /*accumulate_wpe=*/true);
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::vector<float> got_wpe3 = dev::from_device_bf16(d_dwpe3, (size_t)maxT * C);
@@ -161,8 +163,8 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     CHECK_CUDA(cudaFree(d_dwte3));
     CHECK_CUDA(cudaFree(d_dwpe3));
 
-    for (void* p : {(void*)d_inp, (void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte,
-                    (void*)d_dwpe, (void*)d_dwte2, (void*)d_dwpe2})
+    for (void* p : {(void*)d_inp, (void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_count, (void*)d_dout,
+                    (void*)d_dwte, (void*)d_dwpe, (void*)d_dwte2, (void*)d_dwpe2})
         CHECK_CUDA(cudaFree(p));
 }
 
@@ -246,14 +248,16 @@ BENCH(encoder_backward_gpt1p5b) {
     int* d_off = dev::to_device(buckets.offsets);
     int* d_pos = dev::to_device(buckets.positions);
     int* d_tok = dev::to_device(buckets.tokens);
+    int* d_count = dev::to_device(std::vector<int>{num_buckets});
     bf16* d_dout = dev::to_device_bf16(dev::random_normal((size_t)N * kC));
     bf16* d_dwte = dev::to_device_bf16(dev::random_normal((size_t)kV * kC));
     bf16* d_dwpe = dev::to_device_bf16(dev::random_normal((size_t)kT * kC));
     const double bytes = 4.0 * N * kC + 4.0 * num_buckets * kC + 2.0 * kT * kC + 12.0 * N;
     const float ms = dev::time_ms(
-        [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, num_buckets, kB, kT, kC, 0); });
+        [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, d_count, N, kB, kT, kC, 0); });
     bench::report_bandwidth("encoder_backward", bench::fmt("B=%d,T=%d,C=%d,zipf", kB, kT, kC), ms, bytes);
-    for (void* p : {(void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_dout, (void*)d_dwte, (void*)d_dwpe})
+    for (void* p : {(void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_count, (void*)d_dout, (void*)d_dwte,
+                    (void*)d_dwpe})
         CHECK_CUDA(cudaFree(p));
 }
 

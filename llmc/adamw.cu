@@ -10,12 +10,10 @@
 
 namespace {
 
+// The constants of a run; the per-step scalars (AdamWStepScalars) come by value or from device memory.
 struct AdamWCoefs {
     float lerp_weight;  // 1 - beta1
     float beta2, one_minus_beta2, eps;
-    float decay;      // 1 - lr * weight_decay
-    float step_size;  // lr / (1 - beta1^t)
-    float bc2_sqrt;   // sqrt(1 - beta2^t)
 };
 
 template <class T>
@@ -28,14 +26,15 @@ __device__ inline void store128_stream(T* target, Packed128<T> value) {
 }
 
 // The PyTorch op sequence, IEEE-rounded sqrt and divisions (the file is built with --use_fast_math).
-__device__ inline void adamw_element(float& p, float& m, float& v, float g, const AdamWCoefs& c) {
-    p = p * c.decay;
+__device__ inline void adamw_element(float& p, float& m, float& v, float g, const AdamWCoefs& c,
+                                     const AdamWStepScalars& t) {
+    p = p * t.decay;
     // torch.lerp: weight < 0.5 ? start + weight * (end - start) : end - (end - start) * (1 - weight)
     const float diff = g - m;
     m = c.lerp_weight < 0.5f ? fmaf(c.lerp_weight, diff, m) : fmaf(-diff, 1.0f - c.lerp_weight, g);
     v = fmaf(c.one_minus_beta2, g * g, v * c.beta2);
-    const float denom = __fdiv_rn(__fsqrt_rn(v), c.bc2_sqrt) + c.eps;
-    p = fmaf(-c.step_size, __fdiv_rn(m, denom), p);
+    const float denom = __fdiv_rn(__fsqrt_rn(v), t.bc2_sqrt) + c.eps;
+    p = fmaf(-t.step_size, __fdiv_rn(m, denom), p);
 }
 
 // ---------------------------------------------------------------------------------------------- kernels
@@ -44,7 +43,11 @@ __device__ inline void adamw_element(float& p, float& m, float& v, float g, cons
 // scalar one.
 __global__ void __launch_bounds__(256)
     adamw_kernel(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
-                 size_t head, size_t nvec, AdamWCoefs c, const float* grad_scale, ShardView view) {
+                 size_t head, size_t nvec, AdamWCoefs c, AdamWStepScalars step_host,
+                 const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
+                 ShardView view) {
+    if (apply && !*apply) return;  // a skipped step: nothing changes
+    const AdamWStepScalars t = step_dev ? *step_dev : step_host;
     const float scale = grad_scale ? *grad_scale : 1.0f;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -62,7 +65,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             float& pk = p[k / 4][k % 4];
-            adamw_element(pk, m[k / 4][k % 4], v[k / 4][k % 4], __bfloat162float(g[k]) * scale, c);
+            adamw_element(pk, m[k / 4][k % 4], v[k / 4][k % 4], __bfloat162float(g[k]) * scale, c, t);
             out[k] = __float2bfloat16_rn(pk);
         }
 #pragma unroll
@@ -78,7 +81,7 @@ __global__ void __launch_bounds__(256)
         const size_t idx = j < head ? j : j + nvec * 8;
         const size_t full = view.map(idx);
         float p = master_P[idx], m = m_P[idx], v = v_P[idx];
-        adamw_element(p, m, v, __bfloat162float(grads_P[full]) * scale, c);
+        adamw_element(p, m, v, __bfloat162float(grads_P[full]) * scale, c, t);
         master_P[idx] = p;
         m_P[idx] = m;
         v_P[idx] = v;
@@ -92,19 +95,27 @@ bool aligned16(const void* ptr) { return ((uintptr_t)ptr & 15) == 0; }
 
 // -------------------------------------------------------------------------------------------- launchers
 
-void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                  const float* grad_scale, cudaStream_t stream, const ShardView& view) {
+AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, float weight_decay, int t) {
     CHECK(t >= 1, "adamw_update: step t = %d must be >= 1", t);
+    AdamWStepScalars s;
+    s.decay = (float)(1.0 - (double)lr * (double)weight_decay);
+    s.step_size = (float)((double)lr / (1.0 - std::pow((double)beta1, t)));
+    s.bc2_sqrt = (float)std::sqrt(1.0 - std::pow((double)beta2, t));
+    return s;
+}
+
+namespace {
+
+void launch_adamw(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float beta1, float beta2, float eps, const AdamWStepScalars& step_host,
+                  const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
+                  cudaStream_t stream, const ShardView& view) {
     if (P == 0) return;
     AdamWCoefs c;
     c.lerp_weight = (float)(1.0 - (double)beta1);
     c.beta2 = beta2;
     c.one_minus_beta2 = (float)(1.0 - (double)beta2);
     c.eps = eps;
-    c.decay = (float)(1.0 - (double)lr * (double)weight_decay);
-    c.step_size = (float)((double)lr / (1.0 - std::pow((double)beta1, t)));
-    c.bc2_sqrt = (float)std::sqrt(1.0 - std::pow((double)beta2, t));
 
     // Head: elements until the bf16 views are 16-byte aligned; the fp32 views must then be aligned too.
     // params_P == nullptr: no BF16 copy to write (its alignment then follows the gradients')
@@ -131,6 +142,24 @@ void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const
     const int grid =
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
     adamw_kernel<<<grid, block, 0, stream>>>(master_P, params_P, m_P, v_P, grads_P, P, head, nvec, c,
-                                             grad_scale, view);
+                                             step_host, step_dev, grad_scale, apply, view);
     CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
+                  const float* grad_scale, cudaStream_t stream, const ShardView& view) {
+    launch_adamw(master_P, params_P, m_P, v_P, grads_P, P, beta1, beta2, eps,
+                 adamw_step_scalars(lr, beta1, beta2, weight_decay, t), nullptr, grad_scale, nullptr, stream,
+                 view);
+}
+
+void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
+                  const float* grad_scale, const int* apply, cudaStream_t stream, const ShardView& view) {
+    CHECK(step_dev, "adamw_update: step scalars (device) required");
+    launch_adamw(master_P, params_P, m_P, v_P, grads_P, P, beta1, beta2, eps, AdamWStepScalars{}, step_dev,
+                 grad_scale, apply, stream, view);
 }

@@ -19,6 +19,22 @@
 // PyTorch does, and passed as fp32 scalars. With a shard `view` (ZeRO-1), master/m/v are the rank's P shard
 // elements and grads/params the full tensor: element i reads grads_P[view.map(i)] and writes params there.
 // params_P may be nullptr: the master is updated, no BF16 copy is written.
+// The scalars of step t that the learning-rate schedule and the bias corrections change every step
+// (decay = 1 - lr * weight_decay, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)), formed on
+// the host in double as PyTorch does.
+struct AdamWStepScalars {
+    float decay, step_size, bc2_sqrt;
+};
+AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, float weight_decay, int t);
+
 void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t,
                   const float* grad_scale, cudaStream_t stream, const ShardView& view = ShardView::whole());
+
+// The same update with the per-step scalars read from device memory (step_dev) and an optional device flag
+// `apply` (nullptr: always): apply[0] == 0 leaves everything untouched (a skipped step). Nothing here depends
+// on host values that change between steps, so a training step captured as a CUDA graph replays correctly.
+void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+                  float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
+                  const float* grad_scale, const int* apply, cudaStream_t stream,
+                  const ShardView& view = ShardView::whole());

@@ -309,6 +309,10 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
                  "bitwise reproducible attention backward (default); --no-deterministic: cuDNN's faster "
                  "atomics")
         ->group("Training");
+    app.add_flag("--cuda-graph,!--no-cuda-graph", c.cuda_graph,
+                 "replay each training step as one captured CUDA graph (default; bitwise the same results); "
+                 "--no-cuda-graph: launch every kernel from the host")
+        ->group("Training");
 
     // Several GPUs.
     add("--rendezvous", c.rendezvous,

@@ -341,6 +341,7 @@ std::string to_json(const TrainConfig& c) {
       << "  \"comm_timeout\": " << c.comm_timeout << ",\n"
       << "  \"recompute\": " << c.recompute << ",\n"
       << "  \"deterministic\": " << (c.deterministic ? "true" : "false") << ",\n"
+      << "  \"cuda_graph\": " << (c.cuda_graph ? "true" : "false") << ",\n"
       << "  \"sample_every\": " << c.sample_every << ",\n"
       << "  \"sample_tokens\": " << c.sample_tokens << ",\n"
       << "  \"prompt\": \"" << json_escape(c.prompt) << "\",\n"

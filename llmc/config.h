@@ -67,6 +67,7 @@ struct TrainConfig {
     // Speed / memory / reproducibility trade-offs.
     int recompute = 0;  // 1 (fp8): the fc-projection's FP8 input is recomputed in backward, not stored
     bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
+    bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
 
     // Text samples during training (llmc/generate.h).
     int sample_every = 0;  // 0: never; else every N steps and after the last

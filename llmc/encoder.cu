@@ -33,9 +33,10 @@ __global__ void __launch_bounds__(kEncBlock)
 // warps' sums in order g = 1..kGroups-1 and the old dwte row, and rounds once.
 __global__ void __launch_bounds__(32 * kGroups)
     encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const int* offsets, const int* positions,
-                                const int* tokens, int C) {
+                                const int* tokens, const int* num_buckets, int C) {
     __shared__ float partial[kGroups - 1][32][x128::size];
     const int bucket = blockIdx.x;
+    if (bucket >= *num_buckets) return;  // a fixed grid of max_buckets blocks: the rest have no bucket
     const int lane = threadIdx.x, g = threadIdx.y;
     const int c = (blockIdx.y * 32 + lane) * x128::size;
     const int begin = offsets[bucket], end = offsets[bucket + 1];
@@ -145,20 +146,20 @@ void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N) {
 }
 
 void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const int* bucket_offsets,
-                      const int* bucket_positions, const int* bucket_tokens, int num_buckets, int B, int T,
-                      int C, cudaStream_t stream, bool accumulate_wpe) {
+                      const int* bucket_positions, const int* bucket_tokens, const int* num_buckets,
+                      int max_buckets, int B, int T, int C, cudaStream_t stream, bool accumulate_wpe) {
     CHECK(C > 0 && C % 8 == 0, "encoder_backward: C = %d must be a positive multiple of 8", C);
-    CHECK(B >= 0 && T > 0 && num_buckets >= 0, "encoder_backward: B = %d, T = %d, num_buckets = %d", B, T,
-          num_buckets);
+    CHECK(B >= 0 && T > 0 && max_buckets >= 0, "encoder_backward: B = %d, T = %d, max_buckets = %d", B, T,
+          max_buckets);
     CHECK(aligned16(dwte_VC) && aligned16(dwpe_TC) && aligned16(dout_NC),
           "encoder_backward: tensors must be 16-byte aligned");
     const size_t wpe_threads = (size_t)T * C / x128::size;
     encoder_backward_wpe_kernel<<<(unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0,
                                   stream>>>(dwpe_TC, dout_NC, B, T, C, accumulate_wpe);
     CHECK_LAUNCH();
-    if (num_buckets == 0) return;
-    const dim3 grid(num_buckets, ceil_div(C, 32 * x128::size)), block(32, kGroups);
+    if (max_buckets == 0) return;
+    const dim3 grid(max_buckets, ceil_div(C, 32 * x128::size)), block(32, kGroups);
     encoder_backward_wte_kernel<<<grid, block, 0, stream>>>(dwte_VC, dout_NC, bucket_offsets,
-                                                            bucket_positions, bucket_tokens, C);
+                                                            bucket_positions, bucket_tokens, num_buckets, C);
     CHECK_LAUNCH();
 }

@@ -1,6 +1,8 @@
 // GptModel: owns the parameter/optimizer allocation, the activation allocation and the per-component state
 // (matmul plans, attention graphs), and sequences the kernels of a training step. See llmc/gpt.h. Weights
 // and the training state in and out of the device: llmc/gpt_state.cu.
+#include <chrono>
+
 #include "llmc/gpt_impl.cuh"
 
 std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) { return host_parameter_table(m); }
@@ -48,13 +50,9 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
         {layernorm_backward_scratch_bytes((int)N, (int)C), matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
     a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
     a.add("reduce scratch", &s.norm_partials, kNumParamTensors * global_norm_num_partials());
-    a.add("reduce scratch", &s.grad_norm, 1);
-    a.add("reduce scratch", &s.grad_scale, 1);
-    a.add("tokens", &s.inputs, N);
-    a.add("tokens", &s.targets, N);
-    a.add("tokens", &s.bucket_offsets, N + 1);
-    a.add("tokens", &s.bucket_positions, N);
-    a.add("tokens", &s.bucket_tokens, N);
+    a.add("step scalars", &s.step_scalars, 1);
+    a.add("step scalars", &s.adamw_scalars, 2);
+    a.add("tokens", &s.token_slots, s.accum_steps * token_slot_ints(N));
     if (use_fp8) {
         for (size_t i = 0; i < s.fp8_linears.size(); i++) {
             int in, out;
@@ -71,6 +69,8 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
         a.add("fp8 scratch", &fs.dy_rows, N * 4 * C);
         a.add("fp8 scratch", &fs.dyT, N * 4 * C);
         a.add("fp8 scratch", &fs.dy_scale_inv, 1);
+        a.add("step scalars", &s.health_amax, s.fp8_linears.size() * kFp8RolesPerLinear);
+        a.add("step scalars", &s.health_scale, s.fp8_linears.size() * kFp8RolesPerLinear);
         a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch),
               fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
     }
@@ -163,6 +163,13 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     plan_shards(s);
     CHECK_CUDA(cudaEventCreateWithFlags(&s.compute_done, cudaEventDisableTiming));
     CHECK_CUDA(cudaEventCreateWithFlags(&s.comm_done, cudaEventDisableTiming));
+    const size_t staging_bytes = s.accum_steps * token_slot_ints((size_t)B * T) * sizeof(int);
+    for (int i = 0; i < 2; i++) {
+        CHECK_CUDA(cudaMallocHost(&s.pinned_tokens[i], staging_bytes));
+        CHECK_CUDA(cudaEventCreateWithFlags(&s.pinned_free[i], cudaEventDisableTiming));
+    }
+    CHECK_CUDA(cudaMallocHost(&s.pinned_readback, sizeof(StepScalars)));
+    CHECK_CUDA(cudaMallocHost(&s.pinned_adamw, 2 * sizeof(AdamWStepScalars)));
 
     s.param_arena.add("params bf16", &s.params, s.P);
     s.param_arena.add("grads bf16", &s.grads, s.P);
@@ -236,6 +243,13 @@ GptModel::~GptModel() {
     }
     cudaEventDestroy(impl_->compute_done);
     cudaEventDestroy(impl_->comm_done);
+    for (int i = 0; i < 2; i++) {
+        cudaFreeHost(impl_->pinned_tokens[i]);
+        cudaEventDestroy(impl_->pinned_free[i]);
+    }
+    cudaFreeHost(impl_->pinned_readback);
+    cudaFreeHost(impl_->pinned_adamw);
+    if (impl_->step_graph) cudaGraphExecDestroy(impl_->step_graph);
     delete impl_;
 }
 
@@ -251,31 +265,56 @@ size_t GptModel::peak_memory_bytes() const {
 void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
 std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }
 
-float GptModel::evaluate(const int* inputs_BT, const int* targets_BT) {
-    return run_forward(inputs_BT, targets_BT, /*training=*/false);
-}
+// ------------------------------------------------------------------------------------------- the step
+// Everything below a step's launch is queued without waiting for the host: tokens come from device slots
+// staged before, the loss and gradient norm stay on the device, the verdict (apply or skip) is a device flag
+// that AdamW and the FP8 state read, and the results reach the host in one copy at the end.
 
-float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
-    return run_forward(inputs_BT, targets_BT, /*training=*/targets_BT != nullptr);
-}
+static float* step_loss_ptr(GptModel::Impl& s) { return &s.step_scalars->loss_sum; }
 
-float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool training) {
+void GptModel::stage_micro_batch(int k, const int* inputs_BT, const int* targets_BT) {
     Impl& s = *impl_;
-    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
-              L = s.cfg.num_layers;
-    const int N = B * T, D = C / H;
-    cudaStream_t st = s.ctx->stream;
+    const int N = s.B * s.T, V = s.cfg.vocab_size;
+    CHECK(k >= 0 && k < s.accum_steps, "stage_micro_batch: micro-step %d of %d", k, s.accum_steps);
     for (int i = 0; i < N; i++)
         CHECK(inputs_BT[i] >= 0 && inputs_BT[i] < V &&
                   (!targets_BT || (targets_BT[i] >= 0 && targets_BT[i] < V)),
               "token id out of range [0, %d) at position %d", V, i);
-    CHECK_CUDA(cudaMemcpyAsync(s.inputs, inputs_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
-    if (targets_BT)
-        CHECK_CUDA(cudaMemcpyAsync(s.targets, targets_BT, N * sizeof(int), cudaMemcpyHostToDevice, st));
+    // A new batch takes the other pinned buffer, once its last upload (two batches ago) is done.
+    if (k == 0) {
+        s.stage_buffer ^= 1;
+        CHECK_CUDA(cudaEventSynchronize(s.pinned_free[s.stage_buffer]));
+    }
+    const size_t ints = token_slot_ints(N);
+    int* host = s.pinned_tokens[s.stage_buffer] + (size_t)k * ints;
+    const TokenSlot h = token_slot_at(host, N);
+    memcpy(h.inputs, inputs_BT, N * sizeof(int));
+    if (targets_BT) memcpy(h.targets, targets_BT, N * sizeof(int));
+    // Token buckets for the deterministic embedding backward (sorted on the host, while the GPU works).
+    TokenBuckets buckets;
+    build_token_buckets(&buckets, inputs_BT, N);
+    memcpy(h.bucket_offsets, buckets.offsets.data(), buckets.offsets.size() * sizeof(int));
+    memcpy(h.bucket_positions, buckets.positions.data(), N * sizeof(int));
+    memcpy(h.bucket_tokens, buckets.tokens.data(), buckets.tokens.size() * sizeof(int));
+    *h.num_buckets = (int)buckets.tokens.size();
+    CHECK_CUDA(
+        cudaMemcpyAsync(s.slot(k).inputs, host, ints * sizeof(int), cudaMemcpyHostToDevice, s.ctx->stream));
+    CHECK_CUDA(cudaEventRecord(s.pinned_free[s.stage_buffer], s.ctx->stream));
+}
+
+// The forward of micro-step k (tokens in slot k). training: records the FP8 amaxes in the training state,
+// leaves dlogits for the backward and adds the loss (summed over the ranks) to the step's. Otherwise an
+// evaluation pass on a throwaway copy of the FP8 state; with_targets: loss_scalar holds its loss.
+static void forward_pass(GptModel::Impl& s, int k, bool training, bool with_targets) {
+    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, V = s.cfg.vocab_size,
+              L = s.cfg.num_layers;
+    const int N = B * T, D = C / H;
+    cudaStream_t st = s.ctx->stream;
+    const TokenSlot tokens = s.slot(k);
     if (s.use_fp8()) {
         if (training) {
             s.fp8.scales = &s.scales;
-            if (s.micro == 0)  // the state at the start of the step (all its micro-steps)
+            if (k == 0)  // the state at the start of the step (all its micro-steps)
                 CHECK_CUDA(cudaMemcpyAsync(s.step_start_scales, s.scales.storage,
                                            s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
                                            st));
@@ -293,7 +332,7 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     }
 
     s.mark(kPhaseOther);
-    encoder_forward(s.residual[0], s.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
+    encoder_forward(s.residual[0], tokens.inputs, s.param(WTE), s.param(WPE), B, T, C, st);
     LayerParams p0 = s.layer(s.params, 0);
     s.norm_into_linear(0, kQkv, nullptr, s.ln1[0], s.ln1_mean[0], s.ln1_rstd[0], s.residual[0], nullptr,
                        p0.ln1w, p0.ln1b);
@@ -326,37 +365,19 @@ float GptModel::run_forward(const int* inputs_BT, const int* targets_BT, bool tr
     s.mark(kPhaseOther);
     s.fp8.scales = &s.scales;
     s.have_targets = training;
-    if (!targets_BT) {
-        CHECK_CUDA(cudaStreamSynchronize(st));
-        return 0.0f;
-    }
+    if (!with_targets) return;
     // d(loss)/d(logit) for the mean over every token of the update: all micro-steps of all ranks, whose
     // gradients are summed (accumulation, then the reduce-scatter).
     const float dloss = 1.0f / ((float)N * s.accum_steps * s.world);
-    fused_classifier(s.logits, s.losses, s.targets, dloss, N, V, true, st);
+    fused_classifier(s.logits, s.losses, tokens.targets, dloss, N, V, true, st);
     mean_loss(s.loss_scalar, s.losses, N, st);
-    if (s.sharded()) {  // the mean over the ranks (summed here, divided on the host)
-        s.all_reduce(s.loss_scalar, 1, ncclSum);
-    }
-
-    // Token buckets for the deterministic embedding backward, prepared on the host while the GPU works.
-    TokenBuckets buckets;
-    build_token_buckets(&buckets, inputs_BT, N);
-    s.num_buckets = (int)buckets.tokens.size();
-    CHECK_CUDA(cudaMemcpyAsync(s.bucket_offsets, buckets.offsets.data(), buckets.offsets.size() * sizeof(int),
-                               cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(cudaMemcpyAsync(s.bucket_positions, buckets.positions.data(), N * sizeof(int),
-                               cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(cudaMemcpyAsync(s.bucket_tokens, buckets.tokens.data(), s.num_buckets * sizeof(int),
-                               cudaMemcpyHostToDevice, st));
-    float loss = 0;
-    CHECK_CUDA(cudaMemcpyAsync(&loss, s.loss_scalar, sizeof(float), cudaMemcpyDeviceToHost, st));
-    CHECK_CUDA(cudaStreamSynchronize(st));  // also keeps `buckets` alive until the copies are done
-    return loss / s.world;
+    if (s.sharded()) s.all_reduce(s.loss_scalar, 1, ncclSum);  // summed here, divided on the host
+    if (training) step_loss_accumulate(step_loss_ptr(s), s.loss_scalar, k == 0, st);
 }
 
-void GptModel::backward() {
-    Impl& s = *impl_;
+// The backward of the current micro-step (s.micro, tokens in its slot); the last one of a step also
+// reduce-scatters the gradients across the ranks, layer by layer, while the backward continues.
+static void backward_pass(GptModel::Impl& s) {
     CHECK(s.have_targets, "backward() needs a training forward() with targets first");
     CHECK(s.micro < s.accum_steps, "backward(): %d micro-steps already, update() expected", s.micro);
     const bool accumulate = s.micro > 0;  // later micro-steps add to the gradients
@@ -366,6 +387,7 @@ void GptModel::backward() {
               L = s.cfg.num_layers;
     const int N = B * T, D = C / H;
     cudaStream_t st = s.ctx->stream;
+    const TokenSlot tokens = s.slot(s.micro);
     bf16* dres = s.grad_residual;  // gradient of the residual stream at the current point
     s.mark(kPhaseOther);
     CHECK_CUDA(cudaMemsetAsync(dres, 0, (size_t)N * C * sizeof(bf16), st));
@@ -419,8 +441,8 @@ void GptModel::backward() {
                            s.ln1_mean[l], s.ln1_rstd[l], N, C, st, accumulate);
         if (reduce) s.reduce_scatter_grads(l);  // layer l's gradients are final: reduce while l-1 runs
     }
-    encoder_backward(s.grad(WTE), s.grad(WPE), dres, s.bucket_offsets, s.bucket_positions, s.bucket_tokens,
-                     s.num_buckets, B, T, C, st, accumulate);
+    encoder_backward(s.grad(WTE), s.grad(WPE), dres, tokens.bucket_offsets, tokens.bucket_positions,
+                     tokens.bucket_tokens, tokens.num_buckets, N, B, T, C, st, accumulate);
     // Rows of dwpe beyond T are not touched by this batch: their gradient is zero.
     if (T < s.cfg.max_seq_len && !accumulate)
         CHECK_CUDA(cudaMemsetAsync(s.grad(WPE) + (size_t)T * C, 0,
@@ -430,70 +452,20 @@ void GptModel::backward() {
     s.have_targets = false;
 }
 
-// |x * scale| above this is clipped by more than the format's own rounding (half a step above the max: E4M3
-// has 3 mantissa bits, E5M2 2), so a calibrated scale whose float rounding lands a hair above max is not
-// counted as saturated.
-static double fp8_clip_threshold(Fp8Dtype d) {
-    return fp8_dtype_max(d) * (1.0 + (d == Fp8Dtype::E4M3 ? 1.0 / 16 : 1.0 / 8));
-}
-
-// Host view of the staging amaxes and scales before the update: saturated slots (amax * scale > fp8 max) and
-// slots that keep their old scale (amax 0, inf or NaN).
-static void fp8_health_before_update(GptModel::Impl& s, Fp8Health* h) {
-    const int n = s.scales.num_slots;
-    std::vector<float> amax(n), scale(n);
-    CHECK_CUDA(cudaMemcpyAsync(amax.data(), fp8_staging_amax(&s.scales), n * sizeof(float),
-                               cudaMemcpyDeviceToHost, s.ctx->stream));
-    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost,
-                               s.ctx->stream));
-    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
-    h->slots = n;
-    h->saturated = h->fell_back = 0;
-    for (int i = 0; i < n; i++) {
-        if (!(std::isfinite(amax[i]) && amax[i] > 0))
-            h->fell_back++;
-        else if ((double)amax[i] * scale[i] > fp8_clip_threshold(s.scales.dtypes[i]))
-            h->saturated++;
-    }
-}
-
-static void fp8_health_after_update(GptModel::Impl& s, Fp8Health* h) {
-    const int n = s.scales.num_slots;
-    std::vector<float> scale(n);
-    CHECK_CUDA(cudaMemcpyAsync(scale.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost,
-                               s.ctx->stream));
-    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));  // after the update kernel, in stream order
-    h->min_scale = *std::min_element(scale.begin(), scale.end());
-    h->max_scale = *std::max_element(scale.begin(), scale.end());
-}
-
-// Puts the FP8 state back to its snapshot from the start of the step (amaxes of a bad step never reach the
-// history; a step-0 calibration is undone) and recasts the weights with it on the next forward.
-static void restore_step_start(GptModel::Impl& s) {
-    if (!s.use_fp8()) return;
-    CHECK_CUDA(cudaMemcpyAsync(s.scales.storage, s.step_start_scales, s.scales.storage_floats * sizeof(float),
-                               cudaMemcpyDeviceToDevice, s.ctx->stream));
-    s.fp8_weights_stale = true;
-}
-
-void GptModel::discard_step() {
-    restore_step_start(*impl_);
-    impl_->have_targets = false;
-    impl_->micro = 0;
-    if (impl_->sharded()) impl_->compute_after_comm();  // no reduce-scatter still reading the gradients
-    CHECK_CUDA(cudaStreamSynchronize(impl_->ctx->stream));
-}
-
-float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
-    Impl& s = *impl_;
+// After all micro-steps: the global gradient norm, the verdict (apply unless the loss or the norm is not
+// finite), the FP8 scale update from the amaxes of all micro-steps and ranks, clipping and AdamW on this
+// rank's shard, the all-gather of the new weights and, in FP8, their casts. A skipped step changes nothing:
+// AdamW does not run and the FP8 state returns to its snapshot from the start of the step, all on the
+// device. Ends with the step's scalars copied to pinned memory.
+static void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, float eps) {
     cudaStream_t st = s.ctx->stream;
     CHECK(s.micro == s.accum_steps, "update() after %d of %d micro-steps", s.micro, s.accum_steps);
-    // The gradient norm first: a non-finite one means this step is skipped, before anything changed.
+    StepScalars* d = s.step_scalars;
     s.mark(kPhaseOptimizer);
     const int np = (int)global_norm_num_partials();
     if (!s.sharded()) {
         global_norm_squared(s.norm_partials, s.grads, s.P, st);
-        grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, np, a.grad_clip, st);
+        grad_clip_scale(&d->grad_norm, &d->grad_scale, s.norm_partials, np, grad_clip, st);
     } else {  // each rank's shards (after the reduce-scatter), then the sum of the partials over the ranks
         s.compute_after_comm();
         for (int k = 0; k < kNumParamTensors; k++) {
@@ -502,25 +474,23 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
                                 st, sh.view);
         }
         s.all_reduce(s.norm_partials, (size_t)kNumParamTensors * np, ncclSum);
-        grad_clip_scale(s.grad_norm, s.grad_scale, s.norm_partials, kNumParamTensors * np, a.grad_clip, st);
+        grad_clip_scale(&d->grad_norm, &d->grad_scale, s.norm_partials, kNumParamTensors * np, grad_clip, st);
     }
-    float norm = 0;
-    CHECK_CUDA(cudaMemcpyAsync(&norm, s.grad_norm, sizeof(float), cudaMemcpyDeviceToHost, st));
-    CHECK_CUDA(cudaStreamSynchronize(st));
-    if (!std::isfinite(norm)) {
-        discard_step();
-        return norm;
-    }
+    step_verdict(&d->apply, step_loss_ptr(s), &d->grad_norm, st);
     if (s.use_fp8()) {
-        // one launch updates every scale (a multi-GPU all-reduce MAX of the staging row would go just before)
+        // one launch updates every scale
         s.mark(kPhaseCast);
         if (s.sharded()) {  // every rank updates from the amaxes of all ranks: identical scales everywhere
             s.all_reduce(fp8_staging_amax(&s.scales), s.scales.num_slots, ncclMax);
         }
-        if (health) fp8_health_before_update(s, health);
+        const size_t n = s.scales.num_slots;  // for the health report
+        CHECK_CUDA(cudaMemcpyAsync(s.health_amax, fp8_staging_amax(&s.scales), n * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, st));
+        CHECK_CUDA(
+            cudaMemcpyAsync(s.health_scale, s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToDevice, st));
         fp8_update_scales(&s.scales, s.fp8_cfg.amax_algo, s.fp8_cfg.margin, st);
-        s.fp8.calibrate = false;
-        if (health) fp8_health_after_update(s, health);
+        restore_if_skipped(s.scales.storage, s.step_start_scales, s.scales.storage_floats, &d->apply, st);
+        s.fp8.calibrate = false;  // wait_step() sets it back if the step was skipped
     }
     s.mark(kPhaseOptimizer);
     for (int k = 0; k < kNumParamTensors; k++) {
@@ -530,17 +500,179 @@ float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
             s.use_fp8() && !s.sharded() && (k == QKVW || k == ATTPROJW || k == FCW || k == FCPROJW);
         adamw_update(s.master + sh.shard_offset, fp8_weight ? nullptr : s.params + sh.full_offset,
                      s.adam_m + sh.shard_offset, s.adam_v + sh.shard_offset, s.grads + sh.full_offset,
-                     sh.shard_numel, a.lr, a.beta1, a.beta2, a.eps,
-                     s.table[k].weight_decay ? a.weight_decay : 0.0f, step, s.grad_scale, st, sh.view);
+                     sh.shard_numel, beta1, beta2, eps, s.adamw_scalars + (s.table[k].weight_decay ? 0 : 1),
+                     &d->grad_scale, &d->apply, st, sh.view);
     }
     s.gather_weights();  // every rank's updated shard to every rank
     s.micro = 0;
-    if (s.use_fp8())
-        s.cast_fp8_weights();  // W and W^T for the next step, with the just-updated weight scales
+    // W and W^T for the next step, with the just-updated weight scales (a skipped step: the restored
+    // scales and unchanged weights, so the same bytes as before)
+    if (s.use_fp8()) s.cast_fp8_weights();
     s.mark(kPhaseOther);
     s.have_targets = false;
-    CHECK_CUDA(cudaStreamSynchronize(st));
-    return norm;
+    CHECK_CUDA(cudaMemcpyAsync(s.pinned_readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));
+}
+
+// The learning rate and bias corrections of step t, to device memory before the step runs.
+static void upload_adamw_scalars(GptModel::Impl& s, const AdamWSettings& a, int t) {
+    s.pinned_adamw[0] = adamw_step_scalars(a.lr, a.beta1, a.beta2, a.weight_decay, t);
+    s.pinned_adamw[1] = adamw_step_scalars(a.lr, a.beta1, a.beta2, 0.0f, t);
+    CHECK_CUDA(cudaMemcpyAsync(s.adamw_scalars, s.pinned_adamw, 2 * sizeof(AdamWStepScalars),
+                               cudaMemcpyHostToDevice, s.ctx->stream));
+}
+
+static void run_step(GptModel::Impl& s, const AdamWSettings& a, bool poison) {
+    for (int k = 0; k < s.accum_steps; k++) {
+        forward_pass(s, k, /*training=*/true, /*with_targets=*/true);
+        backward_pass(s);
+    }
+    if (poison) {  // tests: NaN gradients, after the reduce-scatter that reads them
+        if (s.sharded()) s.compute_after_comm();
+        CHECK_CUDA(cudaMemsetAsync(s.grads, 0xFF, s.P * sizeof(bf16), s.ctx->stream));
+    }
+    update_pass(s, a.grad_clip, a.beta1, a.beta2, a.eps);
+}
+
+// Host state after the step's verdict is known: a skipped step keeps (or redoes) the step-0 calibration.
+static StepOutcome finish_step(GptModel::Impl& s, Fp8Health* health);
+
+void GptModel::launch_step(const AdamWSettings& a, int t, bool poison_gradients) {
+    Impl& s = *impl_;
+    CHECK(!s.step_in_flight, "launch_step: the previous step was not waited for (wait_step)");
+    CHECK(s.micro == 0, "launch_step after %d forward/backward calls", s.micro);
+    upload_adamw_scalars(s, a, t);
+    s.calibrating_step = s.use_fp8() && s.fp8.calibrate;
+    // Captured: after one uncaptured step (it builds the cuBLASLt/cuDNN plans and sizes the workspaces), not
+    // while calibrating or recasting stale FP8 weights (different kernels), not when profiling or poisoning.
+    const bool graph = s.options.cuda_graph && s.eager_steps > 0 && !poison_gradients && !s.timer.enabled() &&
+                       !s.calibrating_step && !(s.use_fp8() && s.fp8_weights_stale);
+    if (graph && s.step_graph && s.graph_cudnn_workspace != s.ctx->cudnn_workspace) {
+        CHECK_CUDA(cudaGraphExecDestroy(s.step_graph));  // the attention workspace moved: capture again
+        s.step_graph = nullptr;
+    }
+    if (graph && !s.step_graph) {
+        cudaGraph_t captured = nullptr;
+        // thread-local: the communicator's watchdog thread keeps making its own CUDA/NCCL calls meanwhile
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK_CUDA(cudaStreamBeginCapture(s.ctx->stream, cudaStreamCaptureModeThreadLocal));
+        run_step(s, a, false);
+        CHECK_CUDA(cudaStreamEndCapture(s.ctx->stream, &captured));
+        CHECK_CUDA(cudaGraphInstantiate(&s.step_graph, captured, 0));
+        size_t nodes = 0;
+        CHECK_CUDA(cudaGraphGetNodes(captured, nullptr, &nodes));
+        CHECK_CUDA(cudaGraphDestroy(captured));
+        s.graph_cudnn_workspace = s.ctx->cudnn_workspace;
+        printf("cuda graph: training step captured (%zu nodes, %.0f ms to capture and instantiate)\n", nodes,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (graph) {
+        CHECK_CUDA(cudaGraphLaunch(s.step_graph, s.ctx->stream));
+    } else {
+        run_step(s, a, poison_gradients);
+        s.eager_steps++;
+    }
+    s.step_in_flight = true;
+}
+
+StepOutcome GptModel::wait_step(Fp8Health* health) {
+    Impl& s = *impl_;
+    CHECK(s.step_in_flight, "wait_step: no step launched");
+    s.step_in_flight = false;
+    return finish_step(s, health);
+}
+
+// |x * scale| above this is clipped by more than the format's own rounding (half a step above the max: E4M3
+// has 3 mantissa bits, E5M2 2), so a calibrated scale whose float rounding lands a hair above max is not
+// counted as saturated.
+static double fp8_clip_threshold(Fp8Dtype d) {
+    return fp8_dtype_max(d) * (1.0 + (d == Fp8Dtype::E4M3 ? 1.0 / 16 : 1.0 / 8));
+}
+
+// From the snapshots the update took: saturated slots (amax * scale > fp8 max) and slots that kept their old
+// scale (amax 0, inf or NaN); the scale range after the update.
+static void fp8_health(GptModel::Impl& s, Fp8Health* h) {
+    const int n = s.scales.num_slots;
+    std::vector<float> amax(n), scale(n), after(n);
+    CHECK_CUDA(cudaMemcpy(amax.data(), s.health_amax, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(scale.data(), s.health_scale, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(after.data(), s.scales.scale, n * sizeof(float), cudaMemcpyDeviceToHost));
+    h->slots = n;
+    h->saturated = h->fell_back = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(std::isfinite(amax[i]) && amax[i] > 0))
+            h->fell_back++;
+        else if ((double)amax[i] * scale[i] > fp8_clip_threshold(s.scales.dtypes[i]))
+            h->saturated++;
+    }
+    h->min_scale = *std::min_element(after.begin(), after.end());
+    h->max_scale = *std::max_element(after.begin(), after.end());
+}
+
+static StepOutcome finish_step(GptModel::Impl& s, Fp8Health* health) {
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    const StepScalars r = *s.pinned_readback;
+    StepOutcome out;
+    out.loss = r.loss_sum / ((float)s.accum_steps * s.world);
+    out.grad_norm = r.grad_norm;
+    out.applied = r.apply != 0;
+    if (s.use_fp8() && !out.applied && s.calibrating_step) {
+        s.fp8.calibrate = true;      // the restored state is uncalibrated: calibrate again
+        s.fp8_weights_stale = true;  // and cast the weights with calibration
+    }
+    if (s.use_fp8() && health && out.applied) fp8_health(s, health);
+    return out;
+}
+
+float GptModel::evaluate(const int* inputs_BT, const int* targets_BT) {
+    Impl& s = *impl_;
+    CHECK(s.micro == 0 && !s.step_in_flight, "evaluate() inside a training step");
+    stage_micro_batch(0, inputs_BT, targets_BT);
+    forward_pass(s, 0, /*training=*/false, targets_BT != nullptr);
+    float loss = 0;
+    if (targets_BT)
+        CHECK_CUDA(
+            cudaMemcpyAsync(&loss, s.loss_scalar, sizeof(float), cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    return loss / s.world;
+}
+
+float GptModel::forward(const int* inputs_BT, const int* targets_BT) {
+    Impl& s = *impl_;
+    if (!targets_BT) return evaluate(inputs_BT, nullptr);
+    CHECK(!s.step_in_flight, "forward() while a launched step runs");
+    s.calibrating_step = s.micro == 0 ? s.use_fp8() && s.fp8.calibrate : s.calibrating_step;
+    stage_micro_batch(s.micro, inputs_BT, targets_BT);
+    forward_pass(s, s.micro, /*training=*/true, /*with_targets=*/true);
+    float loss = 0;
+    CHECK_CUDA(cudaMemcpyAsync(&loss, s.loss_scalar, sizeof(float), cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    return loss / s.world;
+}
+
+void GptModel::backward() { backward_pass(*impl_); }
+
+float GptModel::update(const AdamWSettings& a, int step, Fp8Health* health) {
+    Impl& s = *impl_;
+    upload_adamw_scalars(s, a, step);
+    update_pass(s, a.grad_clip, a.beta1, a.beta2, a.eps);
+    const StepOutcome r = finish_step(s, health);
+    return r.applied ? r.grad_norm : (std::isfinite(r.grad_norm) ? NAN : r.grad_norm);
+}
+
+// Puts the FP8 state back to its snapshot from the start of the step (amaxes of a bad step never reach the
+// history; a step-0 calibration is undone) and recasts the weights with it on the next forward.
+void GptModel::discard_step() {
+    Impl& s = *impl_;
+    if (s.use_fp8()) {
+        CHECK_CUDA(cudaMemcpyAsync(s.scales.storage, s.step_start_scales,
+                                   s.scales.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice,
+                                   s.ctx->stream));
+        s.fp8_weights_stale = true;
+    }
+    s.have_targets = false;
+    s.micro = 0;
+    if (s.sharded()) s.compute_after_comm();  // no reduce-scatter still reading the gradients
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
 }
 
 void GptModel::poison_gradients() {

@@ -48,6 +48,14 @@ struct StateTensorInfo {
 struct StepOptions {
     bool recompute_fc_proj_input = false;  // fp8: rebuild the fc-proj FP8 input from the pre-GELU tensor
     bool deterministic_attention = true;
+    bool cuda_graph = true;  // launch_step(): replay one captured CUDA graph per step
+};
+
+// What a training step did, read once after it completed.
+struct StepOutcome {
+    float loss = 0;        // mean over the micro-steps and ranks
+    float grad_norm = 0;   // global, before clipping
+    bool applied = false;  // false: skipped (non-finite loss or gradient norm): nothing changed
 };
 
 // Data parallelism (one process per GPU) and gradient accumulation.
@@ -80,13 +88,31 @@ class GptModel {
     // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
     void load_weights(const std::vector<float>& params);
 
+    // A training step that never waits for the host, so it runs as one CUDA graph (StepOptions::cuda_graph):
+    //   for every micro-step k < grad_accum_steps: stage_micro_batch(k, inputs, targets)
+    //   launch_step(adamw, t); ... ; StepOutcome r = wait_step(&health);
+    // stage_micro_batch checks the token ids (exits on an id out of range) and queues their upload through
+    // pinned memory, double buffered: the next step's tokens may be staged before wait_step.
+    // launch_step queues forward + backward of every micro-step, the global gradient norm, the verdict (skip
+    // when the loss or the norm is not finite: the device then changes nothing and the FP8 state returns to
+    // its snapshot), the FP8 scale update, AdamW step t (1-based: updates applied so far + 1), the all-gather
+    // and the FP8 weight casts. The first step (it builds the library plans), calibration and stale FP8
+    // weights run uncaptured; the first step after them is captured and every later one replays it.
+    // wait_step synchronizes, reads the step's loss and norm, and fills `health` (FP8, applied steps).
+    // poison_gradients (tests): NaN gradients before the update, uncaptured. Collective with several ranks.
+    void stage_micro_batch(int k, const int* inputs_BT, const int* targets_BT);
+    void launch_step(const AdamWSettings& s, int t, bool poison_gradients = false);
+    StepOutcome wait_step(Fp8Health* health = nullptr);
+
+    // The step's parts, one call at a time (tests; each synchronizes where it returns a value).
     // Training forward pass (one micro-step) on B x T tokens (host arrays). With targets, computes the mean
     // cross-entropy loss, records the FP8 amaxes of this step and leaves dlogits ready for backward().
     // Returns the loss averaged over the ranks (synchronizes). Without targets it is an evaluation pass (see
     // evaluate) and returns 0. Collective (with targets): every rank calls it.
     float forward(const int* inputs_BT, const int* targets_BT);
-    // Evaluation forward (validation): the loss with targets (0 without), leaving the training state
-    // untouched: FP8 amaxes, calibration and scales are those of a run without this call. No backward().
+    // Evaluation forward (validation, between steps): the loss with targets (0 without), leaving the training
+    // state untouched: FP8 amaxes, calibration and scales are those of a run without this call. No
+    // backward().
     float evaluate(const int* inputs_BT, const int* targets_BT);
     // Backward pass after forward() with targets: writes all parameter gradients (the first micro-step of an
     // update overwrites them, later ones accumulate). The last micro-step also reduce-scatters them across
@@ -95,8 +121,9 @@ class GptModel {
     // After grad_accum_steps micro-steps: global grad-norm over all ranks (returned), then, if it is finite:
     // FP8 scale update from the amaxes of all micro-steps and ranks (fills `health` if given), clipping,
     // AdamW step `step` (1-based: updates applied so far + 1, for bias correction) on this rank's shard, the
-    // all-gather of the new weights, and in FP8 the cast of the new weights. A non-finite norm skips the step
-    // (discard_step): nothing changes, the caller sees the non-finite norm. Collective.
+    // all-gather of the new weights, and in FP8 the cast of the new weights. A non-finite norm or loss skips
+    // the step on the device, as in launch_step: nothing changes, the caller sees a non-finite norm.
+    // Collective.
     float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
     // Abandons the current step after any of its micro-steps (e.g. a non-finite loss): the FP8 state returns
     // to where it was before the step's first forward, so the step's amaxes never enter the history.
@@ -143,6 +170,5 @@ class GptModel {
     struct Impl;
 
   private:
-    float run_forward(const int* inputs_BT, const int* targets_BT, bool training);
     Impl* impl_;
 };

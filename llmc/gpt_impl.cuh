@@ -22,6 +22,7 @@
 #include "llmc/init.cuh"
 #include "llmc/layernorm.cuh"
 #include "llmc/matmul.cuh"
+#include "llmc/step_guard.cuh"
 #include "llmc/weights_io.h"
 
 namespace gpt_internal {
@@ -108,6 +109,24 @@ struct ParamShard {
     ShardView view;
 };
 
+// One micro-step's tokens on the device (and in pinned host memory on their way there): inputs, targets and
+// the embedding backward's token buckets (llmc/encoder.cuh), one block of token_slot_ints(N) ints.
+struct TokenSlot {
+    int *inputs, *targets, *bucket_offsets, *bucket_positions, *bucket_tokens, *num_buckets;
+};
+inline size_t token_slot_ints(size_t N) { return 5 * N + 2; }
+inline TokenSlot token_slot_at(int* base, size_t N) {
+    return {base, base + N, base + 2 * N, base + 3 * N + 1, base + 4 * N + 1, base + 5 * N + 1};
+}
+
+// The scalars a step reads back once, at its end (one 16-byte copy to pinned memory).
+struct StepScalars {
+    float loss_sum;    // sum over the micro-steps of the loss summed over the ranks
+    float grad_norm;   // global, before clipping
+    int apply;         // 1: the update was applied; 0: skipped (non-finite loss or norm), nothing changed
+    float grad_scale;  // the clip factor
+};
+
 // Pointers to the per-layer slice of each parameter kind.
 struct LayerParams {
     bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
@@ -149,11 +168,28 @@ struct GptModel::Impl {
     float *lnf_mean = nullptr, *lnf_rstd = nullptr, *losses = nullptr, *loss_scalar = nullptr;
     bf16 *grad_NC = nullptr, *grad_N4C = nullptr, *grad_residual = nullptr;
     float* reduce_scratch = nullptr;  // LayerNorm/bias backward partial sums
-    float *norm_partials = nullptr, *grad_norm = nullptr, *grad_scale = nullptr;
-    int *inputs = nullptr, *targets = nullptr, *bucket_offsets = nullptr, *bucket_positions = nullptr,
-        *bucket_tokens = nullptr;
-    int num_buckets = 0;
+    float* norm_partials = nullptr;
+    StepScalars* step_scalars = nullptr;        // device
+    AdamWStepScalars* adamw_scalars = nullptr;  // device: [0] decayed tensors, [1] the others
+    float *health_amax = nullptr,
+          *health_scale = nullptr;  // FP8: staging amaxes and scales before the update
+    int* token_slots = nullptr;     // accum_steps TokenSlots (device)
     bool have_targets = false;
+
+    // Host side of a step that never waits inside (see GptModel::launch_step): pinned staging, double
+    // buffered (the tokens of the next step can be staged while this one runs), and the captured graph.
+    int* pinned_tokens[2] = {nullptr, nullptr};       // accum_steps slots each
+    cudaEvent_t pinned_free[2] = {nullptr, nullptr};  // the last upload from each buffer
+    int stage_buffer = 0;
+    StepScalars* pinned_readback = nullptr;
+    AdamWStepScalars* pinned_adamw = nullptr;
+    bool step_in_flight = false, calibrating_step = false, health_snapshot_valid = false;
+    int eager_steps = 0;  // steps run uncaptured (the first builds the library plans)
+    cudaGraphExec_t step_graph = nullptr;
+    const void* graph_cudnn_workspace = nullptr;  // the workspace the graph's attention kernels use
+    TokenSlot slot(int k) {
+        return token_slot_at(token_slots + (size_t)k * token_slot_ints((size_t)B * T), (size_t)B * T);
+    }
 
     // FP8 (precision == FP8): scale state, per-Linear FP8 buffers, shared cast scratch
     Fp8ScaleState scales;

@@ -4,6 +4,8 @@
 #   equivalence_{bf16,fp8}: 2 GPUs x batch 6, 1 GPU x batch 12 and 1 GPU x batch 6 x 2 micro-steps train on the
 #     same 12 rows per step; their losses agree within LOSS_TOL per step, and in fp8 every rank holds
 #     bitwise the same scale state after every step (train_gpt checks a hash across ranks and says so).
+#   graph_bitwise_2gpu: on 2 GPUs (fp8, 2 micro-steps per step) the step captured as one CUDA graph, NCCL calls
+#     included, gives bitwise the losses and grad norms of --no-cuda-graph.
 #   launcher_{mpirun,srun_env,torchrun,file}: each launch path trains 3 steps on 2 GPUs.
 #   rank_death: kill -9 of rank 1 mid-run stops rank 0 with a message naming it, within 60 s.
 #   resume_{2to1,1to2}: a checkpoint written by 2 GPUs continues on 1 (and the reverse) with the losses of
@@ -27,7 +29,7 @@ want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
 source "$(dirname "$0")/lib_gpu.sh"  # pass, fail, losses, free_port
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$gpus" -lt 2 ]; then
-  for c in equivalence_bf16 equivalence_fp8 init_export launcher_mpirun launcher_srun_env launcher_torchrun launcher_file \
+  for c in equivalence_bf16 equivalence_fp8 graph_bitwise_2gpu init_export launcher_mpirun launcher_srun_env launcher_torchrun launcher_file \
            rank_death resume_2to1 resume_1to2; do
     echo "[SKIP] multi_gpu_$c: needs 2 GPUs, this machine has $gpus"
   done
@@ -103,6 +105,23 @@ for prec in bf16 fp8; do
     pass "$name ($prec, 1x12 vs 1x6x2: $m1; 1x12 vs 2x6: $m2$([ "$prec" = fp8 ] && echo "; scales identical on both ranks after all 10 steps")$gap)"
   fi
 done
+
+if want graph_bitwise_2gpu; then
+  d=$WORK/graph
+  args=(--precision fp8 --steps 8 --batch 4 --total-batch 16384)
+  if run2 "$d/g1" "${args[@]}" && run2 "$d/g0" "${args[@]}" --no-cuda-graph; then
+    if ! grep -q "training step captured" "$d/g1/out.txt" || grep -q "training step captured" "$d/g0/out.txt"; then
+      fail graph_bitwise_2gpu "the CUDA graph was not used (or used with --no-cuda-graph)"
+    elif [ "$(losses "$d/g1/log/train.jsonl")" = "$(losses "$d/g0/log/train.jsonl")" ] &&
+       [ "$(losses "$d/g1/log/train.jsonl" | wc -l)" = 8 ]; then
+      pass "graph_bitwise_2gpu (fp8, 2 GPUs x 2 micro-steps, 8 steps: losses and grad norms identical with and without the CUDA graph)"
+    else
+      fail graph_bitwise_2gpu "losses differ: $(diff <(losses "$d/g1/log/train.jsonl") <(losses "$d/g0/log/train.jsonl") | head -3 | tr '\n' ' ')"
+    fi
+  else
+    fail graph_bitwise_2gpu "a run failed: $(tail_of "$d/g1/out.txt") | $(tail_of "$d/g0/out.txt")"
+  fi
+fi
 
 # Sharded initialization and the gather: the weights exported before any step are bitwise those of one GPU.
 if want init_export; then

@@ -2,6 +2,9 @@
 # Step options of the train_gpt binary on a GPU (part of `make test` there). GPT-2 124M, random tokens, 8 steps.
 #   recompute_bitwise: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) gives bitwise the
 #     losses and grad norms of --recompute 0: the rebuilt bytes are the forward's (same input, same scale).
+#   graph_bitwise_{bf16,fp8}: the step replayed as one captured CUDA graph (default) gives bitwise the losses
+#     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
+#     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
 #     2e-3 (fp32 atomics change the summation order of dQ: rounding-level differences; the tolerance of the
 #     data-parallel equivalence test, test/gpu_multi.sh, for the same kind of difference).
@@ -27,6 +30,21 @@ if run r0 --precision fp8 && run r1 --precision fp8 --recompute 1; then
 else
   fail recompute_bitwise "a run failed: $(tail -2 "$WORK/r0.txt" "$WORK/r1.txt" | tr '\n' ' ')"
 fi
+
+for p in bf16 fp8; do
+  if run g1_$p --precision $p --batch 4 --total-batch 8192 && run g0_$p --precision $p --batch 4 --total-batch 8192 --no-cuda-graph; then
+    if ! grep -q "training step captured" "$WORK/g1_$p.txt" || grep -q "training step captured" "$WORK/g0_$p.txt"; then
+      fail graph_bitwise_$p "the CUDA graph was not used (or used with --no-cuda-graph)"
+    elif [ "$(losses "$WORK/g1_$p/train.jsonl")" = "$(losses "$WORK/g0_$p/train.jsonl")" ] &&
+       [ "$(losses "$WORK/g1_$p/train.jsonl" | wc -l)" = 8 ]; then
+      pass "graph_bitwise_$p (8 steps x 2 micro-steps: losses and grad norms identical with and without the CUDA graph)"
+    else
+      fail graph_bitwise_$p "losses differ: $(diff <(losses "$WORK/g1_$p/train.jsonl") <(losses "$WORK/g0_$p/train.jsonl") | head -3 | tr '\n' ' ')"
+    fi
+  else
+    fail graph_bitwise_$p "a run failed: $(tail -2 "$WORK/g1_$p.txt" "$WORK/g0_$p.txt" | tr '\n' ' ')"
+  fi
+done
 
 if run d1 --precision bf16 && run d0 --precision bf16 --no-deterministic; then
   m=$(python3 - "$WORK/d1/train.jsonl" "$WORK/d0/train.jsonl" <<'PY'

@@ -126,6 +126,9 @@ TEST(each_flag_sets_its_field) {
         {{"--channels", "1280", "--heads", "20"},
          [](const TrainConfig& c) { return c.model.channels == 1280 && c.model.num_heads == 20; }},
         {{"--vocab", "50320"}, [](const TrainConfig& c) { return c.model.vocab_size == 50320; }},
+        {{"--no-cuda-graph"}, [](const TrainConfig& c) { return !c.cuda_graph; }},
+        {{"--no-cuda-graph", "--cuda-graph"}, [](const TrainConfig& c) { return c.cuda_graph; }},
+        {{"--no-deterministic"}, [](const TrainConfig& c) { return !c.deterministic; }},
         {{"--max-seq", "2048", "--seq", "2048"},
          [](const TrainConfig& c) { return c.model.max_seq_len == 2048 && c.seq == 2048; }},
     };
