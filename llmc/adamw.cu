@@ -7,35 +7,9 @@
 #include <cstdint>
 
 #include "llmc/adamw.cuh"
+#include "llmc/adamw_math.cuh"
 
 namespace {
-
-// The constants of a run; the per-step scalars (AdamWStepScalars) come by value or from device memory.
-struct AdamWCoefs {
-    float lerp_weight;  // 1 - beta1
-    float beta2, one_minus_beta2, eps;
-};
-
-template <class T>
-__device__ inline Packed128<T> load128_stream(const T* address) {
-    return load128cs(address);
-}
-template <class T>
-__device__ inline void store128_stream(T* target, Packed128<T> value) {
-    __stcs(reinterpret_cast<int4*>(target), *reinterpret_cast<int4*>(&value));
-}
-
-// The PyTorch op sequence, IEEE-rounded sqrt and divisions (the file is built with --use_fast_math).
-__device__ inline void adamw_element(float& p, float& m, float& v, float g, const AdamWCoefs& c,
-                                     const AdamWStepScalars& t) {
-    p = p * t.decay;
-    // torch.lerp: weight < 0.5 ? start + weight * (end - start) : end - (end - start) * (1 - weight)
-    const float diff = g - m;
-    m = c.lerp_weight < 0.5f ? fmaf(c.lerp_weight, diff, m) : fmaf(-diff, 1.0f - c.lerp_weight, g);
-    v = fmaf(c.one_minus_beta2, g * g, v * c.beta2);
-    const float denom = __fdiv_rn(__fsqrt_rn(v), t.bc2_sqrt) + c.eps;
-    p = fmaf(-t.step_size, __fdiv_rn(m, denom), p);
-}
 
 // ---------------------------------------------------------------------------------------------- kernels
 
@@ -89,8 +63,6 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-bool aligned16(const void* ptr) { return ((uintptr_t)ptr & 15) == 0; }
-
 }  // namespace
 
 // -------------------------------------------------------------------------------------------- launchers
@@ -111,11 +83,7 @@ void launch_adamw(float* master_P, bf16* params_P, float* m_P, float* v_P, const
                   const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
                   cudaStream_t stream, const ShardView& view) {
     if (P == 0) return;
-    AdamWCoefs c;
-    c.lerp_weight = (float)(1.0 - (double)beta1);
-    c.beta2 = beta2;
-    c.one_minus_beta2 = (float)(1.0 - (double)beta2);
-    c.eps = eps;
+    const AdamWCoefs c = adamw_coefs(beta1, beta2, eps);
 
     // Head: elements until the bf16 views are 16-byte aligned; the fp32 views must then be aligned too.
     // params_P == nullptr: no BF16 copy to write (its alignment then follows the gradients')

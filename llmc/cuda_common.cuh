@@ -6,11 +6,15 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "llmc/check.h"
 
 typedef __nv_bfloat16 bf16;
 
 inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+// 16-byte alignment, what the vectorized (x128 / f128) loads and stores need.
+inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 // 16 bytes of ElementT, loaded/stored in one instruction. Pointers must be 16-byte aligned.
 template <class ElementT>

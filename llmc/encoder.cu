@@ -107,7 +107,6 @@ __global__ void __launch_bounds__(kEncBlock)
     store128(dwpe + idx, o);
 }
 
-bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 }  // namespace
 

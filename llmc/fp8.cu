@@ -260,7 +260,6 @@ __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const fl
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
-inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 template <class Tin, int OP>
 void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, long n, cudaStream_t stream) {

@@ -190,7 +190,6 @@ __global__ void __launch_bounds__(kEwThreads)
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
-inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 typedef void (*LnKernel)(bf16*, fp8s*, fp8s*, float*, float*, float*, float*, const bf16*, const bf16*,
                          const bf16*, const bf16*, const float*, const float*, int, int, int);

@@ -40,7 +40,6 @@ __global__ void __launch_bounds__(kGeluBlock)
     store128(d_in_out + i, r);
 }
 
-bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // and the training state in and out of the device: llmc/gpt_state.cu.
 #include <chrono>
 
+#include "llmc/adamw_fp8.cuh"
 #include "llmc/gpt_impl.cuh"
 
 std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) { return host_parameter_table(m); }
@@ -39,9 +40,9 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
     a.add("logits", &s.logits, N * V);
     a.add("losses", &s.losses, N);
     a.add("losses", &s.loss_scalar, 1);
-    // shared scratch: GELU output (recomputed in BF16 backward instead of stored per layer), projection
-    // outputs, and the backward gradient buffers reused by every layer
-    a.add("scratch", &s.fch_gelu, N * 4 * C);
+    // shared scratch: GELU output (BF16 only: recomputed in backward instead of stored per layer; FP8 GELU
+    // writes the fc-proj input in FP8), projection outputs, and the backward gradient buffers of every layer
+    if (!use_fp8) a.add("scratch", &s.fch_gelu, N * 4 * C);
     a.add("scratch", &s.scratch_NC, N * C);
     a.add("grad scratch", &s.grad_NC, N * C);
     a.add("grad scratch", &s.grad_N4C, N * 4 * C);
@@ -493,21 +494,36 @@ static void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float b
         s.fp8.calibrate = false;  // wait_step() sets it back if the step was skipped
     }
     s.mark(kPhaseOptimizer);
+    // FP8 on one GPU: the block weights' AdamW writes their FP8 W and W^T directly (in the unused BF16
+    // copies, see the constructor), with the just-updated weight scales
+    const bool fused_fp8_weights = s.use_fp8() && !s.sharded();
     for (int k = 0; k < kNumParamTensors; k++) {
         const ParamShard& sh = s.shards[k];
-        // FP8 on one GPU: the block weights' BF16 copies hold the FP8 weights (see the constructor)
-        const bool fp8_weight =
-            s.use_fp8() && !s.sharded() && (k == QKVW || k == ATTPROJW || k == FCW || k == FCPROJW);
-        adamw_update(s.master + sh.shard_offset, fp8_weight ? nullptr : s.params + sh.full_offset,
-                     s.adam_m + sh.shard_offset, s.adam_v + sh.shard_offset, s.grads + sh.full_offset,
-                     sh.shard_numel, beta1, beta2, eps, s.adamw_scalars + (s.table[k].weight_decay ? 0 : 1),
-                     &d->grad_scale, &d->apply, st, sh.view);
+        const bool fp8_weight = k == QKVW || k == ATTPROJW || k == FCW || k == FCPROJW;
+        if (fused_fp8_weights && fp8_weight) continue;
+        adamw_update(s.master + sh.shard_offset, s.params + sh.full_offset, s.adam_m + sh.shard_offset,
+                     s.adam_v + sh.shard_offset, s.grads + sh.full_offset, sh.shard_numel, beta1, beta2, eps,
+                     s.adamw_scalars + (s.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st,
+                     sh.view);
+    }
+    if (fused_fp8_weights) {
+        for (int l = 0; l < s.cfg.num_layers; l++)
+            for (int kind = 0; kind < kLinearsPerLayer; kind++) {
+                int in, out;
+                s.linear_dims(kind, &in, &out);
+                Fp8LinearBuffers& lin = s.fp8_linears[kLinearsPerLayer * l + kind];
+                const size_t off = s.master_weight(l, kind) - s.master;  // one GPU: master is unsharded
+                adamw_update_fp8_weight(s.master + off, s.adam_m + off, s.adam_v + off, s.grads + off, out,
+                                        in, beta1, beta2, eps, s.adamw_scalars /* decayed */, &d->grad_scale,
+                                        &d->apply, lin.w, lin.wT, lin.w_scale_inv, &s.scales,
+                                        fp8_slot(lin.linear, kFp8W), st);
+            }
     }
     s.gather_weights();  // every rank's updated shard to every rank
     s.micro = 0;
-    // W and W^T for the next step, with the just-updated weight scales (a skipped step: the restored
-    // scales and unchanged weights, so the same bytes as before)
-    if (s.use_fp8()) s.cast_fp8_weights();
+    // Several GPUs: W and W^T for the next step from the gathered BF16 weights, with the just-updated weight
+    // scales (a skipped step: the restored scales and unchanged weights, so the same bytes as before)
+    if (s.use_fp8() && s.sharded()) s.cast_fp8_weights();
     s.mark(kPhaseOther);
     s.have_targets = false;
     CHECK_CUDA(cudaMemcpyAsync(s.pinned_readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));

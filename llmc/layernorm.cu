@@ -184,7 +184,6 @@ __global__ void __launch_bounds__(kRedX* kRedY)
 // ---------------------------------------------------------------------------------------------------------
 // Launchers
 
-bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
 void check_c(const char* who, int C) {
     CHECK(C > 0 && C % 8 == 0 && C <= kLayerNormMaxC,

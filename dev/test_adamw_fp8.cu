@@ -1,0 +1,167 @@
+// Tests for llmc/adamw_fp8.cuh (AdamW fused with the FP8 cast of the weight it updates): on fresh random
+// weights, moments and gradients, the fused kernel must give
+//   - bitwise the results of the unfused pair it replaces (adamw_update with device scalars and no BF16
+//     copy, then fp8_cast_transpose of the FP32 master): master, m, v, W, W^T, scale_inv and staging amax;
+//   - master/m/v within the AdamW tolerances of dev/test_adamw.cu against a float64 CPU reference, and W /
+//     W^T exactly the host quantization of the GPU's new master (the conversion is exact given its input),
+//     the staging amax exactly max |master|;
+//   - for a skipped step (apply = 0): master, m, v bitwise untouched and W the quantization of the old
+//   master.
+// Shapes: partial 128-row/column tiles, and a GPT-2 1.5B fc weight. Benchmark (--bench): fused vs unfused at
+// the 1.5B fc shape.
+#include "dev/fp8_test_utils.h"
+#include "llmc/adamw_fp8.cuh"
+
+using namespace fp8_test;
+
+namespace {
+
+constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kWd = 0.1f;
+constexpr int kStep = 3;
+
+struct Inputs {
+    std::vector<float> master, m, v, grads;  // grads rounded to bf16
+};
+Inputs random_inputs(size_t n) {
+    Inputs in{dev::random_normal(n, 0.0f, 0.02f), dev::random_normal(n, 0.0f, 0.01f),
+              dev::random_uniform(n, 0.01f, 0.1f), dev::random_normal(n)};
+    dev::round_to_bf16(in.grads);
+    return in;
+}
+
+// The state after one call on device copies of `in`: master, m, v, W, W^T, scale_inv, staging amax.
+struct Outputs {
+    std::vector<float> master, m, v;
+    std::vector<uint8_t> w, wT;
+    float scale_inv, amax;
+};
+
+Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused) {
+    const size_t n = (size_t)OC * C;
+    Allocs A;
+    float *d_master = A(dev::to_device(in.master)), *d_m = A(dev::to_device(in.m)),
+          *d_v = A(dev::to_device(in.v));
+    bf16* d_grads = A(dev::to_device_bf16(in.grads));
+    fp8b *d_w = A(dev::device_alloc<fp8b>(n)), *d_wT = A(dev::device_alloc<fp8b>(n));
+    float* d_scale_inv = A(dev::device_alloc<float>(1));
+    float* d_grad_scale = A(dev::to_device(std::vector<float>{0.75f}));
+    int* d_apply = A(dev::to_device(std::vector<int>{apply}));
+    const AdamWStepScalars scalars = adamw_step_scalars(kLr, kBeta1, kBeta2, kWd, kStep);
+    AdamWStepScalars* d_scalars = A(dev::device_alloc<AdamWStepScalars>(1));
+    CHECK_CUDA(cudaMemcpy(d_scalars, &scalars, sizeof(scalars), cudaMemcpyHostToDevice));
+    Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E5M2, Fp8Dtype::E4M3}, 4);
+    upload_scale(&st, 1, scale);
+    if (fused) {
+        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
+                                d_grad_scale, d_apply, d_w, d_wT, d_scale_inv, &st, 1, 0);
+    } else {
+        adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, d_grad_scale,
+                     d_apply, 0);
+        fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 1, d_master, OC, C, 0);
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+    Outputs o{dev::from_device(d_master, n),
+              dev::from_device(d_m, n),
+              dev::from_device(d_v, n),
+              dev::from_device(reinterpret_cast<uint8_t*>(d_w), n),
+              dev::from_device(reinterpret_cast<uint8_t*>(d_wT), n),
+              dev::from_device(d_scale_inv, 1)[0],
+              dev::from_device(fp8_staging_amax(&st) + 1, 1)[0]};
+    fp8_scale_state_destroy(&st);
+    return o;
+}
+
+// float64 reference of one AdamW step (PyTorch semantics), g = grad * 0.75.
+void reference_adamw(Inputs* r) {
+    const double bc1 = 1.0 - std::pow((double)kBeta1, kStep), bc2 = 1.0 - std::pow((double)kBeta2, kStep);
+    for (size_t i = 0; i < r->master.size(); i++) {
+        const double g = (double)r->grads[i] * 0.75;
+        const double m = kBeta1 * (double)r->m[i] + (1.0 - kBeta1) * g;
+        const double v = kBeta2 * (double)r->v[i] + (1.0 - kBeta2) * g * g;
+        double p = (double)r->master[i] * (1.0 - (double)kLr * kWd);
+        p -= (double)kLr * (m / bc1) / (std::sqrt(v / bc2) + (double)kEps);
+        r->master[i] = (float)p;
+        r->m[i] = (float)m;
+        r->v[i] = (float)v;
+    }
+}
+
+void check_shape(int OC, int C) {
+    const size_t n = (size_t)OC * C;
+    printf("  OC = %d, C = %d\n", OC, C);
+    const Inputs in = random_inputs(n);
+    float amax0 = 0;
+    for (float x : in.master) amax0 = std::max(amax0, std::fabs(x));
+    const float scale = 448.0f / amax0 * 0.5f;  // delayed scaling: last step's amax, some headroom
+
+    const Outputs fused = run(in, OC, C, scale, 1, true), unfused = run(in, OC, C, scale, 1, false);
+    EXPECT_TRUE(dev::same_bits(fused.master, unfused.master));
+    EXPECT_TRUE(dev::same_bits(fused.m, unfused.m));
+    EXPECT_TRUE(dev::same_bits(fused.v, unfused.v));
+    EXPECT_TRUE(fused.w == unfused.w);
+    EXPECT_TRUE(fused.wT == unfused.wT);
+    EXPECT_TRUE(dev::same_bits({fused.scale_inv, fused.amax}, {unfused.scale_inv, unfused.amax}));
+
+    // Against the CPU: AdamW tolerances of dev/test_adamw.cu (fp32 rounding of a handful of ops relative to
+    // |p| ~ 0.02 and the update ~ lr), then the exact quantization of what the GPU computed.
+    Inputs ref = in;
+    reference_adamw(&ref);
+    dev::expect_close("master", fused.master, ref.master, 1e-5 * kLr, 1e-6);
+    dev::expect_close("m", fused.m, ref.m, 1e-6, 1e-6);
+    dev::expect_close("v", fused.v, ref.v, 1e-12, 1e-6);
+    std::vector<uint8_t> q, qT;
+    quantize_ref(fused.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
+    expect_bytes("W", fused.w, q);
+    expect_bytes("W^T", fused.wT, qT);
+    uint32_t got_amax = 0;
+    memcpy(&got_amax, &fused.amax, 4);
+    EXPECT_EQ(got_amax, amax_bits(fused.master));
+    EXPECT_TRUE(fused.scale_inv == fp8_compute_scale_inv(scale));
+
+    // A skipped step: nothing moves, W is the old master quantized.
+    const Outputs skipped = run(in, OC, C, scale, 0, true);
+    EXPECT_TRUE(dev::same_bits(skipped.master, in.master));
+    EXPECT_TRUE(dev::same_bits(skipped.m, in.m));
+    EXPECT_TRUE(dev::same_bits(skipped.v, in.v));
+    quantize_ref(in.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
+    expect_bytes("W (skipped step)", skipped.w, q);
+    expect_bytes("W^T (skipped step)", skipped.wT, qT);
+}
+
+}  // namespace
+
+TEST(adamw_fp8_weight_partial_tiles) { check_shape(400, 208); }
+TEST(adamw_fp8_weight_gpt1p5b_fc) { check_shape(6400, 1600); }
+
+// Bytes: master, m, v read and written (24), grads read (2), W and W^T written (2) per weight; the unfused
+// pair also writes nothing to params but reads the master again (4) in the cast.
+BENCH(adamw_fp8_weight_gpt1p5b_fc) {
+    const int OC = 6400, C = 1600;
+    const size_t n = (size_t)OC * C;
+    const Inputs in = random_inputs(n);
+    Allocs A;
+    float *d_master = A(dev::to_device(in.master)), *d_m = A(dev::to_device(in.m)),
+          *d_v = A(dev::to_device(in.v));
+    bf16* d_grads = A(dev::to_device_bf16(in.grads));
+    fp8b *d_w = A(dev::device_alloc<fp8b>(n)), *d_wT = A(dev::device_alloc<fp8b>(n));
+    float* d_scale_inv = A(dev::device_alloc<float>(1));
+    const AdamWStepScalars scalars = adamw_step_scalars(kLr, kBeta1, kBeta2, kWd, kStep);
+    AdamWStepScalars* d_scalars = A(dev::device_alloc<AdamWStepScalars>(1));
+    CHECK_CUDA(cudaMemcpy(d_scalars, &scalars, sizeof(scalars), cudaMemcpyHostToDevice));
+    Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E4M3}, 4);
+    upload_scale(&st, 0, 1000.0f);
+    const float fused = dev::time_ms([&] {
+        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars, nullptr,
+                                nullptr, d_w, d_wT, d_scale_inv, &st, 0, 0);
+    });
+    const float unfused = dev::time_ms([&] {
+        adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,
+                     nullptr, 0);
+        fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 0, d_master, OC, C, 0);
+    });
+    bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,fused", OC, C), fused, 28.0 * n);
+    bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,unfused", OC, C), unfused, 32.0 * n);
+    fp8_scale_state_destroy(&st);
+}
+
+DEV_MAIN()
