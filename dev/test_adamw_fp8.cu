@@ -53,7 +53,7 @@ Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused)
     upload_scale(&st, 1, scale);
     if (fused) {
         adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
-                                d_grad_scale, d_apply, d_w, d_wT, d_scale_inv, &st, 1, 0);
+                                d_grad_scale, d_apply, Fp8Tensor{d_w, d_wT, d_scale_inv, 1}, &st, 0);
     } else {
         adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, d_grad_scale,
                      d_apply, 0);
@@ -152,7 +152,7 @@ BENCH(adamw_fp8_weight_gpt1p5b_fc) {
     upload_scale(&st, 0, 1000.0f);
     const float fused = dev::time_ms([&] {
         adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars, nullptr,
-                                nullptr, d_w, d_wT, d_scale_inv, &st, 0, 0);
+                                nullptr, Fp8Tensor{d_w, d_wT, d_scale_inv, 0}, &st, 0);
     });
     const float unfused = dev::time_ms([&] {
         adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,

@@ -85,23 +85,22 @@ __global__ void __launch_bounds__(kCtThreads)
 
 void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, const bf16* grads_OCC, int OC,
                              int C, float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
-                             const float* grad_scale, const int* apply, __nv_fp8_storage_t* w_OCC,
-                             __nv_fp8_storage_t* wT_COC, float* w_scale_inv, Fp8ScaleState* st, int slot,
+                             const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,
                              cudaStream_t stream) {
     CHECK(OC > 0 && C > 0 && OC % 16 == 0 && C % 16 == 0,
           "adamw_update_fp8_weight: OC = %d and C = %d must be positive multiples of 16", OC, C);
     CHECK(step_dev != nullptr, "adamw_update_fp8_weight: step scalars (device) required");
     CHECK(aligned16(master_OCC) && aligned16(m_OCC) && aligned16(v_OCC) && aligned16(grads_OCC) &&
-              aligned16(w_OCC) && aligned16(wT_COC),
+              aligned16(w.data) && aligned16(w.data_T),
           "adamw_update_fp8_weight: pointers must be 16-byte aligned");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(OC, kCtTile));
     CHECK(grid.y <= 65535, "adamw_update_fp8_weight: OC = %d too large", OC);
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
-    fp8_dispatch_format(st, slot, [&](auto tag) {
+    fp8_dispatch_format(st, w.slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         adamw_fp8_weight_kernel<FMT><<<grid, kCtThreads, 0, stream>>>(
-            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w_OCC, wT_COC,
-            w_scale_inv, fp8_staging_amax(st) + slot, st->scale + slot, st->scale_inv + slot);
+            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
+            w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot, st->scale_inv + w.slot);
         CHECK_LAUNCH();
     });
 }

@@ -107,7 +107,6 @@ __global__ void __launch_bounds__(kEncBlock)
     store128(dwpe + idx, o);
 }
 
-
 }  // namespace
 
 void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const bf16* wpe_TC, int B, int T,

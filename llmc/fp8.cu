@@ -260,7 +260,6 @@ __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const fl
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
-
 template <class Tin, int OP>
 void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, long n, cudaStream_t stream) {
     CHECK(slot >= 0 && slot < st->num_slots, "fp8 amax: slot %d out of range [0, %d)", slot, st->num_slots);

@@ -15,6 +15,7 @@
 #include "llmc/config.h"
 #include "llmc/cuda_common.cuh"
 #include "llmc/fp8_scale_math.h"
+#include "llmc/fp8_tensor.h"
 
 // All device arrays live in one allocation (`storage`, `storage_floats` floats: save/restore it whole).
 struct Fp8ScaleState {
@@ -79,3 +80,26 @@ void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storag
                                     float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st,
                                     int slot, const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4,
                                     bool gelu_tanh, bool accumulate, cudaStream_t stream);
+
+// The casts above with their output as one Fp8Tensor (bytes, scale_inv and slot; `out.data` may be null).
+inline void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
+                               cudaStream_t stream) {
+    fp8_cast_transpose(out.data, out.data_T, out.scale_inv, st, out.slot, in_NC, N, C, stream);
+}
+inline void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const float* in_NC, int N, int C,
+                               cudaStream_t stream) {
+    fp8_cast_transpose(out.data, out.data_T, out.scale_inv, st, out.slot, in_NC, N, C, stream);
+}
+inline void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
+                                     const bf16* dY_NOC, int N, int OC, bool accumulate,
+                                     cudaStream_t stream) {
+    fp8_cast_transpose_dbias(out.data, out.data_T, out.scale_inv, dbias_OC, scratch, st, out.slot, dY_NOC, N,
+                             OC, accumulate, stream);
+}
+inline void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_C4, void* scratch,
+                                           Fp8ScaleState* st, const bf16* dout_NC4, const bf16* pre_NC4,
+                                           int N, int C4, bool gelu_tanh, bool accumulate,
+                                           cudaStream_t stream) {
+    fp8_cast_transpose_dbias_dgelu(out.data, out.data_T, out.scale_inv, dbias_C4, scratch, st, out.slot,
+                                   dout_NC4, pre_NC4, N, C4, gelu_tanh, accumulate, stream);
+}

@@ -12,14 +12,13 @@
 
 struct GpuContext;
 
-// The FP8 buffers of one Linear [OC, C]; each FP8 buffer carries the scale_inv it was written with.
+// The three scaled tensors of one Linear [OC, C] (llmc/fp8_tensor.h), each with its own slot
+// fp8_slot(linear, role) in the scale state.
 struct Fp8LinearBuffers {
-    __nv_fp8_storage_t* w = nullptr;   // [OC, C], cast once per optimizer step
-    __nv_fp8_storage_t* wT = nullptr;  // [C, OC]
-    __nv_fp8_storage_t* xT = nullptr;  // [C, N]: the forward input, saved for wgrad
-    float* w_scale_inv = nullptr;      // 1 float each, device
-    float* x_scale_inv = nullptr;
-    int linear = 0;  // index for the scale slots fp8_slot(linear, role)
+    Fp8Tensor w;  // W [OC, C] and W^T [C, OC], cast once per optimizer step
+    Fp8Tensor x;  // the input: row-wise [N, C] in the shared scratch (this GEMM), transposed [C, N] saved for
+                  // wgrad
+    Fp8Tensor dy;  // the output gradient: [N, OC] and [OC, N], both in the shared scratch
 };
 
 // Scratch shared by all FP8 Linears (used and consumed within one call).
@@ -31,12 +30,15 @@ struct Fp8Scratch {
     void* dbias_scratch = nullptr;
 };
 
+// Points `lin`'s slots at those of Linear `linear` (fp8_slot(linear, role)), and its scratch-backed copies (X
+// row-wise, dY both ways) at the shared scratch.
+void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch);
+
 struct Fp8LinearContext {
     GpuContext* ctx = nullptr;
     MatmulPlanCache* plans = nullptr;
     Fp8ScaleState* scales = nullptr;
     Fp8Scratch scratch;
-    cudaDataType_t dy_type = CUDA_R_8F_E5M2;  // E5M2 (hybrid) or E4M3
     bool calibrate =
         false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
     int margin = 0;
@@ -46,7 +48,7 @@ struct Fp8LinearContext {
 };
 
 // out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels write
-// scratch.x_rows, lin->xT and lin->x_scale_inv).
+// lin->x).
 void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
                                   const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
 // out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.

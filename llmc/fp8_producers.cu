@@ -190,7 +190,6 @@ __global__ void __launch_bounds__(kEwThreads)
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
-
 typedef void (*LnKernel)(bf16*, fp8s*, fp8s*, float*, float*, float*, float*, const bf16*, const bf16*,
                          const bf16*, const bf16*, const float*, const float*, int, int, int);
 

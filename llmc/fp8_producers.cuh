@@ -46,3 +46,17 @@ void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out
 // Calibration: max |bf16(gelu(pre))| over N * C elements into the slot's staging amax (N * C multiple of 8).
 void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                    cudaStream_t stream);
+
+// The producers above with their output as one Fp8Tensor (bytes, scale_inv and slot).
+inline void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N,
+                                           float* rstd_N, Fp8ScaleState* st, const bf16* inp1_NC,
+                                           const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C,
+                                           int N, int C, cudaStream_t stream) {
+    fp8_residual_layernorm_forward(residual_NC, out.data, out.data_T, out.scale_inv, mean_N, rstd_N, st,
+                                   out.slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C, stream);
+}
+inline void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
+                                    bool gelu_tanh, cudaStream_t stream) {
+    fp8_gelu_cast_transpose(out.data, out.data_T, out.scale_inv, st, out.slot, pre_NC, N, C, gelu_tanh,
+                            stream);
+}

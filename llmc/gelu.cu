@@ -40,7 +40,6 @@ __global__ void __launch_bounds__(kGeluBlock)
     store128(d_in_out + i, r);
 }
 
-
 }  // namespace
 
 void gelu_forward(bf16* out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {

@@ -60,7 +60,7 @@ static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
             s.linear_dims(i % kLinearsPerLayer, &in, &out);
             if (i % kLinearsPerLayer == kFcProj && s.options.recompute_fc_proj_input)
                 continue;  // shared below
-            a.add("fp8 saved X^T", &s.fp8_linears[i].xT, (size_t)in * N);
+            a.add("fp8 saved X^T", &s.fp8_linears[i].x.data_T, (size_t)in * N);
         }
         // --recompute 1: one fc-proj X^T for all layers, rebuilt from the pre-GELU tensor in backward
         if (s.options.recompute_fc_proj_input)
@@ -184,13 +184,12 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
             Fp8LinearBuffers& lin = s.fp8_linears[i];
             int in, out;
             s.linear_dims(i % kLinearsPerLayer, &in, &out);
-            lin.linear = (int)i;
             if (s.sharded()) {  // one GPU: W and W^T live in the unused BF16 copy of the weight (below)
-                s.param_arena.add("fp8 W, W^T", &lin.w, (size_t)in * out);
-                s.param_arena.add("fp8 W, W^T", &lin.wT, (size_t)in * out);
+                s.param_arena.add("fp8 W, W^T", &lin.w.data, (size_t)in * out);
+                s.param_arena.add("fp8 W, W^T", &lin.w.data_T, (size_t)in * out);
             }
-            s.param_arena.add("fp8 scale_inv", &lin.w_scale_inv, 1);
-            s.param_arena.add("fp8 scale_inv", &lin.x_scale_inv, 1);
+            s.param_arena.add("fp8 scale_inv", &lin.w.scale_inv, 1);
+            s.param_arena.add("fp8 scale_inv", &lin.x.scale_inv, 1);
         }
     }
     add_activation_buffers(s, s.act_arena);
@@ -206,14 +205,17 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
             s.linear_dims(i % kLinearsPerLayer, &in, &out);
             const LayerParams p = s.layer(s.params, (int)(i / kLinearsPerLayer));
             bf16* const weights[kLinearsPerLayer] = {p.qkvw, p.attprojw, p.fcw, p.fcprojw};
-            lin.w = reinterpret_cast<__nv_fp8_storage_t*>(weights[i % kLinearsPerLayer]);
-            lin.wT = lin.w + (size_t)in * out;
+            lin.w.data = reinterpret_cast<__nv_fp8_storage_t*>(weights[i % kLinearsPerLayer]);
+            lin.w.data_T = lin.w.data + (size_t)in * out;
         }
     }
     s.param_arena.print_plan();
     size_t act_bytes = s.act_arena.allocate("activations");
     if (s.options.recompute_fc_proj_input)
-        for (size_t l = 0; l < L; l++) s.fp8_linears[kLinearsPerLayer * l + kFcProj].xT = s.shared_fc_proj_xT;
+        for (size_t l = 0; l < L; l++)
+            s.fp8_linears[kLinearsPerLayer * l + kFcProj].x.data_T = s.shared_fc_proj_xT;
+    for (size_t i = 0; i < s.fp8_linears.size(); i++)
+        fp8_linear_bind(&s.fp8_linears[i], (int)i, s.fp8.scratch);
     s.act_arena.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
 
@@ -225,7 +227,6 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         s.fp8.ctx = ctx;
         s.fp8.plans = &s.matmul_plans;
         s.fp8.scales = &s.scales;
-        s.fp8.dy_type = fp8.format == Fp8Format::Hybrid ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
         s.fp8.calibrate = true;  // until the first scale update
         s.fp8.margin = fp8.margin;
         s.fp8.gelu_tanh = m.gelu_tanh;
@@ -412,8 +413,8 @@ static void backward_pass(GptModel::Impl& s) {
                 // change).
                 Fp8LinearBuffers& lin = s.fp8_linears[kLinearsPerLayer * l + kFcProj];
                 s.mark(kPhaseCast);
-                fp8_gelu_cast_transpose(nullptr, lin.xT, lin.x_scale_inv, s.fp8.scales,
-                                        fp8_slot(lin.linear, kFp8X), s.fch[l], N, 4 * C, s.cfg.gelu_tanh, st);
+                fp8_gelu_cast_transpose(lin.x.transposed_only(), s.fp8.scales, s.fch[l], N, 4 * C,
+                                        s.cfg.gelu_tanh, st);
             }
             s.linear_backward(l, kFcProj, s.grad_N4C, g.fcprojw, g.fcprojb, dres, nullptr, p.fcprojw);
             // dGELU is fused into the fc layer's dY cast
@@ -515,8 +516,7 @@ static void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float b
                 const size_t off = s.master_weight(l, kind) - s.master;  // one GPU: master is unsharded
                 adamw_update_fp8_weight(s.master + off, s.adam_m + off, s.adam_v + off, s.grads + off, out,
                                         in, beta1, beta2, eps, s.adamw_scalars /* decayed */, &d->grad_scale,
-                                        &d->apply, lin.w, lin.wT, lin.w_scale_inv, &s.scales,
-                                        fp8_slot(lin.linear, kFp8W), st);
+                                        &d->apply, lin.w, &s.scales, st);
             }
     }
     s.gather_weights();  // every rank's updated shard to every rank

@@ -351,14 +351,12 @@ struct GptModel::Impl {
             return;
         }
         Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kind];
-        const int slot = fp8_slot(lin.linear, kFp8X);
         if (fp8.calibrate) {
-            fp8_layernorm_amax(fp8.scales, slot, inp1, inp2, w, b, N, C, ctx->stream);
-            fp8_calibrate_scales(fp8.scales, slot, 1, fp8.margin, ctx->stream);
+            fp8_layernorm_amax(fp8.scales, lin.x.slot, inp1, inp2, w, b, N, C, ctx->stream);
+            fp8_calibrate_scales(fp8.scales, lin.x.slot, 1, fp8.margin, ctx->stream);
         }
-        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, fp8.scratch.x_rows, lin.xT,
-                                       lin.x_scale_inv, mean, rstd, fp8.scales, slot, inp1, inp2, w, b, N, C,
-                                       ctx->stream);
+        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, lin.x, mean, rstd, fp8.scales, inp1,
+                                       inp2, w, b, N, C, ctx->stream);
     }
     // GELU feeding the fc-proj Linear: BF16 writes fch_gelu; FP8 writes fc-proj's FP8 input directly.
     void gelu_into_linear(int l, const bf16* pre) {
@@ -369,13 +367,11 @@ struct GptModel::Impl {
             return;
         }
         Fp8LinearBuffers& lin = fp8_linears[kLinearsPerLayer * l + kFcProj];
-        const int slot = fp8_slot(lin.linear, kFp8X);
         if (fp8.calibrate) {
-            fp8_gelu_amax(fp8.scales, slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
-            fp8_calibrate_scales(fp8.scales, slot, 1, fp8.margin, ctx->stream);
+            fp8_gelu_amax(fp8.scales, lin.x.slot, pre, N, C4, cfg.gelu_tanh, ctx->stream);
+            fp8_calibrate_scales(fp8.scales, lin.x.slot, 1, fp8.margin, ctx->stream);
         }
-        fp8_gelu_cast_transpose(fp8.scratch.x_rows, lin.xT, lin.x_scale_inv, fp8.scales, slot, pre, N, C4,
-                                cfg.gelu_tanh, ctx->stream);
+        fp8_gelu_cast_transpose(lin.x, fp8.scales, pre, N, C4, cfg.gelu_tanh, ctx->stream);
     }
     // Casts every block weight to FP8 (W and W^T) with the active scale state's W slots: from the FP32
     // master on one GPU; with several the master is sharded and every rank casts the gathered BF16 weights.

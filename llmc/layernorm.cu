@@ -184,7 +184,6 @@ __global__ void __launch_bounds__(kRedX* kRedY)
 // ---------------------------------------------------------------------------------------------------------
 // Launchers
 
-
 void check_c(const char* who, int C) {
     CHECK(C > 0 && C % 8 == 0 && C <= kLayerNormMaxC,
           "%s: C = %d must be a positive multiple of 8, at most %d", who, C, kLayerNormMaxC);
