@@ -141,7 +141,8 @@ check_launch() {  # name dir status expected_launcher
   if [ "$3" = 0 ] && grep -q "data parallel: 2 GPUs ($4)" "$2/out.txt" && grep -q "^summary:" "$2/out.txt"; then
     pass "$1"
   else
-    fail "$1" "status $3: $(tail_of "$2/out.txt")"
+    # the first error line names the cause (torchrun's own traceback follows it)
+    fail "$1" "status $3: $(grep -m2 -E 'error|Error' "$2/out.txt" | tr '\n' ' ') | $(tail_of "$2/out.txt")"
   fi
 }
 if want launcher_mpirun; then
