@@ -33,7 +33,7 @@ bool model_preset(const std::string& name, ModelConfig* out) {
 //     (e.g. fused_classifier_kernel's row = logits + (size_t)blockIdx.x * V, Arena sizes, adamw/global_norm
 //     over P, the GEMM outputs through cuBLASLt's 64-bit layouts). So B*T*V (logits), V*C, maxT*C, L*4C*C
 //     and the parameter count have no 32-bit limit; GPU memory bounds them (GptModel's check_memory_plan).
-//   - Row counts are int: gpt.cu computes N = B*T in int; cuBLASLt plans take int32 m/n/k/ld (matmul.cu
+//   - Row counts are int: gpt_step.cu computes N = B*T in int; cuBLASLt plans take int32 m/n/k/ld (matmul.cu
 //     GemmKey: N, C, 3C, 4C, V); fused_classifier launches N blocks; layernorm/cast kernels index rows in
 //     int and step past N by up to one split of rows (matmul_dbias_partial_kernel: row_begin +
 //     rows_per_split <= 2N; layernorm_backward_kernel: row + gridDim.x). Hence kMaxTokens = 2^30, which

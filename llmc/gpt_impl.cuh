@@ -1,5 +1,6 @@
-// GptModel's internals, shared by its translation units (llmc/gpt.cu: allocation and the training step;
-// llmc/gpt_state.cu: weights and training state in and out of the device). Not part of the API.
+// GptModel's internals, shared by its translation units (llmc/gpt.cu: allocation; llmc/gpt_step.cu: the
+// training step; llmc/gpt_state.cu: weights and training state in and out of the device). Not part of the
+// API.
 #pragma once
 #include <algorithm>
 #include <cmath>
