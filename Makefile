@@ -36,13 +36,15 @@ RPATHS := $(foreach d,$(sort $(CUDA_HOME)/lib64 $(CUDNN_LIB) $(NCCL_LIB)),-Xlink
 LDLIBS := -L$(CUDA_HOME)/lib64 $(if $(CUDNN_LIB),-L$(CUDNN_LIB)) $(if $(NCCL_LIB),-L$(NCCL_LIB)) \
           -lcublasLt -lcublas -lcudnn -lnvrtc -lcuda -lnccl $(ZLIB_LIBS) $(RPATHS)
 
-# Host-only sources (no CUDA): configuration, CLI, data loading. Also linked into the host tests.
-HOST_SRCS := $(wildcard llmc/*.cpp)
-HOST_SRCS := $(filter-out llmc/attention.cpp,$(HOST_SRCS))
+# The library, one folder per wing of llmc/ (README "Layout"). Host-only sources (no CUDA: configuration,
+# CLI, data, file formats, launcher, the model layout) are also linked into the host tests; the run lifecycle
+# (llmc/run) is host code over the GPU model, so it goes into the library only.
+HOST_SRCS := $(wildcard llmc/host/*.cpp llmc/formats/*.cpp llmc/parallel/*.cpp llmc/model/*.cpp)
 HOST_OBJS := $(HOST_SRCS:%.cpp=$(BUILD)/%.o)
-# GPU sources: kernels and launchers (+ the cudnn-frontend attention TU, slow to compile).
-GPU_SRCS := $(wildcard llmc/*.cu)
-GPU_OBJS := $(GPU_SRCS:%.cu=$(BUILD)/%.o) $(if $(wildcard llmc/attention.cpp),$(BUILD)/llmc/attention.o)
+RUN_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard llmc/run/*.cpp))
+# GPU sources: kernels, FP8, the model, GPU and NCCL infrastructure (+ the slow cudnn-frontend attention TU).
+GPU_SRCS := $(wildcard llmc/*/*.cu)
+GPU_OBJS := $(GPU_SRCS:%.cu=$(BUILD)/%.o)
 
 HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
 GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
@@ -60,15 +62,11 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/llmc/attention.o: llmc/attention.cpp
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -x cu -c $< -o $@
-
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/libllmc.a: $(HOST_OBJS) $(GPU_OBJS)
+$(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 

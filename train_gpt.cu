@@ -14,21 +14,21 @@
 #include <memory>
 #include <vector>
 
-#include "llmc/check.h"
-#include "llmc/checkpoint.h"
-#include "llmc/cli.h"
-#include "llmc/comm.h"
-#include "llmc/config.h"
-#include "llmc/context.h"
-#include "llmc/dataloader.h"
-#include "llmc/generate.h"
-#include "llmc/gpt.h"
-#include "llmc/launch.h"
-#include "llmc/logger.h"
-#include "llmc/phase_timer.h"
-#include "llmc/tokenizer.h"
-#include "llmc/train_state.h"
-#include "llmc/weights_io.h"
+#include "llmc/host/check.h"
+#include "llmc/formats/checkpoint.h"
+#include "llmc/host/cli.h"
+#include "llmc/parallel/comm.h"
+#include "llmc/host/config.h"
+#include "llmc/gpu/context.h"
+#include "llmc/host/dataloader.h"
+#include "llmc/run/generate.h"
+#include "llmc/model/gpt.h"
+#include "llmc/parallel/launch.h"
+#include "llmc/host/logger.h"
+#include "llmc/gpu/phase_timer.h"
+#include "llmc/host/tokenizer.h"
+#include "llmc/run/train_state.h"
+#include "llmc/formats/weights_io.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/check.h"
+#include "llmc/host/check.h"
 #include "test/testing.h"
 
 namespace bench {

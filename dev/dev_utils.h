@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "dev/bench.h"
-#include "llmc/check.h"
+#include "llmc/host/check.h"
 #include "test/testing.h"
 
 namespace dev {

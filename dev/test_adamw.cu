@@ -1,11 +1,11 @@
-// Tests for llmc/adamw.cuh: several AdamW steps against a float64 CPU reference (each step from the GPU's
+// Tests for llmc/kernels/adamw.cuh: several AdamW steps against a float64 CPU reference (each step from the GPU's
 // previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale != 1, a P that is
 // not a multiple of 8, misaligned views (head peeling and the element fallback). Benchmark (--bench): the
 // bandwidth at 1.5B.
 #include <cstring>
 
 #include "dev/dev_utils.h"
-#include "llmc/adamw.cuh"
+#include "llmc/kernels/adamw.cuh"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests for llmc/adamw_fp8.cuh (AdamW fused with the FP8 cast of the weight it updates): on fresh random
+// Tests for llmc/fp8/adamw_fp8.cuh (AdamW fused with the FP8 cast of the weight it updates): on fresh random
 // weights, moments and gradients, the fused kernel must give
 //   - bitwise the results of the unfused pair it replaces (adamw_update with device scalars and no BF16
 //     copy, then fp8_cast_transpose of the FP32 master): master, m, v, W, W^T, scale_inv and staging amax;
@@ -10,7 +10,7 @@
 // Shapes: partial 128-row/column tiles, and a GPT-2 1.5B fc weight. Benchmark (--bench): fused vs unfused at
 // the 1.5B fc shape.
 #include "dev/fp8_test_utils.h"
-#include "llmc/adamw_fp8.cuh"
+#include "llmc/fp8/adamw_fp8.cuh"
 
 using namespace fp8_test;
 

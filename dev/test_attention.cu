@@ -1,4 +1,4 @@
-// Tests for llmc/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats, backward
+// Tests for llmc/kernels/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats, backward
 // dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; the GPT-1.5B
 // attention shape (B=12, H=25, T=1024, D=64), also a benchmark (--bench).
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/attention.h"
-#include "llmc/context.h"
+#include "llmc/kernels/attention.h"
+#include "llmc/gpu/context.h"
 
 namespace {
 

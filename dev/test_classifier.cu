@@ -1,10 +1,10 @@
-// Tests for llmc/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU reference on
+// Tests for llmc/kernels/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU reference on
 // the same bf16 logits, the read-only mode, determinism, mean_loss. Benchmark (--bench): the bandwidth at
 // GPT-2 size.
 #include <cstring>
 
 #include "dev/dev_utils.h"
-#include "llmc/classifier.cuh"
+#include "llmc/kernels/classifier.cuh"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "dev/dev_utils.h"
-#include "llmc/encoder.cuh"
+#include "llmc/kernels/encoder.cuh"
 
 namespace {
 

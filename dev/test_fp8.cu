@@ -1,13 +1,13 @@
-// Tests for llmc/fp8.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
+// Tests for llmc/fp8/fp8.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
 // round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
-// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8_scale_math.h plus
+// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8/fp8_scale_math.h plus
 // hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
 #include <cfloat>
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8.cuh"
+#include "llmc/fp8/fp8.cuh"
 
 using namespace fp8_test;
 
@@ -207,7 +207,7 @@ double gelu_grad_ref(double x, bool tanh_form) {
 
 }  // namespace
 
-// dGELU. The kernel evaluates gelu' in fp32 with llmc/gelu_math.cuh (erf form: one ex2.approx, one
+// dGELU. The kernel evaluates gelu' in fp32 with llmc/kernels/gelu_math.cuh (erf form: one ex2.approx, one
 // rcp.approx + Newton step and a degree-7 polynomial for erfc(x/sqrt2) exp(x^2/2); tanh form: __expf =
 // ex2.approx of a rounded argument, approximate division), in cancellation-free forms like the reference.
 // Emulating those instruction sequences (with ftz) on the CPU over every bf16 input, with ex2/rcp errors 4x

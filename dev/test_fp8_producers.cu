@@ -1,4 +1,4 @@
-// Tests for llmc/fp8_producers.cu: the fused FP8 producers (LayerNorm with optional residual add, GELU) must
+// Tests for llmc/fp8/fp8_producers.cu: the fused FP8 producers (LayerNorm with optional residual add, GELU) must
 // write exactly the bytes of the shipped BF16 kernel followed by the shipped fp8_cast_transpose (run on a
 // second slot of the same scale state with the same scale), the same amax (= max |y| of the BF16 output,
 // bit for bit), residual / mean / rstd bit-identical to the BF16 kernel, scale_inv written, and the
@@ -11,10 +11,10 @@
 
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8.cuh"
-#include "llmc/fp8_producers.cuh"
-#include "llmc/gelu.cuh"
-#include "llmc/layernorm.cuh"
+#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/fp8_producers.cuh"
+#include "llmc/kernels/gelu.cuh"
+#include "llmc/kernels/layernorm.cuh"
 
 using namespace fp8_test;
 
@@ -290,7 +290,7 @@ struct GeluCase {
     bool tanh_form, rowwise, saturate;
 };
 
-// Float64 CPU reference tolerance. The kernel's fp32 GELU (llmc/gelu_math.cuh; erf form: <= 4.3e-6 relative
+// Float64 CPU reference tolerance. The kernel's fp32 GELU (llmc/kernels/gelu_math.cuh; erf form: <= 4.3e-6 relative
 // by an exhaustive CPU emulation over bf16 inputs, with ex2/rcp errors at 4x their bounds, for x >= -13 and
 // |x| > 2^-125, below which results are flushed; tanh form: __expf of -2|u| carries the fp32 rounding of u
 // and of the exponent, <= ~2e-5 relative for |2u| < 150, where it does not underflow) has relative error

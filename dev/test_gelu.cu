@@ -3,12 +3,12 @@
 #include <cstring>
 
 #include "dev/dev_utils.h"
-#include "llmc/gelu.cuh"
+#include "llmc/kernels/gelu.cuh"
 
 namespace {
 
 // rtol for a bf16 result computed in fp32: bf16 rounding (8 significant bits: up to 2^-8 relative, just
-// above a power of two) + the fp32 evaluation (llmc/gelu_math.cuh). The latter, from CPU emulations of the
+// above a power of two) + the fp32 evaluation (llmc/kernels/gelu_math.cuh). The latter, from CPU emulations of the
 // compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with ex2/rcp errors at 4x
 // their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5, except gelu' within
 // 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form <= 1.2e-4; bf16 inputs keep

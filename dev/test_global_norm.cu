@@ -1,10 +1,10 @@
-// Tests for llmc/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients, both clip
+// Tests for llmc/kernels/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients, both clip
 // branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P, and a
 // GPT-2 1.5B-size buffer; its bandwidth is a benchmark (--bench).
 #include <cstring>
 
 #include "dev/dev_utils.h"
-#include "llmc/global_norm.cuh"
+#include "llmc/kernels/global_norm.cuh"
 
 namespace {
 
@@ -120,7 +120,7 @@ TEST(global_norm_views_and_tiny) {
     CHECK_CUDA(cudaFree(d_grads));
 }
 
-// ZeRO-1 shard views (llmc/shard_view.h): the norm over rank r's chunk of every slice equals the reference
+// ZeRO-1 shard views (llmc/parallel/shard_view.h): the norm over rank r's chunk of every slice equals the reference
 // over exactly those elements (vector path: chunk a multiple of 8; element path: chunk 125).
 TEST(global_norm_shard_view) {
     struct Case {

@@ -1,7 +1,7 @@
 // LayerNorm forward (plain and fused residual add), saved statistics and backward against float64 CPU
 // references; benchmarks (--bench) at GPT-2 1.5B and small widths.
 #include "dev/dev_utils.h"
-#include "llmc/layernorm.cuh"
+#include "llmc/kernels/layernorm.cuh"
 
 namespace {
 

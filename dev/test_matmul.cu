@@ -1,4 +1,4 @@
-// Tests for llmc/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random inputs and
+// Tests for llmc/kernels/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random inputs and
 // compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded inputs, or
 // the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM.
 // Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad, GB/s of dbias, at GPT-1.5B
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/context.h"
-#include "llmc/matmul.cuh"
+#include "llmc/gpu/context.h"
+#include "llmc/kernels/matmul.cuh"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for llmc/checkpoint's reader: the input is written to a file (one temporary path per
+// libFuzzer target for llmc/formats/checkpoint's reader: the input is written to a file (one temporary path per
 // process) and read with read_checkpoint() into a fixed state of two F32 tensors ("master.w" [6,5],
 // "adam_m.w" [7]), expecting the model and recipe of test/host_checkpoint.cpp. A bad file must be refused
 // with std::runtime_error (CheckpointMismatch included); any other exception is a finding. Whatever reads
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/checkpoint.h"
-#include "llmc/safetensors.h"
+#include "llmc/formats/checkpoint.h"
+#include "llmc/formats/safetensors.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for llmc/safetensors: open arbitrary bytes as a file image
+// libFuzzer target for llmc/formats/safetensors: open arbitrary bytes as a file image
 // (SafetensorsReader::from_memory, which runs the same validation as opening a file). Whatever opens must
 // hold tensors that tile the data buffer and read back; writing them again (SafetensorsWriter) and re-opening
 // must give the same tensors, metadata and bytes, with checksums that verify. Built and run by
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/safetensors.h"
+#include "llmc/formats/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::unique_ptr<SafetensorsReader> r;

@@ -1,4 +1,4 @@
-// libFuzzer target for llmc/dataloader's shard reader: the input is written as a shard file (one temporary
+// libFuzzer target for llmc/host/dataloader's shard reader: the input is written as a shard file (one temporary
 // path per process, which is also the glob) and opened with DataLoader(path, B=2, T=4, vocab=300). A bad
 // shard must be refused with DataError; any other exception is a finding. Whatever opens must hold exactly
 // the tokens of the file (a valid header, N uint16 ids < vocab), and its batches must be the file's tokens in
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/dataloader.h"
+#include "llmc/host/dataloader.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "llmc/checkpoint.h"
-#include "llmc/dataloader.h"
-#include "llmc/safetensors.h"
+#include "llmc/formats/checkpoint.h"
+#include "llmc/host/dataloader.h"
+#include "llmc/formats/safetensors.h"
 
 namespace {
 

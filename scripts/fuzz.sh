@@ -15,7 +15,7 @@ SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(json safetensors shard checkpoint)
-LIB_SRCS=(llmc/json.cpp llmc/safetensors.cpp llmc/dataloader.cpp llmc/checkpoint.cpp)
+LIB_SRCS=(llmc/formats/json.cpp llmc/formats/safetensors.cpp llmc/host/dataloader.cpp llmc/formats/checkpoint.cpp)
 # zlib (crc32), chosen like the Makefile's ZLIB_INCLUDE / ZLIB_LIBS: the system's, else the copy that
 # `make deps` unpacks into third_party/zlib (static library).
 first_with() { local f=$1 d; shift; for d in "$@"; do [ -e "$d/$f" ] && { echo "$d"; return; }; done; }

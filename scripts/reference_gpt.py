@@ -13,7 +13,7 @@ Output file (little-endian):
   int32   header[256]  [0] magic 20241130, [1] version 1, [2] L, [3] C, [4] H, [5] V, [6] maxT, [7] B, [8] T,
                        [9] num_steps, [10] gelu_tanh (0/1), [11] num_logit_rows, rest 0
   float32 header2[16]  lr, beta1, beta2, eps, weight_decay, grad_clip, rest 0
-  float32 params       all 16 tensors in the canonical order of llmc/gpt.h (per-layer tensors stacked [L, ...],
+  float32 params       all 16 tensors in the canonical order of llmc/model/gpt.h (per-layer tensors stacked [L, ...],
                        weights in nn.Linear layout [out, in])
   int32   inputs[B*T], targets[B*T]
   float32 loss         step-0 loss (before any update)
@@ -103,7 +103,7 @@ class GPT(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# The canonical parameter order of llmc/gpt.h: (name, per-layer?, weight_decay, getter).
+# The canonical parameter order of llmc/model/gpt.h: (name, per-layer?, weight_decay, getter).
 
 
 def canonical_layout(model):

@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "llmc/check.h"
-#include "llmc/config.h"
-#include "llmc/context.h"
-#include "llmc/gpt.h"
+#include "llmc/host/check.h"
+#include "llmc/host/config.h"
+#include "llmc/gpu/context.h"
+#include "llmc/model/gpt.h"
 #include "test/testing.h"
 
 namespace {

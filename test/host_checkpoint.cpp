@@ -1,4 +1,4 @@
-// Host tests for llmc/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with damaged
+// Host tests for llmc/formats/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with damaged
 // files (truncated, flipped byte, garbage), and one-line errors for mismatched model/recipe/tensors.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/checkpoint.h"
-#include "llmc/safetensors.h"
+#include "llmc/formats/checkpoint.h"
+#include "llmc/formats/safetensors.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

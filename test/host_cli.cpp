@@ -1,11 +1,11 @@
-// Host tests for llmc/cli: defaults, every flag, presets and overrides, --help, and one-line usage errors.
+// Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, and one-line usage errors.
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "llmc/cli.h"
-#include "llmc/config.h"
+#include "llmc/host/cli.h"
+#include "llmc/host/config.h"
 #include "test/testing.h"
 
 namespace {

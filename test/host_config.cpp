@@ -1,4 +1,4 @@
-// Host tests for llmc/config: parameter and FLOP counts, the learning-rate schedule, the JSON dump.
+// Host tests for llmc/host/config: parameter and FLOP counts, the learning-rate schedule, the JSON dump.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/config.h"
+#include "llmc/host/config.h"
 #include "test/testing.h"
 
 namespace {

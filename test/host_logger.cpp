@@ -1,4 +1,4 @@
-// Host tests for llmc/logger: prepare_log_dir (create with parents, probe for writability, one-line errors on
+// Host tests for llmc/host/logger: prepare_log_dir (create with parents, probe for writability, one-line errors on
 // a path under a regular file or in an unwritable directory) and RunLogger's files.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "llmc/logger.h"
+#include "llmc/host/logger.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

@@ -1,4 +1,4 @@
-// Host tests for llmc/safetensors (and llmc/json): round trips, metadata, checksums, every kind of corrupt
+// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every kind of corrupt
 // file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's safetensors
 // writes it. Files go to a fresh mkdtemp directory.
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/json.h"
-#include "llmc/safetensors.h"
+#include "llmc/formats/json.h"
+#include "llmc/formats/safetensors.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

@@ -1,4 +1,4 @@
-// Host tests for llmc/sampler: argmax at temperature 0, top-k support, empirical frequencies against the
+// Host tests for llmc/host/sampler: argmax at temperature 0, top-k support, empirical frequencies against the
 // softmax, determinism of the uint64 RNG state, V_valid excluding a padded tail, non-finite logits.
 #include <cmath>
 #include <limits>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/sampler.h"
+#include "llmc/host/sampler.h"
 #include "test/testing.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Host tests for llmc/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
+// Host tests for llmc/formats/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
 // config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix, mask
 // buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
 #include <sys/stat.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "llmc/config.h"
-#include "llmc/json.h"
-#include "llmc/safetensors.h"
-#include "llmc/weights_io.h"
+#include "llmc/host/config.h"
+#include "llmc/formats/json.h"
+#include "llmc/formats/safetensors.h"
+#include "llmc/formats/weights_io.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

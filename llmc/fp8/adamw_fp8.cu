@@ -1,0 +1,106 @@
+// AdamW + FP8 cast of a Linear weight (llmc/fp8/adamw_fp8.cuh): the 128 x 128 cast-transpose tile of
+// llmc/fp8/fp8_device.cuh, with the AdamW element update (llmc/kernels/adamw_math.cuh) applied to each 8-column chunk
+// before it is quantized.
+#include "llmc/fp8/adamw_fp8.cuh"
+#include "llmc/kernels/adamw_math.cuh"
+#include "llmc/fp8/fp8_device.cuh"
+
+namespace {
+
+// Phase 1: thread (rr, cc) updates and quantizes rows rr + 16 i (i < 8), columns [c, c + 8) of the tile, two
+// rows' loads in flight at a time (master, m, v: 96 bytes, grads: 16 bytes per row); phase 2 writes W^T.
+template <__nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kCtThreads)
+    adamw_fp8_weight_kernel(float* __restrict__ master, float* __restrict__ m_st, float* __restrict__ v_st,
+                            const bf16* __restrict__ grads, int OC, int C, AdamWCoefs coefs,
+                            const AdamWStepScalars* __restrict__ step_dev,
+                            const float* __restrict__ grad_scale, const int* __restrict__ apply,
+                            __nv_fp8_storage_t* __restrict__ w, __nv_fp8_storage_t* __restrict__ wT,
+                            float* __restrict__ w_scale_inv, float* staging,
+                            const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr) {
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    ct_write_scale_inv(w_scale_inv, scale_inv_ptr);
+    const bool update = apply == nullptr || *apply != 0;
+    const AdamWStepScalars t = *step_dev;
+    const float gscale = grad_scale ? *grad_scale : 1.0f;
+    const float scale = *scale_ptr;
+    uint32_t amax_bits = 0;
+    constexpr int kBatch = 2;
+#pragma unroll
+    for (int b = 0; b < 8; b += kBatch) {
+        f128 p[kBatch][2], m[kBatch][2], v[kBatch][2];
+        x128 g[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int n = n0 + rr + 16 * (b + i);
+            if (col_ok && n < OC) {
+                const size_t off = (size_t)n * C + c;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    p[i][h] = load128_stream(master + off + 4 * h);
+                    if (update) {
+                        m[i][h] = load128_stream(m_st + off + 4 * h);
+                        v[i][h] = load128_stream(v_st + off + 4 * h);
+                    }
+                }
+                if (update) g[i] = load128_stream(grads + off);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int r = rr + 16 * (b + i), n = n0 + r;
+            uint2 q = make_uint2(0, 0);
+            if (col_ok && n < OC) {
+                const size_t off = (size_t)n * C + c;
+                float val[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float& pk = p[i][k / 4][k % 4];
+                    if (update)
+                        adamw_element(pk, m[i][k / 4][k % 4], v[i][k / 4][k % 4],
+                                      __bfloat162float(g[i][k]) * gscale, coefs, t);
+                    val[k] = pk;
+                    amax_bits = max(amax_bits, fp8_abs_bits(pk));
+                }
+                if (update) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        store128_stream(master + off + 4 * h, p[i][h]);
+                        store128_stream(m_st + off + 4 * h, m[i][h]);
+                        store128_stream(v_st + off + 4 * h, v[i][h]);
+                    }
+                }
+                q = to_fp8x8<FMT>(val, scale);
+                *reinterpret_cast<uint2*>(w + off) = q;
+            }
+            ct_tile_park(tile, r, cc, q);
+        }
+    }
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
+    ct_tile_write_transposed(wT, tile, n0, c0, OC, C);
+}
+
+}  // namespace
+
+void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, const bf16* grads_OCC, int OC,
+                             int C, float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
+                             const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,
+                             cudaStream_t stream) {
+    CHECK(OC > 0 && C > 0 && OC % 16 == 0 && C % 16 == 0,
+          "adamw_update_fp8_weight: OC = %d and C = %d must be positive multiples of 16", OC, C);
+    CHECK(step_dev != nullptr, "adamw_update_fp8_weight: step scalars (device) required");
+    CHECK(aligned16(master_OCC) && aligned16(m_OCC) && aligned16(v_OCC) && aligned16(grads_OCC) &&
+              aligned16(w.data) && aligned16(w.data_T),
+          "adamw_update_fp8_weight: pointers must be 16-byte aligned");
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(OC, kCtTile));
+    CHECK(grid.y <= 65535, "adamw_update_fp8_weight: OC = %d too large", OC);
+    const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
+    fp8_dispatch_format(st, w.slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        adamw_fp8_weight_kernel<FMT><<<grid, kCtThreads, 0, stream>>>(
+            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
+            w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot, st->scale_inv + w.slot);
+        CHECK_LAUNCH();
+    });
+}

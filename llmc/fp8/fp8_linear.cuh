@@ -1,0 +1,68 @@
+// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8/fp8.cuh) feeding the cuBLASLt
+// FP8 GEMMs (llmc/kernels/matmul.cuh). Forward: X is cast (row-wise for this GEMM + transposed copy kept for wgrad)
+// with its scale_inv; Y = X W^T + b with E4M3 x E4M3 and fast accumulation. Backward: dY is cast + transposed
+// with dbias reduced in the same pass (dGELU fused for the fc layer), then dgrad dX = dY W (W^T copy) and
+// wgrad dW = dY^T X (X^T and dY^T copies), all TN, without fast accumulation.
+#pragma once
+#include <library_types.h>
+
+#include "llmc/fp8/fp8.cuh"
+#include "llmc/kernels/matmul.cuh"
+#include "llmc/gpu/phase_timer.h"
+
+struct GpuContext;
+
+// The three scaled tensors of one Linear [OC, C] (llmc/fp8/fp8_tensor.h), each with its own slot
+// fp8_slot(linear, role) in the scale state.
+struct Fp8LinearBuffers {
+    Fp8Tensor w;  // W [OC, C] and W^T [C, OC], cast once per optimizer step
+    Fp8Tensor x;  // the input: row-wise [N, C] in the shared scratch (this GEMM), transposed [C, N] saved for
+                  // wgrad
+    Fp8Tensor dy;  // the output gradient: [N, OC] and [OC, N], both in the shared scratch
+};
+
+// Scratch shared by all FP8 Linears (used and consumed within one call).
+struct Fp8Scratch {
+    __nv_fp8_storage_t* x_rows = nullptr;   // [N, max in-features]
+    __nv_fp8_storage_t* dy_rows = nullptr;  // [N, max out-features]
+    __nv_fp8_storage_t* dyT = nullptr;      // [max out-features, N]
+    float* dy_scale_inv = nullptr;
+    void* dbias_scratch = nullptr;
+};
+
+// Points `lin`'s slots at those of Linear `linear` (fp8_slot(linear, role)), and its scratch-backed copies (X
+// row-wise, dY both ways) at the shared scratch.
+void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch);
+
+struct Fp8LinearContext {
+    GpuContext* ctx = nullptr;
+    MatmulPlanCache* plans = nullptr;
+    Fp8ScaleState* scales = nullptr;
+    Fp8Scratch scratch;
+    bool calibrate =
+        false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
+    int margin = 0;
+    bool gelu_tanh = false;
+    bool accumulate_grads = false;  // gradient accumulation: dweight/dbias += instead of overwritten
+    PhaseTimer* timer = nullptr;
+};
+
+// out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels write
+// lin->x).
+void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
+                                  const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+// out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.
+void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
+                        const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+// dinp_NC = dY W (overwritten), dweight_OCC = dY^T X, dbias_OC = sum_n dY (overwritten, or += with
+// f->accumulate_grads). dY = dout_NOC, or, when
+// pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is then the gradient of the GELU output).
+void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
+                         bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
+                         cudaStream_t stream);
+// W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step), or from the BF16 working
+// weight (several GPUs: the master is sharded, the gathered BF16 weight is what every rank has whole).
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
+                            int C, cudaStream_t stream);
+void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const bf16* weight_OCC, int OC, int C,
+                            cudaStream_t stream);

@@ -1,0 +1,293 @@
+// Fused FP8 producers: LayerNorm (+ residual add) and GELU writing FP8 row-wise + transposed copies with
+// amax. Kernels then launchers. See llmc/fp8/fp8_producers.cuh for the contracts.
+//
+// Bit-exactness with the BF16 kernels followed by fp8_cast_transpose rests on evaluating the very same fp32
+// expressions in the same order (so nvcc contracts the same multiply-adds into FMAs), with the same lane ->
+// element assignment wherever a reduction order matters (the LayerNorm row statistics), and on quantizing
+// the bf16-rounded value exactly as llmc/fp8/fp8.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2 with
+// __NV_SATFINITE). Both hold by construction: the per-row LayerNorm is llmc/kernels/layernorm_row.cuh (inlined by
+// llmc/kernels/layernorm.cu too), the quantization, amax and transposition helpers are llmc/fp8/fp8_device.cuh (inlined
+// by llmc/fp8/fp8.cu too).
+#include <cstdint>
+
+#include "llmc/fp8/fp8_device.cuh"
+#include "llmc/fp8/fp8_producers.cuh"
+#include "llmc/kernels/gelu_math.cuh"
+#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/layernorm_row.cuh"
+
+namespace {
+
+typedef __nv_fp8_storage_t fp8s;
+
+// ---------------------------------------------------------------------------------------------------------
+// LayerNorm -> FP8
+// ---------------------------------------------------------------------------------------------------------
+// Block of 8 warps for a tile of R = rows_per_block rows (32, or 16 for wide rows), warp w taking rows w,
+// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm.cu's forward (the same layernorm_row_forward of
+// llmc/kernels/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32, ..., l+32(K-1) of the row in registers,
+// two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any K >= ceil(C / 256) gives the same
+// bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp stores 256 contiguous bytes)
+// and the same 8 bytes into the shared tile [R][C/4 + 1 words] (odd pitch; the two words are stored in an
+// order that is bank-conflict free: lanes 0-15 hit even banks, lanes 16-31 odd ones). After the block barrier
+// (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block of tile rows [16s, 16s+16) and
+// columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch maps 16s to a 16-bank shift),
+// transposes it in registers and writes 16 bytes to each of 4 transposed rows; with R = 32 lane pairs
+// (s = 0, 1) write the two halves of one 32-byte sector.
+// kWrite = false: amax only (calibration), nothing written, no shared tile.
+constexpr int kLnThreads = 256;
+constexpr int kLnWarps = kLnThreads / 32;
+constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile), 16-row tiles above
+
+__host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
+
+template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
+    fp8_layernorm_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
+                         float* __restrict__ out_scale_inv, float* __restrict__ mean,
+                         float* __restrict__ rstd, float* staging, const bf16* __restrict__ inp1,
+                         const bf16* __restrict__ inp2, const bf16* __restrict__ weight,
+                         const bf16* __restrict__ bias, const float* __restrict__ scale_ptr,
+                         const float* __restrict__ scale_inv_ptr, int N, int C, int rows_per_block) {
+    extern __shared__ uint32_t tile[];  // [rows_per_block][pitch] words (kWrite only)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int n0 = blockIdx.x * rows_per_block;
+    const int pitch = ln_pitch_words(C);
+    float scale = 0.0f;
+    if constexpr (kWrite) {
+        scale = *scale_ptr;
+        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+    }
+    uint32_t amax_bits = 0;
+
+    // ---- phase 1: one row per warp at a time (layernorm_forward_kernel's layernorm_row_forward) ----
+    for (int r = warp; r < rows_per_block; r += kLnWarps) {
+        const int row = n0 + r;
+        if (row >= N) break;  // warp-uniform; no barrier inside the loop
+        const size_t off = (size_t)row * C;
+        // y: amax of every value, then (kWrite) the chunk's 8 row-wise bytes and its tile words.
+        const auto on_value = [&](bf16 y) { amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y))); };
+        const auto on_chunk = [&](int c, const x128& o) {
+            if constexpr (kWrite) {
+                float y[x128::size];
+#pragma unroll
+                for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
+                const uint2 q = to_fp8x8<FMT>(y, scale);
+                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
+                uint32_t* t = tile + r * pitch + c / 4;
+                const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
+                t[hi ? 1 : 0] = hi ? q.y : q.x;
+                t[hi ? 0 : 1] = hi ? q.x : q.y;
+            }
+        };
+        float m, s;
+        layernorm_row_forward<K, kResidual, kResidual && kWrite>(m, s, residual, inp1, inp2, weight, bias,
+                                                                 off, C, lane, on_value, on_chunk);
+        if constexpr (kWrite) {
+            if (lane == 0) {
+                if (mean != nullptr) mean[row] = m;
+                if (rstd != nullptr) rstd[row] = s;
+            }
+        }
+    }
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
+    if constexpr (!kWrite) return;
+
+    // ---- phase 2: transposed tile ----
+    const int segs = rows_per_block / 16;  // 1 or 2
+    const int items = (C / 4) * segs;
+    for (int it = threadIdx.x; it < items; it += kLnThreads) {
+        const int g = it / segs, sg = it - g * segs;
+        const int n = n0 + 16 * sg;
+        if (n >= N) continue;  // N is a multiple of 16: a segment is either whole or absent
+        uint32_t w[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++) w[k] = tile[(16 * sg + k) * pitch + g];
+        write_transposed_16x4(out_T, w, 4 * g, n, N);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GELU -> FP8
+// ---------------------------------------------------------------------------------------------------------
+// GELU forward: gelu_erf / gelu_tanh of llmc/kernels/gelu_math.cuh, the very same code as llmc/kernels/gelu.cu's
+// gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward + fp8_cast_transpose).
+// y = bf16(gelu(x)) as gelu_forward stores it, back in fp32.
+template <bool kTanh>
+__device__ __forceinline__ float gelu_bf16(float x) {
+    return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));
+}
+
+// Cast + transpose as llmc/fp8/fp8.cu's cast_transpose_kernel (the 128 x 128 tile of llmc/fp8/fp8_device.cuh), with
+// GELU applied to the loaded values; all 8 loads of a thread are issued before any math.
+template <bool kTanh, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kCtThreads, 2)
+    fp8_gelu_cast_transpose_kernel(fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
+                                   float* __restrict__ out_scale_inv, float* staging,
+                                   const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
+                                   const float* __restrict__ scale_inv_ptr, int N, int C) {
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
+
+    const float scale = *scale_ptr;
+    uint32_t amax_bits = 0;
+    x128 raw[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int n = n0 + rr + 16 * i;
+        if (col_ok && n < N) raw[i] = load128cs(pre_NC + (size_t)n * C + c);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = rr + 16 * i, n = n0 + r;
+        uint2 q = make_uint2(0, 0);
+        if (col_ok && n < N) {
+            float y[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
+                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
+            }
+            q = to_fp8x8<FMT>(y, scale);
+            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
+        }
+        ct_tile_park(tile, r, cc, q);
+    }
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
+    ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
+}
+
+// Amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first).
+constexpr int kEwThreads = 256;
+constexpr int kEwChunks = 4;
+constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
+
+template <bool kTanh>
+__global__ void __launch_bounds__(kEwThreads)
+    fp8_gelu_amax_kernel(float* staging, const bf16* __restrict__ pre, long n) {
+    const long base = (long)blockIdx.x * kEwPerBlock;
+    x128 raw[kEwChunks];
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) raw[i] = load128cs(pre + idx);
+    }
+    uint32_t amax_bits = 0;
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                amax_bits = max(amax_bits, fp8_abs_bits(gelu_bf16<kTanh>(__bfloat162float(raw[i][k]))));
+        }
+    }
+    block_amax_atomic(amax_bits, staging);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------------------------------------
+
+typedef void (*LnKernel)(bf16*, fp8s*, fp8s*, float*, float*, float*, float*, const bf16*, const bf16*,
+                         const bf16*, const bf16*, const float*, const float*, int, int, int);
+
+template <bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
+LnKernel pick_ln_kernel(int C) {
+    return layernorm_pick_k(
+        C, [](auto k) { return fp8_layernorm_kernel<decltype(k)::value, kResidual, kWrite, FMT>; });
+}
+
+void check_ln_shape(const char* who, int N, int C) {
+    CHECK(N > 0 && N % 16 == 0 && C > 0 && C % 16 == 0 && C <= kLayerNormMaxC,
+          "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
+}
+
+template <bool kWrite>
+void launch_ln(bf16* residual, fp8s* out_NC, fp8s* out_T, float* out_scale_inv, float* mean, float* rstd,
+               Fp8ScaleState* st, int slot, const bf16* inp1, const bf16* inp2, const bf16* weight,
+               const bf16* bias, int N, int C, cudaStream_t stream) {
+    const int rows = C <= kLnRows32MaxC ? 32 : 16;
+    const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
+    const int grid = ceil_div(N, rows);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = kWrite ? decltype(tag)::value : __NV_E4M3;
+        const LnKernel kernel =
+            inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C) : pick_ln_kernel<false, kWrite, FMT>(C);
+        if (smem > 48 * 1024)
+            CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<grid, kLnThreads, smem, stream>>>(residual, out_NC, out_T, out_scale_inv, mean, rstd,
+                                                   st->amax_history + slot, inp1, inp2, weight, bias,
+                                                   st->scale + slot, st->scale_inv + slot, N, C, rows);
+        CHECK_LAUNCH();
+    });
+}
+
+}  // namespace
+
+void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_NC,
+                                    __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
+                                    float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
+                                    const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
+                                    int C, cudaStream_t stream) {
+    check_ln_shape("fp8_residual_layernorm_forward", N, C);
+    CHECK(out_T_CN != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
+          "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
+    CHECK(inp2_NC == nullptr || residual_NC != nullptr,
+          "fp8_residual_layernorm_forward: the residual output is required with inp2");
+    CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(out_T_CN) && aligned16(inp1_NC) &&
+              aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
+          "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
+    launch_ln<true>(residual_NC, out_NC, out_T_CN, out_scale_inv, mean_N, rstd_N, st, slot, inp1_NC, inp2_NC,
+                    weight_C, bias_C, N, C, stream);
+}
+
+void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
+                        const bf16* weight_C, const bf16* bias_C, int N, int C, cudaStream_t stream) {
+    check_ln_shape("fp8_layernorm_amax", N, C);
+    CHECK(inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
+          "fp8_layernorm_amax: inp1, weight and bias are required");
+    CHECK(aligned16(inp1_NC) && aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
+          "fp8_layernorm_amax: tensors must be 16-byte aligned");
+    launch_ln<false>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, st, slot, inp1_NC, inp2_NC,
+                     weight_C, bias_C, N, C, stream);
+}
+
+void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
+                             Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
+                             cudaStream_t stream) {
+    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
+          "fp8_gelu_cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
+    CHECK(out_T_CN != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
+    CHECK(aligned16(out_NC) && aligned16(out_T_CN) && aligned16(pre_NC),
+          "fp8_gelu_cast_transpose: pointers must be 16-byte aligned");
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
+    CHECK(grid.y <= 65535, "fp8_gelu_cast_transpose: N = %d too large", N);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
+                                : fp8_gelu_cast_transpose_kernel<false, FMT>;
+        kernel<<<grid, kCtThreads, 0, stream>>>(out_NC, out_T_CN, out_scale_inv, st->amax_history + slot,
+                                                pre_NC, st->scale + slot, st->scale_inv + slot, N, C);
+        CHECK_LAUNCH();
+    });
+}
+
+void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
+                   cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N >= 0 && C >= 0 && n % 8 == 0, "fp8_gelu_amax: N * C = %ld must be a multiple of 8", n);
+    CHECK(pre_NC != nullptr && aligned16(pre_NC), "fp8_gelu_amax: pre must be non-null and 16-byte aligned");
+    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    if (n == 0) return;
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "fp8_gelu_amax: n = %ld too large", n);
+    if (gelu_tanh)
+        fp8_gelu_amax_kernel<true>
+            <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+    else
+        fp8_gelu_amax_kernel<false>
+            <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+    CHECK_LAUNCH();
+}

@@ -1,0 +1,53 @@
+#include "llmc/host/check.h"
+#include "llmc/gpu/context.h"
+
+bool cuda_device_available(std::string* why) {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        if (why) *why = err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found";
+        cudaGetLastError();  // clear the sticky-free error so later calls start clean
+        return false;
+    }
+    return true;
+}
+
+GpuContext create_gpu_context(int device, int min_sm) {
+    std::string why;
+    if (!cuda_device_available(&why))
+        fatal("no usable CUDA device (%s); train_gpt needs an NVIDIA GPU", why.c_str());
+    GpuContext ctx;
+    ctx.device = device;
+    CHECK_CUDA(cudaSetDevice(device));
+    CHECK_CUDA(cudaGetDeviceProperties(&ctx.props, device));
+    int sm = ctx.props.major * 10 + ctx.props.minor;
+    if (sm < min_sm)
+        fatal("GPU %s has compute capability %d.%d; this needs sm_%d or newer", ctx.props.name,
+              ctx.props.major, ctx.props.minor, min_sm);
+    CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+    CHECK_CUBLAS(cublasLtCreate(&ctx.cublaslt));
+    ctx.cublaslt_workspace_size = 32ull << 20;
+    CHECK_CUDA(cudaMalloc(&ctx.cublaslt_workspace, ctx.cublaslt_workspace_size));
+    CHECK_CUDNN(cudnnCreate(&ctx.cudnn));
+    CHECK_CUDNN(cudnnSetStream(ctx.cudnn, ctx.stream));
+    return ctx;
+}
+
+void* ensure_cudnn_workspace(GpuContext* ctx, size_t bytes) {
+    if (bytes > ctx->cudnn_workspace_size) {
+        CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+        if (ctx->cudnn_workspace) CHECK_CUDA(cudaFree(ctx->cudnn_workspace));
+        CHECK_CUDA(cudaMalloc(&ctx->cudnn_workspace, bytes));
+        ctx->cudnn_workspace_size = bytes;
+    }
+    return ctx->cudnn_workspace;
+}
+
+void destroy_gpu_context(GpuContext* ctx) {
+    if (ctx->cudnn_workspace) cudaFree(ctx->cudnn_workspace);
+    if (ctx->cublaslt_workspace) cudaFree(ctx->cublaslt_workspace);
+    if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
+    if (ctx->cublaslt) cublasLtDestroy(ctx->cublaslt);
+    if (ctx->stream) cudaStreamDestroy(ctx->stream);
+    *ctx = GpuContext();
+}

@@ -1,0 +1,23 @@
+// Command-line parsing for train_gpt (CLI11): flags -> TrainConfig, then validate(). Host-only.
+//
+// Usage in main():
+//   TrainConfig cfg;
+//   CliResult r = parse_cli(argc, argv, &cfg);
+//   if (!r.run) { fputs(r.message.c_str(), r.exit_code == 0 ? stdout : stderr); return r.exit_code; }
+#pragma once
+#include <string>
+
+#include "llmc/host/config.h"
+
+struct CliResult {
+    bool run = false;   // true: cfg is filled and valid, go train
+    int exit_code = 0;  // when !run: 0 for --help, 2 for a usage error
+    std::string
+        message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
+};
+
+// Parses argv into *cfg (defaults: TrainConfig's). The model preset (--model) is applied first, then the
+// explicit overrides (--layers, --channels, --heads, --vocab, --max-seq). Numeric flags take decimal numbers
+// of their field's type ("--steps -1" reads -1, which validate() then rejects by name); a flag given twice
+// keeps the last value. Never prints, never exits.
+CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg);

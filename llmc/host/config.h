@@ -1,0 +1,119 @@
+// Model and training configuration: presets, validation, parameter/FLOP counts, LR schedule, JSON dump.
+// Host-only (no CUDA), so the host tests can exercise it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct ModelConfig {
+    int num_layers = 48;     // L
+    int channels = 1600;     // C
+    int num_heads = 25;      // H
+    int vocab_size = 50304;  // V (the seed's padded GPT-2 vocabulary)
+    int max_seq_len = 1024;  // maxT (rows of the position embedding)
+    bool gelu_tanh = false;  // false: exact erf GELU (nn.GELU() default); true: tanh approximation
+};
+
+enum class Precision { BF16, FP8 };
+enum class LrSchedule { Cosine, Constant };
+enum class Fp8Format { Hybrid, E4M3 };  // hybrid: E4M3 forward, E5M2 gradients
+enum class AmaxAlgo { Max, MostRecent };
+
+struct Fp8Config {
+    Fp8Format format = Fp8Format::Hybrid;  // Transformer Engine defaults
+    int history_len = 1024;
+    AmaxAlgo amax_algo = AmaxAlgo::Max;
+    int margin = 0;
+};
+
+struct TrainConfig {
+    std::string model_name = "1.5b";
+    ModelConfig model;
+    Precision precision = Precision::BF16;
+    Fp8Config fp8;
+    int batch = 12;           // B: the micro-batch of one GPU
+    int seq = 1024;           // T
+    int64_t total_batch = 0;  // tokens per optimizer step (B*T x micro-steps x GPUs); 0: B*T x GPUs
+    int steps = 50;
+    std::string train_data = "random";  // glob of shards, or "random"
+    std::string val_data;               // empty: no validation
+    int val_every = 100;
+    int val_batches = 20;
+    float lr = 6e-4f;
+    int warmup = 0;
+    LrSchedule schedule = LrSchedule::Cosine;
+    float final_lr_frac = 0.1f;  // cosine decays to lr * final_lr_frac
+    float weight_decay = 0.1f;
+    float grad_clip = 1.0f;  // 0 disables clipping
+    float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
+    uint64_t seed = 3985;  // the seed script's seed
+    std::string log_dir = "logs";
+    int log_every = 1;
+    int fp8_health_every = 50;
+    bool profile = false;
+
+    // Run lifecycle: checkpoints, resume, faults (llmc/formats/checkpoint.h).
+    std::string checkpoint_dir;  // empty: no checkpoints (with --resume: the resume directory)
+    int checkpoint_every = 0;    // 0: only at the end (and on SIGINT/SIGTERM)
+    int keep_checkpoints = 2;
+    bool checkpoint_required = false;  // a failed checkpoint write ends the run instead of a warning
+    std::string resume;                // directory to resume from (its newest valid checkpoint)
+    int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
+
+    // Several GPUs (llmc/parallel/launch.h, llmc/parallel/comm.h).
+    std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
+    double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
+
+    // Speed / memory / reproducibility trade-offs.
+    int recompute = 0;  // 1 (fp8): the fc-projection's FP8 input is recomputed in backward, not stored
+    bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
+    bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
+
+    // Text samples during training (llmc/run/generate.h).
+    int sample_every = 0;  // 0: never; else every N steps and after the last
+    int sample_tokens = 64;
+    std::string prompt;  // empty: start from the end-of-text token (or a newline for bytes)
+    float temperature = 1.0f;
+    int top_k = 40;         // 0: the whole vocabulary
+    std::string tokenizer;  // tokenizer file (scripts/prepare_data.py); empty: next to the train shards
+
+    // Weights in and out (llmc/formats/weights_io.h).
+    std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)
+    std::string export_path;  // write the weights here: without --export-at-end instead of training
+    bool export_hf = false;   // --export-format hf (a folder) instead of seed (one file)
+    bool export_at_end = false;
+};
+
+// Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.
+bool model_preset(const std::string& name, ModelConfig* out);
+// Empty string if valid, else a one-line message naming the offending setting and what was expected: every
+// numeric setting's range, the shape rules of the kernels (head size, multiples of 16, C <= 8192), and the
+// sizes the kernels index with 32-bit ints or grid dimensions, computed in 64-bit (B*T, B*T*4C, B*T*3C,
+// B*H*T; with FP8 B*T <= 65535 * 128). An overflow message names the largest --batch that fits. Host-only:
+// call it before any GPU work. config.cpp lists which kernel imposes which limit.
+std::string validate(const TrainConfig& cfg);
+// The largest tokens per step B*T that the kernels can index for cfg's model and precision.
+int64_t max_tokens_per_step(const TrainConfig& cfg);
+// The largest --batch within the kernels' index limits for cfg's other settings (B*T a multiple of 16), or
+// 0 if there is none at this --seq. GPU memory is not considered (GptModel checks that on the device).
+int max_batch_for(const TrainConfig& cfg);
+
+// Micro-steps per optimizer step on `world` GPUs: total_batch / (B * T * world), or 1 without --total-batch.
+// Returns an empty string and sets *steps, or a one-line error when it does not divide.
+std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
+
+size_t num_parameters(const ModelConfig& m);
+// Honest model FLOPs per token for one fwd+bwd: 6 * N + 12 * L * T * C (matmul weights + attention).
+double flops_per_token(const ModelConfig& m, int seq_len);
+// The seed script's figure for a step: 6 * N * 16 * 1024 regardless of the batch (overstates 4/3 at B=12).
+double seed_script_flops_per_step(const ModelConfig& m);
+
+// Learning rate for 0-based `step`: linear warmup over `warmup` steps to `lr`, then constant or cosine
+// decay to lr * final_lr_frac at the last step.
+float learning_rate(const TrainConfig& cfg, int step);
+
+const char* to_string(Precision p);
+const char* to_string(LrSchedule s);
+const char* to_string(Fp8Format f);
+const char* to_string(AmaxAlgo a);
+std::string to_json(const TrainConfig& cfg);

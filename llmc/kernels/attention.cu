@@ -1,0 +1,244 @@
+// cuDNN SDPA (flash attention) forward/backward graphs through cudnn-frontend, cached by shape.
+// Compiled by nvcc -x cu as its own translation unit (see the Makefile): cudnn_frontend is slow to compile.
+#define CUDNN_FRONTEND_SKIP_JSON_LIB  // no graph (de)serialization needed; much faster to compile
+#include "llmc/kernels/attention.h"
+
+#include "llmc/gpu/sanitizer_marks.h"
+
+// cudnn_frontend_shim.h uses std::strlen without including <cstring> when the JSON library is skipped.
+#include <cstring>
+// (keep the line above before the frontend)
+#include <cudnn_frontend.h>
+
+#include <cmath>
+#include <exception>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "llmc/host/check.h"
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+// Fixed tensor uids, so a variant pack is a small uid -> pointer map.
+enum : int64_t { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_DO, UID_DQ, UID_DK, UID_DV };
+
+enum class Pass { ForwardInference, ForwardTraining, Backward };
+
+const char* pass_name(Pass pass) {
+    switch (pass) {
+        case Pass::ForwardInference:
+            return "attention forward (inference)";
+        case Pass::ForwardTraining:
+            return "attention forward";
+        case Pass::Backward:
+            return "attention backward";
+    }
+    return "attention";
+}
+
+struct GraphKey {
+    int B, T, H, D;
+    Pass pass;
+    bool operator<(const GraphKey& o) const {
+        return std::tie(B, T, H, D, pass) < std::tie(o.B, o.T, o.H, o.D, o.pass);
+    }
+};
+
+struct BuiltGraph {
+    std::shared_ptr<fe::graph::Graph> graph;
+    int64_t workspace_bytes = 0;
+};
+
+// Packed qkv view of one of Q, K, V: dims {B, H, T, D}; the pointer passed at execution is offset by 0, C or
+// 2C.
+std::shared_ptr<fe::graph::Tensor_attributes> qkv_tensor(fe::graph::Graph& g, const char* name, int64_t uid,
+                                                         int64_t B, int64_t T, int64_t H, int64_t D) {
+    const int64_t C = H * D;
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_dim({B, H, T, D})
+                        .set_stride({T * 3 * C, D, 3 * C, 1}));
+}
+// [B, T, H, D] view (out, dout): dims {B, H, T, D}.
+void set_btc_layout(fe::graph::Tensor_attributes& t, int64_t B, int64_t T, int64_t H, int64_t D) {
+    const int64_t C = H * D;
+    t.set_dim({B, H, T, D}).set_stride({T * C, D, C, 1});
+}
+void set_stats_layout(fe::graph::Tensor_attributes& t, int64_t B, int64_t T, int64_t H) {
+    t.set_dim({B, H, T, 1}).set_stride({H * T, T, 1, 1}).set_data_type(fe::DataType_t::FLOAT);
+}
+
+// Describes the graph for `key` (no cuDNN calls yet).
+std::shared_ptr<fe::graph::Graph> describe_graph(const GraphKey& key, bool deterministic) {
+    const int64_t B = key.B, T = key.T, H = key.H, D = key.D;
+    const float scale = 1.0f / std::sqrt((float)D);
+    auto g = std::make_shared<fe::graph::Graph>();
+    g->set_io_data_type(fe::DataType_t::BFLOAT16)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    auto Q = qkv_tensor(*g, "Q", UID_Q, B, T, H, D);
+    auto K = qkv_tensor(*g, "K", UID_K, B, T, H, D);
+    auto V = qkv_tensor(*g, "V", UID_V, B, T, H, D);
+    if (key.pass != Pass::Backward) {
+        const bool training = key.pass == Pass::ForwardTraining;
+        auto options =
+            fe::graph::SDPA_attributes()
+                .set_name("sdpa_forward")
+                .set_generate_stats(training)
+                .set_attn_scale(scale)
+                .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)  // causal: key j <= query i
+                .set_diagonal_band_right_bound(0);
+        auto [O, stats] = g->sdpa(Q, K, V, options);
+        O->set_output(true).set_uid(UID_O);
+        set_btc_layout(*O, B, T, H, D);
+        if (training) {
+            stats->set_output(true).set_uid(UID_STATS);
+            set_stats_layout(*stats, B, T, H);
+        }
+    } else {
+        auto O = g->tensor(fe::graph::Tensor_attributes().set_name("O").set_uid(UID_O));
+        set_btc_layout(*O, B, T, H, D);
+        auto dO = g->tensor(fe::graph::Tensor_attributes().set_name("dO").set_uid(UID_DO));
+        set_btc_layout(*dO, B, T, H, D);
+        auto stats = g->tensor(fe::graph::Tensor_attributes().set_name("stats").set_uid(UID_STATS));
+        set_stats_layout(*stats, B, T, H);
+        auto options = fe::graph::SDPA_backward_attributes()
+                           .set_name("sdpa_backward")
+                           .set_attn_scale(scale)
+                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                           .set_diagonal_band_right_bound(0)
+                           .set_deterministic_algorithm(deterministic);
+        auto [dQ, dK, dV] = g->sdpa_backward(Q, K, V, O, dO, stats, options);
+        const int64_t C = H * D;
+        for (auto [t, uid] :
+             {std::make_pair(dQ, UID_DQ), std::make_pair(dK, UID_DK), std::make_pair(dV, UID_DV)})
+            t->set_output(true).set_uid(uid).set_dim({B, H, T, D}).set_stride({T * 3 * C, D, 3 * C, 1});
+    }
+    return g;
+}
+
+// Validates and builds the graph; on failure returns false with "<step>: <frontend message>" in *why.
+bool build_graph(const GraphKey& key, bool deterministic, cudnnHandle_t handle, BuiltGraph* out,
+                 std::string* why) {
+    try {
+        auto g = describe_graph(key, deterministic);
+        auto step = [&](const char* what, fe::error_t err) {
+            if (err.is_good()) return true;
+            *why = std::string(what) + ": " + err.get_message();
+            return false;
+        };
+        if (!step("validate", g->validate())) return false;
+        if (!step("build_operation_graph", g->build_operation_graph(handle))) return false;
+        if (!step("create_execution_plans", g->create_execution_plans({fe::HeurMode_t::A}))) return false;
+        if (!step("check_support", g->check_support())) return false;
+        if (!step("build_plans", g->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE))) return false;
+        int64_t ws = 0;
+        if (!step("get_workspace_size", g->get_workspace_size(ws))) return false;
+        out->graph = std::move(g);
+        out->workspace_bytes = ws;
+        return true;
+    } catch (const std::exception& e) {  // the frontend throws for a few unsupported configurations
+        *why = std::string("exception: ") + e.what();
+        return false;
+    }
+}
+
+}  // namespace
+
+struct AttentionGraphs::Impl {
+    std::map<GraphKey, BuiltGraph> graphs;
+};
+
+AttentionGraphs::AttentionGraphs(bool deterministic_backward)
+    : impl(new Impl()), deterministic_(deterministic_backward) {}
+AttentionGraphs::~AttentionGraphs() = default;
+
+namespace {
+
+std::string shape_string(const GraphKey& key) {
+    char buf[96];
+    snprintf(buf, sizeof buf, "B=%d T=%d H=%d D=%d", key.B, key.T, key.H, key.D);
+    return buf;
+}
+
+// Returns the cached graph for key, building it on first use; nullptr (with *why) if it cannot be built.
+const BuiltGraph* find_or_build(AttentionGraphs* graphs, GpuContext* ctx, const GraphKey& key,
+                                std::string* why) {
+    auto& cache = graphs->impl->graphs;
+    auto it = cache.find(key);
+    if (it != cache.end()) return &it->second;
+    if (key.B <= 0 || key.T <= 0 || key.H <= 0 || key.D <= 0) {
+        *why = "non-positive size";
+        return nullptr;
+    }
+    BuiltGraph built;
+    if (!build_graph(key, graphs->deterministic_backward(), ctx->cudnn, &built, why)) return nullptr;
+    return &cache.emplace(key, std::move(built)).first->second;
+}
+
+const BuiltGraph& get_graph(AttentionGraphs* graphs, GpuContext* ctx, const GraphKey& key) {
+    std::string why;
+    const BuiltGraph* g = find_or_build(graphs, ctx, key, &why);
+    if (!g)
+        fatal("%s (%s): cuDNN graph build failed: %s", pass_name(key.pass), shape_string(key).c_str(),
+              why.c_str());
+    return *g;
+}
+
+void bind_stream(GpuContext* ctx, cudaStream_t stream) {
+    cudaStream_t current = nullptr;
+    CHECK_CUDNN(cudnnGetStream(ctx->cudnn, &current));
+    if (current != stream) CHECK_CUDNN(cudnnSetStream(ctx->cudnn, stream));
+}
+
+void execute(const BuiltGraph& g, GpuContext* ctx, const GraphKey& key,
+             std::unordered_map<int64_t, void*>& pack, cudaStream_t stream) {
+    bind_stream(ctx, stream);
+    void* workspace =
+        ensure_cudnn_workspace(ctx, (size_t)g.workspace_bytes);  // may reallocate: fetch per call
+    fe::error_t err = g.graph->execute(ctx->cudnn, pack, workspace);
+    if (err.is_bad())
+        fatal("%s (%s): cudnn-frontend execute failed: %s", pass_name(key.pass), shape_string(key).c_str(),
+              err.get_message().c_str());
+}
+
+}  // namespace
+
+void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, float* stats_BHT,
+                       const bf16* qkv_N3C, int B, int T, int H, int D, cudaStream_t stream) {
+    const GraphKey key{B, T, H, D, stats_BHT ? Pass::ForwardTraining : Pass::ForwardInference};
+    const BuiltGraph& g = get_graph(graphs, ctx, key);
+    const size_t C = (size_t)H * D;
+    bf16* qkv = const_cast<bf16*>(qkv_N3C);
+    std::unordered_map<int64_t, void*> pack = {
+        {UID_Q, qkv}, {UID_K, qkv + C}, {UID_V, qkv + 2 * C}, {UID_O, out_NC}};
+    if (stats_BHT) pack[UID_STATS] = stats_BHT;
+    execute(g, ctx, key, pack, stream);
+    mark_initialized(out_NC, (size_t)B * T * C * sizeof(bf16), stream);  // cuDNN's TMA stores: see the header
+    if (stats_BHT) mark_initialized(stats_BHT, (size_t)B * H * T * sizeof(float), stream);
+}
+
+void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_N3C, const bf16* dout_NC,
+                        const bf16* qkv_N3C, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
+                        int D, cudaStream_t stream) {
+    const GraphKey key{B, T, H, D, Pass::Backward};
+    const BuiltGraph& g = get_graph(graphs, ctx, key);
+    const size_t C = (size_t)H * D;
+    bf16* qkv = const_cast<bf16*>(qkv_N3C);
+    std::unordered_map<int64_t, void*> pack = {{UID_Q, qkv},
+                                               {UID_K, qkv + C},
+                                               {UID_V, qkv + 2 * C},
+                                               {UID_O, const_cast<bf16*>(out_NC)},
+                                               {UID_DO, const_cast<bf16*>(dout_NC)},
+                                               {UID_STATS, const_cast<float*>(stats_BHT)},
+                                               {UID_DQ, dqkv_N3C},
+                                               {UID_DK, dqkv_N3C + C},
+                                               {UID_DV, dqkv_N3C + 2 * C}};
+    execute(g, ctx, key, pack, stream);
+    mark_initialized(dqkv_N3C, (size_t)B * T * 3 * C * sizeof(bf16), stream);
+}

@@ -1,0 +1,269 @@
+// LayerNorm kernels then launchers. See layernorm.cuh for the design.
+#include <cstdint>
+
+#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/layernorm_row.cuh"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Kernels
+
+constexpr int kFwdBlock = 256;  // 8 warps = 8 rows per block
+
+// One warp per row (layernorm_row_forward, llmc/kernels/layernorm_row.cuh): the row is held in registers, K 16-byte
+// chunks per lane.
+template <int K, bool kResidual>
+__global__ void __launch_bounds__(kFwdBlock)
+    layernorm_forward_kernel(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* inp1,
+                             const bf16* inp2, const bf16* weight, const bf16* bias, int N, int C) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (kFwdBlock / 32) + threadIdx.x / 32;
+    if (row >= N) return;
+    const size_t off = (size_t)row * C;
+    float m, s;
+    layernorm_row_forward<K, kResidual, kResidual>(
+        m, s, residual, inp1, inp2, weight, bias, off, C, lane, [](bf16) {},
+        [&](int c, const x128& o) { store128(out + off + c, o); });
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = s;
+    }
+}
+
+constexpr int kBwdMaxThreads = 512;
+constexpr int kBwdMaxParts = 2048;  // at most this many blocks (= partial-sum rows in scratch)
+
+// Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
+// (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. The next
+// row is prefetched while the current one is reduced. Per row, the two sums over C (of dnorm and dnorm*xhat)
+// are reduced across the block in a fixed order, double-buffered so one __syncthreads per row suffices.
+// CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
+template <int CH>
+__global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
+    layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
+                              const bf16* weight, const float* mean, const float* rstd, int N, int C) {
+    __shared__ float2 red[2][32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
+    int cs[CH];
+    bool act[CH];
+    x128 w[CH];
+    float dw[CH][x128::size], db[CH][x128::size];
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+        cs[j] = (threadIdx.x + j * blockDim.x) * x128::size;
+        act[j] = cs[j] < C;
+        if (act[j]) w[j] = load128ldg(weight + cs[j]);
+#pragma unroll
+        for (int i = 0; i < x128::size; i++) dw[j][i] = db[j][i] = 0.0f;
+    }
+
+    int row = blockIdx.x;  // the launcher guarantees gridDim.x <= N
+    x128 nd[CH], nx[CH], ng[CH];
+    float nm = mean[row], nr = rstd[row];
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+        if (act[j]) {
+            const size_t o = (size_t)row * C + cs[j];
+            nd[j] = load128cs(dout + o);
+            nx[j] = load128cs(inp + o);
+            ng[j] = load128(dinp + o);
+        }
+    }
+    const float inv_c = 1.0f / (float)C;
+    int buf = 0;
+    for (; row < N; row += gridDim.x) {
+        x128 d[CH], x[CH], g[CH];
+#pragma unroll
+        for (int j = 0; j < CH; j++) d[j] = nd[j], x[j] = nx[j], g[j] = ng[j];
+        const float m = nm, r = nr;
+        const int next = row + gridDim.x;
+        if (next < N) {
+            nm = mean[next];
+            nr = rstd[next];
+#pragma unroll
+            for (int j = 0; j < CH; j++) {
+                if (act[j]) {
+                    const size_t o = (size_t)next * C + cs[j];
+                    nd[j] = load128cs(dout + o);
+                    nx[j] = load128cs(inp + o);
+                    ng[j] = load128(dinp + o);
+                }
+            }
+        }
+
+        float s1 = 0.0f, s2 = 0.0f;  // sum of dnorm, sum of dnorm * xhat over this thread's channels
+#pragma unroll
+        for (int j = 0; j < CH; j++) {
+            if (act[j]) {
+#pragma unroll
+                for (int i = 0; i < x128::size; i++) {
+                    const float dy = __bfloat162float(d[j][i]);
+                    const float xh = (__bfloat162float(x[j][i]) - m) * r;
+                    const float dn = __bfloat162float(w[j][i]) * dy;
+                    s1 += dn;
+                    s2 += dn * xh;
+                    dw[j][i] += dy * xh;
+                    db[j][i] += dy;
+                }
+            }
+        }
+        s1 = warp_reduce_sum(s1);
+        s2 = warp_reduce_sum(s2);
+        if (lane == 0) red[buf][warp] = make_float2(s1, s2);
+        __syncthreads();
+        float t1 = 0.0f, t2 = 0.0f;
+        for (int i = 0; i < num_warps; i++) {
+            const float2 v = red[buf][i];
+            t1 += v.x;
+            t2 += v.y;
+        }
+        buf ^= 1;
+        t1 *= inv_c;
+        t2 *= inv_c;
+
+#pragma unroll
+        for (int j = 0; j < CH; j++) {
+            if (act[j]) {
+                x128 o;
+#pragma unroll
+                for (int i = 0; i < x128::size; i++) {
+                    const float xh = (__bfloat162float(x[j][i]) - m) * r;
+                    const float dn = __bfloat162float(w[j][i]) * __bfloat162float(d[j][i]);
+                    o[i] = __float2bfloat16(__bfloat162float(g[j][i]) + r * (dn - t1 - xh * t2));
+                }
+                store128(dinp + (size_t)row * C + cs[j], o);
+            }
+        }
+    }
+
+    float* part = scratch + (size_t)blockIdx.x * 2 * C;  // [dweight partial (C) | dbias partial (C)]
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+        if (act[j]) {
+            f128 a, b;
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = dw[j][i], b[i] = dw[j][i + 4];
+            store128(part + cs[j], a);
+            store128(part + cs[j] + 4, b);
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = db[j][i], b[i] = db[j][i + 4];
+            store128(part + C + cs[j], a);
+            store128(part + C + cs[j] + 4, b);
+        }
+    }
+}
+
+constexpr int kRedX = 32, kRedY = 16;
+
+// Column j of the [parts, 2C] scratch is summed by the 16 threads of column j in this block (thread y takes
+// parts y, y+16, ...), then thread y=0 adds the 16 partial sums in order: a fixed order for a given `parts`.
+__global__ void __launch_bounds__(kRedX* kRedY)
+    layernorm_backward_reduce_kernel(bf16* dweight, bf16* dbias, const float* scratch, int parts, int C,
+                                     bool accumulate) {
+    __shared__ float sums[kRedY][kRedX + 1];
+    const int j = blockIdx.x * kRedX + threadIdx.x;
+    const int width = 2 * C;
+    float acc = 0.0f;
+    if (j < width) {
+#pragma unroll 4
+        for (int p = threadIdx.y; p < parts; p += kRedY) acc += __ldcs(scratch + (size_t)p * width + j);
+    }
+    sums[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < width) {
+        float s = 0.0f;
+#pragma unroll
+        for (int y = 0; y < kRedY; y++) s += sums[y][threadIdx.x];
+        bf16* out = j < C ? dweight + j : dbias + (j - C);
+        if (accumulate) s += __bfloat162float(*out);  // one rounding of old + new
+        *out = __float2bfloat16(s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Launchers
+
+void check_c(const char* who, int C) {
+    CHECK(C > 0 && C % 8 == 0 && C <= kLayerNormMaxC,
+          "%s: C = %d must be a positive multiple of 8, at most %d", who, C, kLayerNormMaxC);
+}
+
+typedef void (*ForwardKernel)(bf16*, bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
+                              const bf16*, int, int);
+
+template <bool kResidual>
+ForwardKernel pick_forward_kernel(int C) {
+    return layernorm_pick_k(C,
+                            [](auto k) { return layernorm_forward_kernel<decltype(k)::value, kResidual>; });
+}
+
+}  // namespace
+
+void layernorm_forward(bf16* out_NC, float* mean_N, float* rstd_N, const bf16* inp_NC, const bf16* weight_C,
+                       const bf16* bias_C, int N, int C, cudaStream_t stream) {
+    check_c("layernorm_forward", C);
+    CHECK(N >= 0, "layernorm_forward: N = %d", N);
+    CHECK(aligned16(out_NC) && aligned16(inp_NC) && aligned16(weight_C) && aligned16(bias_C),
+          "layernorm_forward: tensors must be 16-byte aligned");
+    if (N == 0) return;
+    const int grid = ceil_div(N, kFwdBlock / 32);
+    pick_forward_kernel<false>(C)<<<grid, kFwdBlock, 0, stream>>>(nullptr, out_NC, mean_N, rstd_N, inp_NC,
+                                                                  nullptr, weight_C, bias_C, N, C);
+    CHECK_LAUNCH();
+}
+
+void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N,
+                                const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
+                                const bf16* bias_C, int N, int C, cudaStream_t stream) {
+    check_c("residual_layernorm_forward", C);
+    CHECK(N >= 0, "residual_layernorm_forward: N = %d", N);
+    CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(inp1_NC) && aligned16(inp2_NC) &&
+              aligned16(weight_C) && aligned16(bias_C),
+          "residual_layernorm_forward: tensors must be 16-byte aligned");
+    if (N == 0) return;
+    const int grid = ceil_div(N, kFwdBlock / 32);
+    pick_forward_kernel<true>(C)<<<grid, kFwdBlock, 0, stream>>>(residual_NC, out_NC, mean_N, rstd_N, inp1_NC,
+                                                                 inp2_NC, weight_C, bias_C, N, C);
+    CHECK_LAUNCH();
+}
+
+size_t layernorm_backward_scratch_bytes(int N, int C) {
+    const size_t parts = (size_t)(N < kBwdMaxParts ? N : kBwdMaxParts);
+    return parts * 2 * (size_t)C * sizeof(float);
+}
+
+void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
+                        const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
+                        int N, int C, cudaStream_t stream, bool accumulate) {
+    check_c("layernorm_backward", C);
+    CHECK(N > 0, "layernorm_backward: N = %d must be positive", N);
+    CHECK(aligned16(dinp_NC) && aligned16(dweight_C) && aligned16(dbias_C) && aligned16(scratch) &&
+              aligned16(dout_NC) && aligned16(inp_NC) && aligned16(weight_C),
+          "layernorm_backward: tensors must be 16-byte aligned");
+    const int chunks = C / x128::size;
+    const int ch = chunks <= kBwdMaxThreads ? 1 : 2;  // 16-byte chunks per thread (C <= 4096: 1)
+    const int threads = ceil_div(ceil_div(chunks, ch), 32) * 32;
+    auto kernel = ch == 1 ? layernorm_backward_kernel<1> : layernorm_backward_kernel<2>;
+
+    // About 32 resident warps per SM (enough bytes in flight with the prefetch), one wave, so each block does
+    // N / grid rows. The grid depends only on the GPU and the shape, so results are reproducible.
+    int device = 0, sms = 0, occupancy = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernel, threads, 0));
+    int per_sm = 1024 / threads;
+    if (per_sm > occupancy) per_sm = occupancy;
+    if (per_sm < 1) per_sm = 1;
+    long grid = (long)sms * per_sm;
+    if (grid > N) grid = N;
+    if (grid > kBwdMaxParts) grid = kBwdMaxParts;
+
+    kernel<<<(int)grid, threads, 0, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N, N,
+                                              C);
+    CHECK_LAUNCH();
+    dim3 rblock(kRedX, kRedY);
+    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
+        dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
+    CHECK_LAUNCH();
+}

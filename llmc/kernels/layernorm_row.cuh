@@ -1,0 +1,126 @@
+// The per-row LayerNorm forward shared by llmc/kernels/layernorm.cu (BF16 output) and llmc/fp8/fp8_producers.cu (FP8
+// output). Both kernels inline this very code, so they evaluate the same fp32 expressions in the same order
+// with the same lane -> element assignment in the reductions: the FP8 producer's y (and mean, rstd, residual)
+// is bit-identical to the BF16 kernel's by construction. Internal to those two files (not a launcher header).
+//
+// One warp per row. Lane l holds 16-byte chunks l, l+32, ..., l+32(K-1) of the row (coalesced 512-byte warp
+// accesses), so K = ceil(C / 256) chunks per lane; chunks past the end of the row are predicated off, so any
+// K >= ceil(C / 256) gives the same bits (layernorm_pick_k picks K for C).
+#pragma once
+#include <type_traits>
+
+#include "llmc/gpu/cuda_common.cuh"
+#include "llmc/kernels/layernorm.cuh"
+
+__device__ __forceinline__ x128 load128ldg(const bf16* p) {
+    x128 r;
+    *reinterpret_cast<int4*>(&r) = __ldg(reinterpret_cast<const int4*>(p));
+    return r;
+}
+
+// Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index):
+// - x = inp1, or with kResidual x = bf16(inp1 + inp2) (fp32 add), stored to `residual` if kStoreResidual;
+// - two passes over the registers: mean = sum(x) / C, then rstd = 1/sqrt(sum((x - mean)^2) / C + eps) (the
+//   variance about the mean: no E[x^2] - E[x]^2 cancellation);
+// - y = bf16((x - mean) * rstd * w + b): for each of the lane's chunks, on_value(y_i) for each element as
+//   it is computed, then on_chunk(c, y) with the chunk's 8 values (x128) at column c. (Two hooks: the FP8
+//   producer's amax sits in on_value, interleaved with the arithmetic as it was written before this code was
+//   shared; folded into on_chunk it costs ptxas a few more spills in some instantiations.)
+template <int K, bool kResidual, bool kStoreResidual, class OnValue, class OnChunk>
+__device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, bf16* residual,
+                                                      const bf16* inp1, const bf16* inp2, const bf16* weight,
+                                                      const bf16* bias, size_t off, int C, int lane,
+                                                      OnValue on_value, OnChunk on_chunk) {
+    x128 x[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) x[k] = load128cs(inp1 + off + c);
+    }
+    if constexpr (kResidual) {
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int c = (k * 32 + lane) * x128::size;
+            if (c < C) {
+                const x128 y = load128cs(inp2 + off + c);
+#pragma unroll
+                for (int i = 0; i < x128::size; i++)
+                    x[k][i] = __float2bfloat16(__bfloat162float(x[k][i]) + __bfloat162float(y[i]));
+                if constexpr (kStoreResidual) store128(residual + off + c, x[k]);
+            }
+        }
+    }
+
+    const float inv_c = 1.0f / (float)C;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) {
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) sum += __bfloat162float(x[k][i]);
+        }
+    }
+    const float m = warp_reduce_sum(sum) * inv_c;
+    float sq = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) {
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) {
+                const float d = __bfloat162float(x[k][i]) - m;
+                sq += d * d;
+            }
+        }
+    }
+    const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
+
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) {
+            const x128 w = load128ldg(weight + c);
+            const x128 b = load128ldg(bias + c);
+            x128 o;
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) {
+                const float n = (__bfloat162float(x[k][i]) - m) * s;
+                o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
+                on_value(o[i]);
+            }
+            on_chunk(c, o);
+        }
+    }
+    mean = m;
+    rstd = s;
+}
+
+// Host: returns pick(std::integral_constant<int, K>{}) for the K used with rows of C elements: K = ceil(C /
+// 256) up to 8 (C <= 2048; K = 7 for C = 1600), 16 up to C = 4096, 32 above (C <= kLayerNormMaxC). Every
+// call must return the same type (a kernel pointer).
+template <class Pick>
+auto layernorm_pick_k(int C, Pick pick) {
+    const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
+    switch (k) {
+        case 1:
+            return pick(std::integral_constant<int, 1>{});
+        case 2:
+            return pick(std::integral_constant<int, 2>{});
+        case 3:
+            return pick(std::integral_constant<int, 3>{});
+        case 4:
+            return pick(std::integral_constant<int, 4>{});
+        case 5:
+            return pick(std::integral_constant<int, 5>{});
+        case 6:
+            return pick(std::integral_constant<int, 6>{});
+        case 7:
+            return pick(std::integral_constant<int, 7>{});  // C = 1600
+        case 8:
+            return pick(std::integral_constant<int, 8>{});
+        default:
+            return k <= 16 ? pick(std::integral_constant<int, 16>{})
+                           : pick(std::integral_constant<int, 32>{});
+    }
+}

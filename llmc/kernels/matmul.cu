@@ -1,0 +1,458 @@
+// GEMMs through cuBLASLt (see matmul.cuh). Kernels (the dbias reduction) first, then the plan cache, then the
+// launchers.
+//
+// cuBLASLt is column-major. A row-major [R, S] matrix is a column-major [S, R] one with ld = S, so each
+// row-major GEMM is written for the transposed output (D^T = B'^T A'^T) with these operands:
+//   forward  Y^T [OC, N]  = op_T(W: col-major [C, OC]) * X (col-major [C, N])              m=OC n=N  k=C "TN"
+//   dgrad    dX^T [C, N]  = W (col-major [C, OC]) * dY^T (col-major [OC, N])              m=C  n=N  k=OC "NN"
+//   wgrad    dW^T [C, OC] = X^T (col-major [C, N]) * op_T(dY^T: col-major [OC, N])        m=C  n=OC k=N  "NT"
+//   fp8 dgrad dX^T [C, N] = op_T(W^T stored [C, OC]: col-major [OC, C]) * dY^T             m=C  n=N  k=OC
+//   "TN" fp8 wgrad dW^T [C, OC] = op_T(X^T stored [C, N]: col-major [N, C]) * dY^T stored [OC, N]
+//                            (col-major [N, OC])                                            m=C  n=OC k=N
+//                            "TN"
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "llmc/kernels/matmul.cuh"
+#include "llmc/gpu/sanitizer_marks.h"
+
+// ---------------------------------------------------------------------------------------------------------
+// dbias kernels: column sums of dout_NOC. Pass 1: a block of (32, 8) threads owns 256 columns (each thread 8
+// contiguous columns, one 16-byte load per row) and a slice of rows; threadIdx.y strides over the rows, the 8
+// partial rows are summed in shared memory in a fixed order and written as FP32 partials [splits, OC].
+// Pass 2 sums the partials of each column in split order. No atomics: bitwise deterministic.
+
+constexpr int kDbiasColsPerBlock = 256;  // 32 threads x 8 bf16
+constexpr int kDbiasRowLanes = 8;
+
+__global__ void __launch_bounds__(256)
+    matmul_dbias_partial_kernel(float* partial_SOC, const bf16* dout_NOC, int N, int OC, int rows_per_split) {
+    __shared__ float sums[kDbiasRowLanes][kDbiasColsPerBlock];
+    const int col = blockIdx.x * kDbiasColsPerBlock + threadIdx.x * x128::size;
+    const int row_begin = blockIdx.y * rows_per_split;
+    const int row_end = min(N, row_begin + rows_per_split);
+    float acc[x128::size] = {};
+    if (col < OC) {
+        const bf16* p = dout_NOC + col;
+#pragma unroll 4
+        for (int r = row_begin + threadIdx.y; r < row_end; r += kDbiasRowLanes) {
+            x128 v = load128cs(p + (size_t)r * OC);
+#pragma unroll
+            for (int k = 0; k < x128::size; k++) acc[k] += __bfloat162float(v[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < x128::size; k++) sums[threadIdx.y][threadIdx.x * x128::size + k] = acc[k];
+    __syncthreads();
+    const int local = threadIdx.y * 32 + threadIdx.x;  // 0..255: one column per thread for the fold
+    float s = 0.0f;
+#pragma unroll
+    for (int y = 0; y < kDbiasRowLanes; y++) s += sums[y][local];
+    const int out_col = blockIdx.x * kDbiasColsPerBlock + local;
+    if (out_col < OC) partial_SOC[(size_t)blockIdx.y * OC + out_col] = s;
+}
+
+__global__ void matmul_dbias_final_kernel(bf16* dbias_OC, const float* partial_SOC, int splits, int OC,
+                                          bool accumulate) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= OC) return;
+    float s = 0.0f;
+    for (int i = 0; i < splits; i++) s += partial_SOC[(size_t)i * OC + c];
+    if (accumulate) s += __bfloat162float(dbias_OC[c]);
+    dbias_OC[c] = __float2bfloat16(s);
+}
+
+// Split of the N rows for the dbias reduction: enough blocks to fill the GPU (~12 blocks of 256 threads per
+// SM on 132 SMs) while each thread still reads several rows. Depends on (N, OC) only, so the scratch size is
+// known without a device.
+static void dbias_split(int N, int OC, int* splits, int* rows_per_split) {
+    const int col_blocks = ceil_div(OC, kDbiasColsPerBlock);
+    int s = ceil_div(1536, col_blocks);
+    s = std::max(1, std::min(s, ceil_div(N, 32)));
+    *rows_per_split = ceil_div(N, s);
+    *splits = ceil_div(N, *rows_per_split);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Plan cache
+
+namespace {
+
+enum class GemmKind : int32_t { Forward, Dgrad, Wgrad, Fp8Forward, Fp8Dgrad, Fp8Wgrad };
+
+const char* kind_name(int32_t kind) {
+    switch ((GemmKind)kind) {
+        case GemmKind::Forward:
+            return "bf16 forward";
+        case GemmKind::Dgrad:
+            return "bf16 dgrad";
+        case GemmKind::Wgrad:
+            return "bf16 wgrad";
+        case GemmKind::Fp8Forward:
+            return "fp8 forward";
+        case GemmKind::Fp8Dgrad:
+            return "fp8 dgrad";
+        case GemmKind::Fp8Wgrad:
+            return "fp8 wgrad";
+    }
+    return "?";
+}
+
+// Everything that shapes a cuBLASLt plan. All int32 (no padding), so memcmp compares it exactly.
+struct GemmKey {
+    int32_t kind;
+    int32_t transa, transb;  // cublasOperation_t
+    int32_t m, n, k;
+    int32_t lda, ldb, ldd;
+    int32_t a_type, b_type, d_type;  // cudaDataType_t; C has D's type
+    int32_t epilogue;                // cublasLtEpilogue_t
+    int32_t beta_nonzero;
+    int32_t fast_accum;
+    int32_t scaled;  // A/B scale pointers set (FP8)
+};
+static_assert(sizeof(GemmKey) == 16 * sizeof(int32_t), "GemmKey must have no padding");
+
+GemmKey make_key(GemmKind kind, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda,
+                 int ldb, int ldd, cudaDataType_t at, cudaDataType_t bt) {
+    GemmKey key;
+    memset(&key, 0, sizeof key);
+    key.kind = (int32_t)kind;
+    key.transa = ta;
+    key.transb = tb;
+    key.m = m;
+    key.n = n;
+    key.k = k;
+    key.lda = lda;
+    key.ldb = ldb;
+    key.ldd = ldd;
+    key.a_type = at;
+    key.b_type = bt;
+    key.d_type = CUDA_R_16BF;
+    key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    return key;
+}
+
+// Per-call pointers.
+struct GemmArgs {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* d = nullptr;  // also C when beta != 0
+    float beta = 0.0f;
+    const void* bias = nullptr;  // bias (forward, BIAS epilogue)
+    const float* a_scale = nullptr;
+    const float* b_scale = nullptr;
+};
+
+bool epilogue_has_bias(int32_t e) { return e == CUBLASLT_EPILOGUE_BIAS; }
+
+const char* type_name(int32_t t) {
+    switch ((cudaDataType_t)t) {
+        case CUDA_R_16BF:
+            return "bf16";
+        case CUDA_R_8F_E4M3:
+            return "e4m3";
+        case CUDA_R_8F_E5M2:
+            return "e5m2";
+        case CUDA_R_32F:
+            return "fp32";
+        default:
+            return "?";
+    }
+}
+
+std::string describe(const GemmKey& k) {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "%s GEMM (m=%d n=%d k=%d, op %c%c, A %s, B %s, epilogue %d, beta %d, fast_accum %d)",
+             kind_name(k.kind), k.m, k.n, k.k, k.transa == CUBLAS_OP_T ? 'T' : 'N',
+             k.transb == CUBLAS_OP_T ? 'T' : 'N', type_name(k.a_type), type_name(k.b_type), k.epilogue,
+             k.beta_nonzero, k.fast_accum);
+    return buf;
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(T)));
+}
+
+// The pointer attributes, set on every call (and once before the heuristic, which reads their alignment).
+void set_pointers(cublasLtMatmulDesc_t desc, const GemmKey& key, const GemmArgs& args) {
+    if (epilogue_has_bias(key.epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
+    if (key.scaled) {
+        set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, (const void*)args.a_scale);
+        set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, (const void*)args.b_scale);
+    }
+}
+
+}  // namespace
+
+struct MatmulPlan {
+    GemmKey key;
+    bool ok = false;  // false: cuBLASLt has no algorithm (cached so that we do not ask again)
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    size_t workspace = 0;
+};
+
+static void destroy_plan(MatmulPlan* p) {
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    if (p->a) cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b) cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+    if (p->d) cublasLtMatrixLayoutDestroy(p->d);
+    delete p;
+}
+
+void matmul_plan_cache_clear(MatmulPlanCache* cache) {
+    for (MatmulPlan* p : cache->plans) destroy_plan(p);
+    cache->plans.clear();
+}
+
+MatmulPlanCache::~MatmulPlanCache() { matmul_plan_cache_clear(this); }
+
+// Builds descriptors and layouts for `key` and asks the heuristic for the best algorithm.
+static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmArgs& args) {
+    MatmulPlan* p = new MatmulPlan();
+    p->key = key;
+    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    set_desc(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, (int32_t)key.transa);
+    set_desc(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, (int32_t)key.transb);
+    set_desc(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, (uint32_t)key.epilogue);
+    if (epilogue_has_bias(key.epilogue))
+        set_desc(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, (int32_t)CUDA_R_16BF);
+    if (key.a_type != CUDA_R_16BF) set_desc(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, (int8_t)key.fast_accum);
+    set_pointers(p->desc, key, args);
+
+    const bool ta = key.transa == CUBLAS_OP_T, tb = key.transb == CUBLAS_OP_T;
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, (cudaDataType_t)key.a_type, ta ? key.k : key.m,
+                                            ta ? key.m : key.k, key.lda));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, (cudaDataType_t)key.b_type, tb ? key.n : key.k,
+                                            tb ? key.k : key.n, key.ldb));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, (cudaDataType_t)key.d_type, key.m, key.n, key.ldd));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->d, (cudaDataType_t)key.d_type, key.m, key.n, key.ldd));
+
+    cublasLtMatmulPreference_t pref;
+    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = ctx->cublaslt_workspace_size;
+    CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // Split-K partial sums only in FP32 (not in the BF16 output type): accuracy, and no in-place counters.
+    const uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                      &reduction_mask, sizeof reduction_mask));
+    // Every pointer is checked to be 16-byte aligned (not 256 as the default assumes): no algorithm that
+    // needs more.
+    const uint32_t align = 16;
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, pref,
+                                                       1, &result, &returned);
+    CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
+    if (st == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+        p->ok = true;
+        p->algo = result.algo;
+        p->workspace = result.workspaceSize;
+    }
+    return p;
+}
+
+// Finds or builds the plan for `key`, then runs it. A GEMM cuBLASLt has no algorithm for is fatal.
+static void run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
+                     cudaStream_t stream) {
+    MatmulPlan* plan = nullptr;
+    for (MatmulPlan* p : cache->plans)
+        if (memcmp(&p->key, &key, sizeof key) == 0) {
+            plan = p;
+            break;
+        }
+    if (!plan) {
+        plan = create_plan(ctx, key, args);
+        cache->plans.push_back(plan);
+    }
+    if (!plan->ok)
+        fatal("cuBLASLt has no algorithm for the %s (check sizes/alignment)", describe(key).c_str());
+    set_pointers(plan->desc, key, args);
+    const float alpha = 1.0f, beta = args.beta;
+    cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b,
+                                       &beta, args.d, plan->c, args.d, plan->d, &plan->algo,
+                                       ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        fatal("cublasLtMatmul failed with status %d for the %s", (int)st, describe(key).c_str());
+    // D is column-major m x n with leading dimension ldd; its TMA stores are invisible to initcheck
+    const size_t d_elem = key.d_type == CUDA_R_32F ? 4 : 2;
+    mark_initialized(args.d, ((size_t)(key.n - 1) * key.ldd + key.m) * d_elem, stream);
+}
+
+static void check_aligned(const void* p, const char* name) {
+    CHECK(((uintptr_t)p & 15) == 0, "matmul: %s (%p) must be 16-byte aligned", name, p);
+}
+
+static void check_dims(const char* what, int N, int C, int OC, int multiple_c, int multiple_n) {
+    CHECK(N > 0 && C > 0 && OC > 0, "%s: bad sizes N=%d C=%d OC=%d", what, N, C, OC);
+    CHECK(C % multiple_c == 0 && OC % multiple_c == 0, "%s: C=%d and OC=%d must be multiples of %d", what, C,
+          OC, multiple_c);
+    CHECK(N % multiple_n == 0, "%s: N=%d must be a multiple of %d", what, N, multiple_n);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// BF16 launchers
+
+void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
+                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
+    check_dims("matmul_forward", N, C, OC, 8, 1);
+    check_aligned(out_NOC, "out");
+    check_aligned(inp_NC, "inp");
+    check_aligned(weight_OCC, "weight");
+    if (bias_OC) check_aligned(bias_OC, "bias");
+    GemmKey key =
+        make_key(GemmKind::Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_16BF, CUDA_R_16BF);
+    key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    GemmArgs args;
+    args.a = weight_OCC;
+    args.b = inp_NC;
+    args.d = out_NOC;
+    args.bias = bias_OC;
+    run_gemm(cache, ctx, key, args, stream);
+}
+
+size_t matmul_dbias_scratch_bytes(int N, int OC) {
+    int splits, rows;
+    dbias_split(N, OC, &splits, &rows);
+    return (size_t)splits * OC * sizeof(float);
+}
+
+void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
+                  cudaStream_t stream, bool accumulate) {
+    CHECK(N > 0 && OC > 0 && OC % 8 == 0, "matmul_dbias: OC=%d must be a positive multiple of 8 (N=%d)", OC,
+          N);
+    CHECK(dbias_scratch != nullptr, "matmul_dbias: dbias_scratch is required");
+    check_aligned(dout_NOC, "dout");
+    int splits, rows_per_split;
+    dbias_split(N, OC, &splits, &rows_per_split);
+    dim3 grid(ceil_div(OC, kDbiasColsPerBlock), splits), block(32, kDbiasRowLanes);
+    matmul_dbias_partial_kernel<<<grid, block, 0, stream>>>(dbias_scratch, dout_NOC, N, OC, rows_per_split);
+    CHECK_LAUNCH();
+    matmul_dbias_final_kernel<<<ceil_div(OC, 256), 256, 0, stream>>>(dbias_OC, dbias_scratch, splits, OC,
+                                                                     accumulate);
+    CHECK_LAUNCH();
+}
+
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
+                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
+                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream) {
+    check_dims("matmul_backward", N, C, OC, 8, 1);
+    check_aligned(dout_NOC, "dout");
+    if (dinp_NC) {
+        check_aligned(dinp_NC, "dinp");
+        check_aligned(weight_OCC, "weight");
+        GemmKey key =
+            make_key(GemmKind::Dgrad, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
+        GemmArgs args;
+        args.a = weight_OCC;
+        args.b = dout_NOC;
+        args.d = dinp_NC;
+        run_gemm(cache, ctx, key, args, stream);
+    }
+    if (dweight_OCC) {
+        check_aligned(dweight_OCC, "dweight");
+        check_aligned(inp_NC, "inp");
+        GemmKey key =
+            make_key(GemmKind::Wgrad, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, C, OC, C, CUDA_R_16BF, CUDA_R_16BF);
+        key.beta_nonzero = accumulate_dweight;
+        GemmArgs args;
+        args.a = inp_NC;
+        args.b = dout_NOC;
+        args.d = dweight_OCC;
+        args.beta = accumulate_dweight ? 1.0f : 0.0f;
+        run_gemm(cache, ctx, key, args, stream);
+    }
+    if (dbias_OC) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream, accumulate_dweight);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// FP8 launchers
+
+static void check_fp8_grad_type(cudaDataType_t t) {
+    CHECK(t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2,
+          "matmul fp8: gradient type must be CUDA_R_8F_E4M3 or "
+          "CUDA_R_8F_E5M2 (got %d)",
+          (int)t);
+}
+
+void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const __nv_fp8_e4m3* inp_NC,
+                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC,
+                        const float* weight_scale_inv, const bf16* bias_OC, int N, int C, int OC,
+                        cudaStream_t stream) {
+    check_dims("matmul_fp8_forward", N, C, OC, 16, 1);
+    check_aligned(out_NOC, "out");
+    check_aligned(inp_NC, "inp");
+    check_aligned(weight_OCC, "weight");
+    if (bias_OC) check_aligned(bias_OC, "bias");
+    CHECK(inp_scale_inv && weight_scale_inv, "matmul_fp8_forward: scale_inv pointers are required");
+    GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
+                           CUDA_R_8F_E4M3);
+    key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    key.fast_accum = 1;
+    key.scaled = 1;
+    GemmArgs args;
+    args.a = weight_OCC;
+    args.a_scale = weight_scale_inv;
+    args.b = inp_NC;
+    args.b_scale = inp_scale_inv;
+    args.d = out_NOC;
+    args.bias = bias_OC;
+    run_gemm(cache, ctx, key, args, stream);
+}
+
+void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
+                      const __nv_fp8_e4m3* weightT_COC, const float* weight_scale_inv, const void* dout_NOC,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      cudaStream_t stream) {
+    check_dims("matmul_fp8_dgrad", N, C, OC, 16, 1);
+    check_fp8_grad_type(dout_type);
+    check_aligned(dinp_NC, "dinp");
+    check_aligned(weightT_COC, "weightT");
+    check_aligned(dout_NOC, "dout");
+    CHECK(weight_scale_inv && dout_scale_inv, "matmul_fp8_dgrad: scale_inv pointers are required");
+    GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3,
+                           dout_type);
+    key.scaled = 1;
+    GemmArgs args;
+    args.a = weightT_COC;
+    args.a_scale = weight_scale_inv;
+    args.b = dout_NOC;
+    args.b_scale = dout_scale_inv;
+    args.d = dinp_NC;
+    run_gemm(cache, ctx, key, args, stream);
+}
+
+void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC,
+                      const __nv_fp8_e4m3* inpT_CN, const float* inp_scale_inv, const void* doutT_OCN,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      bool accumulate, cudaStream_t stream) {
+    check_dims("matmul_fp8_wgrad", N, C, OC, 16, 16);
+    check_fp8_grad_type(dout_type);
+    check_aligned(dweight_OCC, "dweight");
+    check_aligned(inpT_CN, "inpT");
+    check_aligned(doutT_OCN, "doutT");
+    CHECK(inp_scale_inv && dout_scale_inv, "matmul_fp8_wgrad: scale_inv pointers are required");
+    GemmKey key =
+        make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
+    key.scaled = 1;
+    key.beta_nonzero = accumulate;
+    GemmArgs args;
+    args.a = inpT_CN;
+    args.a_scale = inp_scale_inv;
+    args.b = doutT_OCN;
+    args.b_scale = dout_scale_inv;
+    args.d = dweight_OCC;
+    args.beta = accumulate ? 1.0f : 0.0f;
+    run_gemm(cache, ctx, key, args, stream);
+}

@@ -1,0 +1,96 @@
+// GEMMs of the trainer through cuBLASLt, BF16 and FP8 (Hopper), for row-major nn.Linear layers:
+//   forward  out_NOC   = inp_NC weight_OCC^T (+ bias_OC)
+//   dgrad    dinp_NC   = dout_NOC weight_OCC
+//   wgrad    dweight_OCC (+)= dout_NOC^T inp_NC
+//   dbias    dbias_OC  = sum over N of dout_NOC
+// N = B*T rows, C input channels, OC output channels. All pointers must be 16-byte aligned. BF16 GEMMs need
+// C and OC multiples of 8 (N is free); FP8 GEMMs need C and OC multiples of 16, and N too for wgrad (it is
+// the reduction dimension there). Compute is FP32 everywhere; outputs are BF16.
+//
+// cuBLASLt descriptors, matrix layouts and the algorithm picked by the heuristic are built once per distinct
+// GEMM (kind, shape, dtypes, epilogue, beta != 0, fast accumulation) and kept in a MatmulPlanCache owned by
+// the caller; a call only sets the pointer attributes (bias, scales), which is cheap. Split-K reductions
+// in BF16 (cuBLASLt's INPLACE / OUTPUT_TYPE schemes) are excluded, so partial sums are always reduced in
+// FP32. All GEMMs share ctx->cublaslt_workspace: calls must be ordered (one stream, or streams that are
+// serialized).
+//
+// FP8 (per-tensor scaling): every FP8 operand comes with `*_scale_inv`, a device float holding its
+// dequantization factor (1/scale of the cast that wrote it); D = scale_inv_A * scale_inv_B * (A B). cuBLASLt
+// on sm_90 only runs "TN" FP8 GEMMs (both operands contiguous along K), so backward reads transposed FP8
+// copies (produced by the cast kernels): weightT_COC for dgrad, inpT_CN and doutT_OCN for wgrad. Gradient
+// operands are E4M3 or E5M2 (cudaDataType_t CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2, a runtime choice); E5M2 x E5M2
+// does not exist, and the other operand is always E4M3. Forward uses fast accumulation, dgrad and wgrad do
+// not.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "llmc/gpu/context.h"
+#include "llmc/gpu/cuda_common.cuh"
+
+struct MatmulPlan;  // defined in matmul.cu: descriptors + layouts + algorithm for one GEMM key
+
+struct MatmulPlanCache {
+    std::vector<MatmulPlan*> plans;
+
+    MatmulPlanCache() = default;
+    MatmulPlanCache(const MatmulPlanCache&) = delete;
+    MatmulPlanCache& operator=(const MatmulPlanCache&) = delete;
+    ~MatmulPlanCache();
+    size_t size() const { return plans.size(); }
+};
+// Destroys every cached plan (the cache stays usable and refills on demand). The destructor calls it.
+void matmul_plan_cache_clear(MatmulPlanCache* cache);
+
+// ---------------------------------------------------------------------------------------------------------
+// BF16
+
+// out_NOC = inp_NC weight_OCC^T + bias_OC (bias nullable: then no bias, e.g. the LM head logits_NV).
+void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
+                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+
+// Bytes of FP32 scratch the dbias reduction needs (pass as dbias_scratch).
+size_t matmul_dbias_scratch_bytes(int N, int OC);
+
+// Backward of matmul_forward. Each output is optional (nullptr skips it):
+//   dinp_NC = dout W (overwritten); dweight_OCC = dout^T inp (+= if accumulate_dweight, else overwritten);
+//   dbias_OC = column sums of dout (+= if accumulate_dweight, else overwritten; deterministic, by
+//   matmul_dbias; needs dbias_scratch of
+//   matmul_dbias_scratch_bytes(N, OC)).
+// inp_NC is only read for dweight, weight_OCC only for dinp.
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
+                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
+                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
+
+// dbias_OC (+)= sum over the N rows of dout_NOC (bf16 out), as two deterministic passes through
+// dbias_scratch. Exposed for callers that reduce a dout that no GEMM reads in BF16. OC must be a multiple
+// of 8.
+void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
+                  cudaStream_t stream, bool accumulate = false);
+
+// ---------------------------------------------------------------------------------------------------------
+// FP8 (D is BF16 in all three)
+
+// out_NOC = (inp_NC W^T) * inp_scale_inv * weight_scale_inv + bias_OC (bf16, nullable). Fast accumulation.
+void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const __nv_fp8_e4m3* inp_NC,
+                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC,
+                        const float* weight_scale_inv, const bf16* bias_OC, int N, int C, int OC,
+                        cudaStream_t stream);
+
+// dinp_NC = dout_NOC W, reading W^T stored row-major [C, OC] (E4M3; its scale_inv is the one W was cast with)
+// and dout_NOC of type dout_type (CUDA_R_8F_E5M2 or CUDA_R_8F_E4M3). Overwrites dinp_NC.
+void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
+                      const __nv_fp8_e4m3* weightT_COC, const float* weight_scale_inv, const void* dout_NOC,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      cudaStream_t stream);
+
+// dweight_OCC (+)= dout^T inp, reading inp^T stored [C, N] (E4M3) and dout^T stored [OC, N] (dout_type).
+// accumulate: += (beta = 1, BF16 C = D) else overwritten.
+void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC,
+                      const __nv_fp8_e4m3* inpT_CN, const float* inp_scale_inv, const void* doutT_OCN,
+                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
+                      bool accumulate, cudaStream_t stream);

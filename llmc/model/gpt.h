@@ -1,0 +1,174 @@
+// The GPT model on the GPU: parameter/activation tables, forward, backward, AdamW update.
+//
+// Parameter order (the "canonical order", also the layout of reference files and checkpoints), each tensor
+// grouped across layers, weights in PyTorch's nn.Linear layout [out, in]:
+//   0 wte_VC  1 wpe_TC (maxT x C)  2 ln1w_LC  3 ln1b_LC  4 qkvw_L3CC  5 qkvb_L3C  6 attprojw_LCC  7
+//   attprojb_LC 8 ln2w_LC  9 ln2b_LC  10 fcw_L4CC  11 fcb_L4C  12 fcprojw_LC4C  13 fcprojb_LC  14 lnfw_C  15
+//   lnfb_C
+// qkv output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llmc/host/config.h"
+
+struct GpuContext;
+class Communicator;
+
+constexpr int kNumParamTensors = 16;
+
+struct ParamTensorInfo {
+    std::string name;
+    std::vector<size_t> shape;  // full shape including the leading L for per-layer tensors
+    size_t offset;              // element offset into the flat parameter buffer
+    size_t numel;
+    bool weight_decay;  // matrices (2-D per layer: Linear weights, wte, wpe) are decayed; biases and LN are
+                        // not
+};
+// The parameter table for `m` in canonical order.
+std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m);
+
+// FP8 scale health of one step, for the log: scale range and how many slots saturated (amax * scale above the
+// format's max, so values were clipped) or fell back (amax 0/inf/NaN: the old scale was kept).
+struct Fp8Health {
+    int slots = 0, saturated = 0, fell_back = 0;
+    float min_scale = 0, max_scale = 0;
+};
+
+// One tensor of the training state, whole (for checkpoints): dtype as in safetensors ("F32").
+struct StateTensorInfo {
+    std::string name;
+    std::string dtype;
+    std::vector<int64_t> shape;
+    size_t bytes;
+};
+
+// Memory/speed/reproducibility options of the step (TrainConfig's --recompute and --deterministic).
+struct StepOptions {
+    bool recompute_fc_proj_input = false;  // fp8: rebuild the fc-proj FP8 input from the pre-GELU tensor
+    bool deterministic_attention = true;
+    bool cuda_graph = true;  // launch_step(): replay one captured CUDA graph per step
+};
+
+// What a training step did, read once after it completed.
+struct StepOutcome {
+    float loss = 0;        // mean over the micro-steps and ranks
+    float grad_norm = 0;   // global, before clipping
+    bool applied = false;  // false: skipped (non-finite loss or gradient norm): nothing changed
+};
+
+// Data parallelism (one process per GPU) and gradient accumulation.
+struct DataParallel {
+    Communicator* comm = nullptr;  // nullptr or world 1: one GPU
+    int grad_accum_steps = 1;      // micro-steps (forward + backward) per update()
+};
+
+struct AdamWSettings {
+    float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip 0: no clipping
+};
+
+class GptModel {
+  public:
+    // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
+    // (another allocation). Prints the memory plan.
+    // With several ranks (ZeRO-1) the FP32 master weights and AdamW moments are sharded: each rank holds
+    // 1/world of every parameter slice (llmc/parallel/shard_view.h); gradients are reduce-scattered per layer during
+    // the last micro-step's backward, and the updated BF16 weights all-gathered after update().
+    GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
+             const Fp8Config& fp8 = Fp8Config(), const DataParallel& dp = DataParallel(),
+             const StepOptions& options = StepOptions());
+    ~GptModel();
+    GptModel(const GptModel&) = delete;
+    GptModel& operator=(const GptModel&) = delete;
+
+    // GPT-2 initialization: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LN
+    // weight 1.
+    void init_weights(uint64_t seed);
+    // Loads all parameters (canonical order, float32) into FP32 master and BF16 working copies.
+    void load_weights(const std::vector<float>& params);
+
+    // A training step that never waits for the host, so it runs as one CUDA graph (StepOptions::cuda_graph):
+    //   for every micro-step k < grad_accum_steps: stage_micro_batch(k, inputs, targets)
+    //   launch_step(adamw, t); ... ; StepOutcome r = wait_step(&health);
+    // stage_micro_batch checks the token ids (exits on an id out of range) and queues their upload through
+    // pinned memory, double buffered: the next step's tokens may be staged before wait_step.
+    // launch_step queues forward + backward of every micro-step, the global gradient norm, the verdict (skip
+    // when the loss or the norm is not finite: the device then changes nothing and the FP8 state returns to
+    // its snapshot), the FP8 scale update, AdamW step t (1-based: updates applied so far + 1), the all-gather
+    // and the FP8 weight casts. The first step (it builds the library plans), calibration and stale FP8
+    // weights run uncaptured; the first step after them is captured and every later one replays it.
+    // wait_step synchronizes, reads the step's loss and norm, and fills `health` (FP8, applied steps).
+    // poison_gradients (tests): NaN gradients before the update, uncaptured. Collective with several ranks.
+    void stage_micro_batch(int k, const int* inputs_BT, const int* targets_BT);
+    void launch_step(const AdamWSettings& s, int t, bool poison_gradients = false);
+    StepOutcome wait_step(Fp8Health* health = nullptr);
+
+    // The step's parts, one call at a time (tests; each synchronizes where it returns a value).
+    // Training forward pass (one micro-step) on B x T tokens (host arrays). With targets, computes the mean
+    // cross-entropy loss, records the FP8 amaxes of this step and leaves dlogits ready for backward().
+    // Returns the loss averaged over the ranks (synchronizes). Without targets it is an evaluation pass (see
+    // evaluate) and returns 0. Collective (with targets): every rank calls it.
+    float forward(const int* inputs_BT, const int* targets_BT);
+    // Evaluation forward (validation, between steps): the loss with targets (0 without), leaving the training
+    // state untouched: FP8 amaxes, calibration and scales are those of a run without this call. No
+    // backward().
+    float evaluate(const int* inputs_BT, const int* targets_BT);
+    // Backward pass after forward() with targets: writes all parameter gradients (the first micro-step of an
+    // update overwrites them, later ones accumulate). The last micro-step also reduce-scatters them across
+    // the ranks, layer by layer, on the communication stream while the backward continues.
+    void backward();
+    // After grad_accum_steps micro-steps: global grad-norm over all ranks (returned), then, if it is finite:
+    // FP8 scale update from the amaxes of all micro-steps and ranks (fills `health` if given), clipping,
+    // AdamW step `step` (1-based: updates applied so far + 1, for bias correction) on this rank's shard, the
+    // all-gather of the new weights, and in FP8 the cast of the new weights. A non-finite norm or loss skips
+    // the step on the device, as in launch_step: nothing changes, the caller sees a non-finite norm.
+    // Collective.
+    float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
+    // Abandons the current step after any of its micro-steps (e.g. a non-finite loss): the FP8 state returns
+    // to where it was before the step's first forward, so the step's amaxes never enter the history.
+    void discard_step();
+
+    // Per-phase GPU time (see llmc/gpu/phase_timer.h): enable, run steps, collect ms per phase (and reset).
+    void set_profiling(bool on);
+    std::vector<double> collect_phase_ms();
+
+    // Host copies, canonical order, float32: master weights (collective with several ranks: gathered),
+    // gradients (one GPU only: with several, only this rank's reduced shard is meaningful); logits of the
+    // first `rows` rows (valid after a forward() without targets: with targets the buffer is overwritten by
+    // dlogits).
+    std::vector<float> weights_to_host() const;
+    std::vector<float> grads_to_host() const;
+    std::vector<float> logits_to_host(int rows) const;
+    // Logits of one row (b * T + t) after a forward() without targets: V floats.
+    std::vector<float> logits_row(int row) const;
+    // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
+    std::vector<float> fp8_state_to_host() const;
+
+    // Everything on the device a run needs to continue bit-exactly, as whole tensors whatever the number of
+    // ranks: FP32 master weights (one per parameter tensor, canonical names), AdamW m and v, and in FP8 the
+    // amax history (staging row included), scale and scale_inv. The BF16 working weights and FP8 weight
+    // copies are derived from the master.
+    std::vector<StateTensorInfo> state_layout() const;
+    // Gathers the state into host buffers (one per state_layout() entry, its bytes). Collective; ranks
+    // other than 0 may pass nullptrs (they take part in the gather but receive nothing).
+    void state_to_host(const std::vector<void*>& host);
+    // Loads the state from whole host tensors (each rank takes its shards) and rebuilds the derived copies.
+    void state_from_host(const std::vector<const void*>& host);
+    // Host part of the FP8 state: true until the first scale update (step-0 calibration pending).
+    bool fp8_calibration_pending() const;
+    void set_fp8_calibration_pending(bool pending);
+    // Tests: fills every activation buffer with NaN bytes, so a kernel that reads a buffer before anything
+    // wrote it in this step poisons the loss.
+    void poison_activations();
+    // Tests: fills the gradient buffer with NaN (call between backward() and update()).
+    void poison_gradients();
+
+    size_t num_parameters() const;
+    size_t peak_memory_bytes() const;
+
+    struct Impl;
+
+  private:
+    Impl* impl_;
+};
