@@ -53,7 +53,7 @@ GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
 .PHONY: all deps test sanitize clean format
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
-all: train_gpt $(HOST_TESTS) $(GPU_TESTS)
+all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS)
 
 deps:
 	@bash scripts/deps.sh
@@ -71,6 +71,13 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 	ar rcs $@ $^
 
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+
+# The driver with its fault hook compiled in (test/gpu_lifecycle.sh): the trainer itself has none.
+$(BUILD)/test/train_gpt_faults.o: train_gpt.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_FAULT_INJECTION $(DEPFLAGS) -c $< -o $@
+$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)

@@ -28,7 +28,10 @@
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/tokenizer.h"
 #include "llmc/run/train_state.h"
-#include "llmc/formats/weights_io.h"
+#include "llmc/model/weights_io.h"
+#ifdef TRAIN_GPT_FAULT_INJECTION
+#include "llmc/model/gpt_testing.h"
+#endif
 
 namespace {
 
@@ -47,17 +50,33 @@ struct NvtxRange {
     ~NvtxRange() { nvtxRangePop(); }
 };
 
+#ifdef TRAIN_GPT_FAULT_INJECTION
+// Only in the test build of this driver (build/test/train_gpt_faults, test/gpu_lifecycle.sh):
+// TRAIN_GPT_TEST_POISON_STEP=k launches step k with NaN gradients. The trainer itself has no fault hook.
+void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
+    const char* v = getenv("TRAIN_GPT_TEST_POISON_STEP");
+    if (v && step == atoi(v))
+        gpt_testing::launch_step_with_nan_gradients(*model, adamw, opt_step);
+    else
+        model->launch_step(adamw, opt_step);
+}
+#else
+void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
+    model->launch_step(adamw, opt_step);
+}
+#endif
+
 // One optimizer step: every micro-step's tokens staged, the step launched (one CUDA graph once captured) and
 // waited for. A non-finite loss or gradient norm skips the step on the device (every rank sees the same
 // all-reduced values, so all skip together). first_step: this process's first, which also builds the
 // cuBLASLt/cuDNN plans (a longer wait is normal).
 StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
-                       bool poison, Fp8Health* health, Communicator* comm, bool first_step) {
+                       int step, Fp8Health* health, Communicator* comm, bool first_step) {
     NvtxRange range("step");
     for (int k = 0; k < batch.micro_steps(); k++)
         model->stage_micro_batch(k, batch.inputs_of(k), batch.targets_of(k));
     comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
-    model->launch_step(adamw, opt_step, poison);
+    launch_training_step(model, adamw, opt_step, step);
     const StepOutcome r = model->wait_step(health);
     comm->disarm();
     return r;
@@ -107,12 +126,6 @@ void install_stop_signal_handlers() {
     sigaction(SIGTERM, &sa, nullptr);
 }
 int stop_signal() { return g_stop_signal; }
-
-// Test-only: TRAIN_GPT_TEST_POISON_STEP=k fills step k's gradients with NaN (fault-handling tests).
-int test_poison_step() {
-    const char* v = getenv("TRAIN_GPT_TEST_POISON_STEP");
-    return v ? atoi(v) : -1;
-}
 
 // Where checkpoints go: --checkpoint-dir, else the --resume directory, else nowhere.
 std::string checkpoint_dir(const TrainConfig& cfg) {
@@ -208,7 +221,7 @@ int train(const TrainConfig& cfg) {
     if (rank != 0 && !freopen("/dev/null", "w", stdout)) fatal("rank %d: cannot silence stdout", rank);
     int micro_steps = 1;
     if (std::string e = grad_accum_steps(cfg, world, &micro_steps); !e.empty()) fatal("%s", e.c_str());
-    printf("train_gpt: resolved configuration\n%s", to_json(cfg).c_str());
+    printf("train_gpt: resolved configuration\n%s", to_json(cfg, num_parameters(cfg.model)).c_str());
     if (world > 1 || micro_steps > 1)
         printf(
             "data parallel: %d GPU%s (%s), %d micro-step%s of %d x %d tokens per GPU: %lld tokens per step\n",
@@ -274,7 +287,7 @@ int train(const TrainConfig& cfg) {
     }
     // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
     std::unique_ptr<RunLogger> run_logger =
-        rank == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg), /*append=*/!cfg.resume.empty())
+        rank == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)), /*append=*/!cfg.resume.empty())
                   : std::make_unique<RunLogger>();
     RunLogger& logger = *run_logger;
     const std::string ckpt_dir = checkpoint_dir(cfg);
@@ -291,7 +304,6 @@ int train(const TrainConfig& cfg) {
         }
     };
     install_stop_signal_handlers();
-    const int poison_step = test_poison_step();
 
     auto validate = [&](int step) {
         val_data->reset();
@@ -339,7 +351,7 @@ int train(const TrainConfig& cfg) {
         Fp8Health health;
         const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
         const StepOutcome r =
-            train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step == poison_step,
+            train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step,
                        fp8_health ? &health : nullptr, comm.get(), step == first_step);
         state.progress.step = step + 1;
         if (r.applied) state.progress.opt_step++;
@@ -364,6 +376,8 @@ int train(const TrainConfig& cfg) {
             }
         } else {
             bad_in_a_row = 0;
+            // memory grows in the first steps (library workspaces, the graph capture): read it then and last
+            if (step < first_step + 3 || last) model.update_peak_memory();
             log_step(step, cfg, r, lr, ms, tokens_per_step, flops_per_step, world, model.peak_memory_bytes(),
                      fp8_health ? &health : nullptr, &logger);
             if (fp8_health && comm->active()) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 
 namespace fp8_test {
 

@@ -1,4 +1,4 @@
-// Tests for llmc/fp8/fp8.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
+// Tests for llmc/fp8/cast.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
 // round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
 // a float64 reference, and the delayed-scaling update against the host model in llmc/fp8/fp8_scale_math.h plus
 // hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
@@ -7,7 +7,7 @@
 
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 
 using namespace fp8_test;
 

@@ -11,7 +11,7 @@
 
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 #include "llmc/fp8/fp8_producers.cuh"
 #include "llmc/kernels/gelu.cuh"
 #include "llmc/kernels/layernorm.cuh"

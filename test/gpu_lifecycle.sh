@@ -7,6 +7,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0
 BIN=${TRAIN_GPT:-./train_gpt}
+FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with its fault hook compiled in
 WORK=$(mktemp -d /tmp/gpu_lifecycle_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 read -r -a MODEL <<< "${LIFECYCLE_ARGS:---model 124m --batch 8 --seq 1024}"
@@ -82,10 +83,10 @@ fi
 for p in bf16 fp8; do
   want "poison_$p" || continue
   d=$WORK/poison_$p; mkdir -p "$d"
-  TRAIN_GPT_TEST_POISON_STEP=5 "$BIN" "${MODEL[@]}" --precision $p --steps 10 --log-dir "$d/log" > "$d/out.txt" 2>&1; rc=$?
+  TRAIN_GPT_TEST_POISON_STEP=5 "$FAULTS_BIN" "${MODEL[@]}" --precision $p --steps 10 --log-dir "$d/log" > "$d/out.txt" 2>&1; rc=$?
   if [ $rc = 0 ] && grep -q "^step     5/10 | skipped" "$d/out.txt" && grep -q "^step     9/10 | loss [0-9]" "$d/out.txt"; then pass "poisoned_step_skipped_$p"
   else fail "poisoned_step_skipped_$p" "exit $rc: $(grep -m1 'step     5' "$d/out.txt")"; fi
-  TRAIN_GPT_TEST_POISON_STEP=5 "$BIN" "${MODEL[@]}" --precision $p --steps 10 --max-bad-steps 1 --log-dir "$d/log2" --checkpoint-dir "$d/ckpt" > "$d/out2.txt" 2>&1; rc=$?
+  TRAIN_GPT_TEST_POISON_STEP=5 "$FAULTS_BIN" "${MODEL[@]}" --precision $p --steps 10 --max-bad-steps 1 --log-dir "$d/log2" --checkpoint-dir "$d/ckpt" > "$d/out2.txt" 2>&1; rc=$?
   if [ $rc != 0 ] && grep -q "max-bad-steps 1" "$d/out2.txt" && [ -f "$d/ckpt/ckpt_00000006.safetensors" ]; then pass "max_bad_steps_stops_with_checkpoint_$p"
   else fail "max_bad_steps_stops_with_checkpoint_$p" "exit $rc, checkpoints: $(ls "$d/ckpt" 2>/dev/null | tr '\n' ' ') $(tail -1 "$d/out2.txt")"; fi
 done

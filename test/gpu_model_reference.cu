@@ -27,6 +27,7 @@
 #include "llmc/host/config.h"
 #include "llmc/gpu/context.h"
 #include "llmc/model/gpt.h"
+#include "llmc/model/gpt_testing.h"
 #include "test/testing.h"
 
 namespace {
@@ -281,14 +282,14 @@ void run_reference_test(const RefConfig& cfg) {
         weights = model.weights_to_host();
         // Logits from a forward pass without targets: with targets the fused classifier may overwrite the
         // logits with dlogits in place.
-        model.forward(ref.inputs.data(), nullptr);
+        gpt_testing::forward(model, ref.inputs.data(), nullptr);
         logits = model.logits_to_host(k);
         auto t0 = std::chrono::steady_clock::now();
         for (int s = 1; s <= ref.steps; s++) {
-            losses[s - 1] = model.forward(ref.inputs.data(), ref.targets.data());
-            model.backward();
+            losses[s - 1] = gpt_testing::forward(model, ref.inputs.data(), ref.targets.data());
+            gpt_testing::backward(model);
             if (s == 1) grads = model.grads_to_host();
-            norms[s - 1] = model.update(ref.adamw, s);
+            norms[s - 1] = gpt_testing::update(model, ref.adamw, s);
         }
         CHECK_CUDA(cudaDeviceSynchronize());
         ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -392,10 +393,10 @@ void run_fp8_reference_test(const RefConfig& cfg) {
         GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx);
         model.load_weights(ref.params);
         for (int s = 1; s <= ref.steps; s++) {
-            losses[run].push_back(model.forward(ref.inputs.data(), ref.targets.data()));
-            model.backward();
+            losses[run].push_back(gpt_testing::forward(model, ref.inputs.data(), ref.targets.data()));
+            gpt_testing::backward(model);
             if (s == 1) grads[run] = model.grads_to_host();
-            model.update(ref.adamw, s);
+            gpt_testing::update(model, ref.adamw, s);
         }
     }
     printf("%s fp8 vs reference (and vs our bf16 path)\n", cfg.name);
@@ -447,24 +448,24 @@ Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w,
     const AdamWSettings s{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     for (int i = 1; i <= steps; i++) {
         if (i == extras.bad_before) {
-            model.forward(in.data(), tg.data());
+            gpt_testing::forward(model, in.data(), tg.data());
             if (extras.bad_loss) {
-                model.discard_step();
+                gpt_testing::discard_step(model);
             } else {
-                model.backward();
-                model.poison_gradients();
-                EXPECT_TRUE(!std::isfinite(model.update(s, i)));  // skipped: the AdamW step count stays
+                gpt_testing::backward(model);
+                gpt_testing::poison_gradients(model);
+                EXPECT_TRUE(!std::isfinite(gpt_testing::update(model, s, i)));  // skipped: the AdamW step count stays
             }
         }
         if (extras.eval_tokens) {
             const int* ev = extras.eval_tokens->data();
             EXPECT_TRUE(std::isfinite(model.evaluate(ev, ev + B * T)));
-            model.forward(ev, nullptr);
+            gpt_testing::forward(model, ev, nullptr);
         }
-        if (extras.poison) model.poison_activations();
-        r.losses.push_back(model.forward(in.data(), tg.data()));
-        model.backward();
-        r.norms.push_back(model.update(s, i));
+        if (extras.poison) gpt_testing::poison_activations(model);
+        r.losses.push_back(gpt_testing::forward(model, in.data(), tg.data()));
+        gpt_testing::backward(model);
+        r.norms.push_back(gpt_testing::update(model, s, i));
     }
     r.weights = model.weights_to_host();
     r.fp8_state = model.fp8_state_to_host();

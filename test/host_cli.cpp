@@ -66,7 +66,7 @@ TEST(defaults) {
     EXPECT_TRUE(r.run);
     EXPECT_EQ(r.exit_code, 0);
     TrainConfig def;
-    EXPECT_TRUE(to_json(cfg) == to_json(def));  // every field (the JSON dump lists them all)
+    EXPECT_TRUE(to_json(cfg, 0) == to_json(def, 0));  // every field (the JSON dump lists them all)
     EXPECT_TRUE(cfg.model_name == "1.5b");
     EXPECT_EQ(cfg.model.num_layers, 48);
     EXPECT_EQ(cfg.model.channels, 1600);

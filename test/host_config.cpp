@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llmc/host/config.h"
+#include "llmc/model/layout.h"
 #include "test/testing.h"
 
 namespace {
@@ -186,7 +187,7 @@ TEST(to_json_has_every_field) {
     c.seed = 987654321012ull;
     c.log_dir = "runs/x";
     c.log_every = 29;
-    std::string j = to_json(c);
+    std::string j = to_json(c, num_parameters(c.model));
     for (const char* s :
          {"\"model\": \"350m\"", "\"gelu\": \"tanh\"", "\"precision\": \"fp8\"", "\"fp8_format\": \"e4m3\"",
           "\"fp8_amax_algo\": \"most_recent\"", "\"train_data\": \"data/t_*.bin\"",
@@ -228,7 +229,7 @@ TEST(to_json_has_every_field) {
     }
     // Strings are escaped.
     c.log_dir = "a\"b\\c";
-    EXPECT_CONTAINS(to_json(c), "\"log_dir\": \"a\\\"b\\\\c\"");
+    EXPECT_CONTAINS(to_json(c, num_parameters(c.model)), "\"log_dir\": \"a\\\"b\\\\c\"");
 }
 
 TEST(validate_range_messages) {

@@ -1,4 +1,4 @@
-// Host tests for llmc/formats/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
+// Host tests for llmc/model/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
 // config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix, mask
 // buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include "llmc/host/config.h"
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
-#include "llmc/formats/weights_io.h"
+#include "llmc/model/weights_io.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
@@ -57,7 +57,7 @@ ModelConfig padded_model() {  // GPT-2's padded vocabulary with a tiny body
 std::vector<float> random_params(const ModelConfig& m, uint32_t seed) {
     std::mt19937 gen(seed);
     std::normal_distribution<float> d(0.0f, 0.5f);
-    std::vector<float> p(host_num_parameters(m));
+    std::vector<float> p(num_parameters(m));
     for (float& x : p) x = d(gen);
     return p;
 }
@@ -96,10 +96,10 @@ int64_t numel(const std::vector<int64_t>& s) {
     return n;
 }
 
-// The canonical tensor `name` (host_parameter_table name) of `p`, layer `l` (-1: whole tensor).
+// The canonical tensor `name` (parameter_table name) of `p`, layer `l` (-1: whole tensor).
 const float* slice(const ModelConfig& m, const std::vector<float>& p, const std::string& name, int l,
                    size_t* n) {
-    for (const ParamTensorInfo& t : host_parameter_table(m))
+    for (const ParamTensorInfo& t : parameter_table(m))
         if (t.name == name) {
             if (l < 0) {
                 *n = t.numel;
@@ -123,7 +123,7 @@ TensorMap hf_unprefixed(const TempDir& dir, const ModelConfig& m, const std::vec
 
 TEST(parameter_table_matches_config_count) {
     for (const ModelConfig& m : {small_model(), padded_model()}) {
-        const auto table = host_parameter_table(m);
+        const auto table = parameter_table(m);
         EXPECT_EQ(table.size(), (size_t)kNumParamTensors);
         size_t off = 0;
         for (const auto& t : table) {
@@ -131,9 +131,8 @@ TEST(parameter_table_matches_config_count) {
             off += t.numel;
         }
         EXPECT_EQ(off, num_parameters(m));
-        EXPECT_EQ(host_num_parameters(m), num_parameters(m));
     }
-    const auto t = host_parameter_table(small_model());
+    const auto t = parameter_table(small_model());
     EXPECT_TRUE(t[4].name == "qkvw" && t[4].shape == (std::vector<size_t>{2, 192, 64}) && t[4].weight_decay);
     EXPECT_TRUE(t[12].name == "fcprojw" && t[12].shape == (std::vector<size_t>{2, 64, 256}));
     EXPECT_TRUE(t[15].name == "lnfb" && !t[15].weight_decay);

@@ -3,7 +3,7 @@
 // m and v and quantizes the new weight into W and W^T.
 #pragma once
 #include "llmc/kernels/adamw.cuh"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 
 // For one Linear weight [OC, C] (OC and C multiples of 16, pointers 16-byte aligned): the AdamW update of
 // adamw_update (device step scalars, grad_scale, apply flag), then the new master weight cast into the FP8

@@ -1,4 +1,4 @@
-// FP8 kernel helpers shared by llmc/fp8/fp8.cu (the cast kernels) and llmc/fp8/fp8_producers.cu (the fused
+// FP8 kernel helpers shared by llmc/fp8/cast.cu (the cast kernels) and llmc/fp8/fp8_producers.cu (the fused
 // producers), so that both quantize, reduce the amax and transpose with the very same instructions: the fused
 // producers are bit-identical to the BF16 kernels followed by fp8_cast_transpose by construction.
 // Internal to those two files (not a launcher header).
@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 
 // ---------------------------------------------------------------------------------------------------------
 // Device helpers

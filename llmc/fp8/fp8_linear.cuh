@@ -1,4 +1,4 @@
-// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8/fp8.cuh) feeding the cuBLASLt
+// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8/cast.cuh) feeding the cuBLASLt
 // FP8 GEMMs (llmc/kernels/matmul.cuh). Forward: X is cast (row-wise for this GEMM + transposed copy kept for wgrad)
 // with its scale_inv; Y = X W^T + b with E4M3 x E4M3 and fast accumulation. Backward: dY is cast + transposed
 // with dbias reduced in the same pass (dGELU fused for the fc layer), then dgrad dX = dY W (W^T copy) and
@@ -6,7 +6,8 @@
 #pragma once
 #include <library_types.h>
 
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
+#include "llmc/fp8/recipe.h"
 #include "llmc/kernels/matmul.cuh"
 #include "llmc/gpu/phase_timer.h"
 
@@ -30,39 +31,42 @@ struct Fp8Scratch {
     void* dbias_scratch = nullptr;
 };
 
-// Points `lin`'s slots at those of Linear `linear` (fp8_slot(linear, role)), and its scratch-backed copies (X
-// row-wise, dY both ways) at the shared scratch.
-void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch);
+// Points `lin`'s slots at those of Linear `linear` (fp8_slot(linear, role)) and its scratch-backed copies (X
+// row-wise, dY both ways) at the shared scratch; sets each tensor's shape and format (from `st`) for N rows
+// of a Linear [OC, C].
+void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch, const Fp8ScaleState& st, int N,
+                     int C, int OC);
 
 struct Fp8LinearContext {
     GpuContext* ctx = nullptr;
     MatmulPlanCache* plans = nullptr;
-    Fp8ScaleState* scales = nullptr;
-    Fp8Scratch scratch;
-    bool calibrate =
-        false;  // step 0: compute each tensor's amax before its first cast (current scaling once)
-    int margin = 0;
+    DelayedScaling* recipe = nullptr;  // the scale state, step-0 calibration and margin
+    const Fp8Scratch* scratch = nullptr;
     bool gelu_tanh = false;
-    bool accumulate_grads = false;  // gradient accumulation: dweight/dbias += instead of overwritten
     PhaseTimer* timer = nullptr;
 };
 
-// out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels write
-// lin->x).
-void fp8_linear_forward_quantized(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
+// Step 0 (the recipe calibrates): the amax of tensor `t` first (amax_pass), then its slot's scale from it.
+template <class AmaxPass>
+void fp8_calibrate_if_needed(const Fp8LinearContext* f, const Fp8Tensor& t, cudaStream_t stream, AmaxPass amax_pass) {
+    if (!f->recipe->calibrating()) return;
+    amax_pass();
+    fp8_calibrate_scales(f->recipe->scales(), t.slot, 1, f->recipe->config().margin, stream);
+}
+
+// out_NOC = X W^T + bias from an X already quantized by its producer (fused LayerNorm / GELU kernels, or a
+// cast, write lin->x).
+void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
                                   const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
-// out_NOC = inp_NC W^T + bias, casting inp_NC first. Saves X^T (fp8) in `lin` for the backward.
-void fp8_linear_forward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC, const bf16* inp_NC,
-                        const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
-// dinp_NC = dY W (overwritten), dweight_OCC = dY^T X, dbias_OC = sum_n dY (overwritten, or += with
-// f->accumulate_grads). dY = dout_NOC, or, when
-// pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is then the gradient of the GELU output).
-void fp8_linear_backward(Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
+// dinp_NC = dY W (overwritten; null: skipped), dweight_OCC = dY^T X, dbias_OC = sum_n dY (overwritten, or +=
+// with accumulate). dY = dout_NOC, or, when pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is
+// then the gradient of the GELU output).
+void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
-                         cudaStream_t stream);
+                         bool accumulate, cudaStream_t stream);
 // W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step), or from the BF16 working
 // weight (several GPUs: the master is sharded, the gathered BF16 weight is what every rank has whole).
-void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
+void fp8_linear_cast_weight(const Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,
                             int C, cudaStream_t stream);
-void fp8_linear_cast_weight(Fp8LinearContext* f, Fp8LinearBuffers* lin, const bf16* weight_OCC, int OC, int C,
-                            cudaStream_t stream);
+void fp8_linear_cast_weight(const Fp8LinearContext* f, Fp8LinearBuffers* lin, const bf16* weight_OCC, int OC,
+                            int C, cudaStream_t stream);

@@ -4,10 +4,10 @@
 // Bit-exactness with the BF16 kernels followed by fp8_cast_transpose rests on evaluating the very same fp32
 // expressions in the same order (so nvcc contracts the same multiply-adds into FMAs), with the same lane ->
 // element assignment wherever a reduction order matters (the LayerNorm row statistics), and on quantizing
-// the bf16-rounded value exactly as llmc/fp8/fp8.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2 with
+// the bf16-rounded value exactly as llmc/fp8/cast.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2 with
 // __NV_SATFINITE). Both hold by construction: the per-row LayerNorm is llmc/kernels/layernorm_row.cuh (inlined by
 // llmc/kernels/layernorm.cu too), the quantization, amax and transposition helpers are llmc/fp8/fp8_device.cuh (inlined
-// by llmc/fp8/fp8.cu too).
+// by llmc/fp8/cast.cu too).
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
@@ -118,7 +118,7 @@ __device__ __forceinline__ float gelu_bf16(float x) {
     return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));
 }
 
-// Cast + transpose as llmc/fp8/fp8.cu's cast_transpose_kernel (the 128 x 128 tile of llmc/fp8/fp8_device.cuh), with
+// Cast + transpose as llmc/fp8/cast.cu's cast_transpose_kernel (the 128 x 128 tile of llmc/fp8/fp8_device.cuh), with
 // GELU applied to the loaded values; all 8 loads of a thread are issued before any math.
 template <bool kTanh, __nv_fp8_interpretation_t FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)

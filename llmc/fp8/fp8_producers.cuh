@@ -4,7 +4,7 @@
 // no separate amax pass).
 //
 // Semantics, bit for bit: y = the bf16 value the BF16 kernel writes (llmc/kernels/layernorm.cu, llmc/kernels/gelu.cu: same
-// fp32 formula and operation order), then quantized exactly as fp8_cast_transpose does (llmc/fp8/fp8.cuh):
+// fp32 formula and operation order), then quantized exactly as fp8_cast_transpose does (llmc/fp8/cast.cuh):
 // fp8 = saturate(float(y) * scale) with round to nearest even, amax = max |y| (NaN propagates) into the
 // slot's staging amax (one integer atomicMax per block), scale read from st->scale[slot] on the device, and
 // out_scale_inv (one float, may be null) = st->scale_inv[slot]. So the output bytes equal the BF16 kernel
@@ -17,7 +17,7 @@
 // fp8_calibrate_scales(st, slot, 1, margin, stream), then the fused kernel.
 #pragma once
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/fp8/fp8.cuh"
+#include "llmc/fp8/cast.cuh"
 
 // LayerNorm (eps 1e-5, weight and bias) with an optional fused residual add, quantized to FP8.
 // inp2_NC != null: residual_NC = bf16(inp1 + inp2) is stored and normalized (as residual_layernorm_forward);

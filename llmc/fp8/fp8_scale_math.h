@@ -1,7 +1,7 @@
-// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8/fp8.cu) and the host tests: per-tensor
+// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8/cast.cu) and the host tests: per-tensor
 // formats, the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale,
 // bit-identical on host and device, plus a host reference model of the whole amax-history/scale update
-// (the recipe: README.md, "How FP8 works"; the update rule: llmc/fp8/fp8.cuh, fp8_update_scales).
+// (the recipe: README.md, "How FP8 works"; the update rule: llmc/fp8/scale_state.cuh, fp8_update_scales).
 //
 // Bit-exactness between host and device: the kernels are built with --use_fast_math (approximate float
 // division, denormals flushed to zero), so nothing here uses float arithmetic. amaxes are combined as
@@ -110,7 +110,7 @@ FP8_HD inline float fp8_compute_scale(float amax, float fp8_max, int margin, flo
 // scale_inv = 1 / scale, correctly rounded (may be a float denormal when scale is near FLT_MAX).
 FP8_HD inline float fp8_compute_scale_inv(float scale) { return fp8_d2f(1.0 / fp8_f2d(scale)); }
 
-// ---- Host reference model of fp8_update_scales (llmc/fp8/fp8.cuh), used by the host and kernel tests. ----
+// ---- Host reference model of fp8_update_scales (llmc/fp8/scale_state.cuh), used by the host and kernel tests. ----
 // history: [H][num_slots] row-major, row 0 = staging. Per slot with a non-zero staging amax:
 //   window amax = combine over all H rows (Max) or row 0 (MostRecent);
 //   roll (Transformer Engine's order): new[i] = old[i+1] for 1 <= i < H-1, new[H-1] = old[0], new[0] = 0,

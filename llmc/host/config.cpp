@@ -40,7 +40,7 @@ bool model_preset(const std::string& name, ModelConfig* out) {
 //     keeps every such sum below 2^31.
 //   - 1-D grids of 8-element x 256-thread blocks over N*4C elements: gelu_forward / gelu_backward_inplace
 //     (llmc/kernels/gelu.cu, which CHECKs grid.x <= 2^31-1) and encoder_forward (N*C elements, implied).
-//   - FP8 cast+transpose kernels (llmc/fp8/fp8.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
+//   - FP8 cast+transpose kernels (llmc/fp8/cast.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
 //     fp8_gelu_cast_transpose) tile rows by 128 in grid.y, which is at most 65535.
 //   - cuDNN flash attention (llmc/kernels/attention.cu) gets int64 dims/strides, but flash-attention kernels
 //     commonly compute offsets in int32 and cuDNN documents no larger tensors: the packed qkv tensor
@@ -243,25 +243,6 @@ std::string validate(const TrainConfig& cfg) {
     return "";
 }
 
-size_t num_parameters(const ModelConfig& m) {
-    size_t C = m.channels, V = m.vocab_size, T = m.max_seq_len, L = m.num_layers;
-    size_t per_layer = 2 * C                // ln1 weight, bias
-                       + 3 * C * C + 3 * C  // qkv
-                       + C * C + C          // attention out-projection
-                       + 2 * C              // ln2
-                       + 4 * C * C + 4 * C  // fc
-                       + 4 * C * C + C;     // fc projection
-    return V * C + T * C + L * per_layer + 2 * C;
-}
-
-double flops_per_token(const ModelConfig& m, int seq_len) {
-    return 6.0 * (double)num_parameters(m) + 12.0 * m.num_layers * (double)seq_len * m.channels;
-}
-
-double seed_script_flops_per_step(const ModelConfig& m) {
-    return 6.0 * (double)num_parameters(m) * 16 * 1024;
-}
-
 float learning_rate(const TrainConfig& cfg, int step) {
     if (step < cfg.warmup) return cfg.lr * (float)(step + 1) / (float)cfg.warmup;
     if (cfg.schedule == LrSchedule::Constant) return cfg.lr;
@@ -291,7 +272,7 @@ static std::string json_escape(const std::string& s) {
     return out;
 }
 
-std::string to_json(const TrainConfig& c) {
+std::string to_json(const TrainConfig& c, size_t parameters) {
     const ModelConfig& m = c.model;
     std::ostringstream o;
     o.precision(9);
@@ -303,7 +284,7 @@ std::string to_json(const TrainConfig& c) {
       << "  \"vocab\": " << m.vocab_size << ",\n"
       << "  \"max_seq\": " << m.max_seq_len << ",\n"
       << "  \"gelu\": \"" << (m.gelu_tanh ? "tanh" : "erf") << "\",\n"
-      << "  \"parameters\": " << num_parameters(m) << ",\n"
+      << "  \"parameters\": " << parameters << ",\n"
       << "  \"precision\": \"" << to_string(c.precision) << "\",\n"
       << "  \"fp8_format\": \"" << to_string(c.fp8.format) << "\",\n"
       << "  \"fp8_history\": " << c.fp8.history_len << ",\n"

@@ -77,7 +77,7 @@ struct TrainConfig {
     int top_k = 40;         // 0: the whole vocabulary
     std::string tokenizer;  // tokenizer file (scripts/prepare_data.py); empty: next to the train shards
 
-    // Weights in and out (llmc/formats/weights_io.h).
+    // Weights in and out (llmc/model/weights_io.h).
     std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)
     std::string export_path;  // write the weights here: without --export-at-end instead of training
     bool export_hf = false;   // --export-format hf (a folder) instead of seed (one file)
@@ -102,12 +102,6 @@ int max_batch_for(const TrainConfig& cfg);
 // Returns an empty string and sets *steps, or a one-line error when it does not divide.
 std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 
-size_t num_parameters(const ModelConfig& m);
-// Honest model FLOPs per token for one fwd+bwd: 6 * N + 12 * L * T * C (matmul weights + attention).
-double flops_per_token(const ModelConfig& m, int seq_len);
-// The seed script's figure for a step: 6 * N * 16 * 1024 regardless of the batch (overstates 4/3 at B=12).
-double seed_script_flops_per_step(const ModelConfig& m);
-
 // Learning rate for 0-based `step`: linear warmup over `warmup` steps to `lr`, then constant or cosine
 // decay to lr * final_lr_frac at the last step.
 float learning_rate(const TrainConfig& cfg, int step);
@@ -116,4 +110,4 @@ const char* to_string(Precision p);
 const char* to_string(LrSchedule s);
 const char* to_string(Fp8Format f);
 const char* to_string(AmaxAlgo a);
-std::string to_json(const TrainConfig& cfg);
+std::string to_json(const TrainConfig& cfg, size_t parameters);

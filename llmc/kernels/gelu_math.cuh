@@ -1,5 +1,5 @@
 // GELU value and derivative, shared by every kernel that applies GELU (llmc/kernels/gelu.cu, the FP8 dGELU cast in
-// llmc/fp8/fp8.cu, the fused FP8 GELU producer in llmc/fp8/fp8_producers.cu), so that all of them evaluate the very
+// llmc/fp8/cast.cu, the fused FP8 GELU producer in llmc/fp8/fp8_producers.cu), so that all of them evaluate the very
 // same fp32 instruction sequence: the fused producer is bit-identical to gelu_forward + cast by construction.
 //
 // Exact (erf) form, as PyTorch's nn.GELU(): gelu(x) = x Phi(x), Phi(x) = 0.5 (1 + erf(x/sqrt2)), and

@@ -1,82 +1,38 @@
-// GptModel: owns the parameter/optimizer allocation, the activation allocation and the per-component state
-// (matmul plans, attention graphs). See llmc/model/gpt.h. The training step: llmc/model/gpt_step.cu; weights and the
-// training state in and out of the device: llmc/model/gpt_state.cu.
+// Building the GPT (llmc/model/gpt.h): the parameter and activation allocations from their tables, the memory
+// check, and the one place where the precision is chosen: the scaling recipe and the Linear layers. The
+// passes never ask for the precision again.
+#include <algorithm>
+
+#include "llmc/kernels/init.cuh"
 #include "llmc/model/gpt_impl.cuh"
 
-std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m) { return host_parameter_table(m); }
+static int rank_of(const DataParallel& dp) { return dp.comm && dp.comm->active() ? dp.comm->rank() : 0; }
+static int world_of(const DataParallel& dp) { return dp.comm && dp.comm->active() ? dp.comm->world() : 1; }
 
-// The activation buffers for s.B x s.T (added to `a`, not allocated).
-static void add_activation_buffers(GptModel::Impl& s, Arena& a) {
-    const size_t L = s.cfg.num_layers, C = s.cfg.channels, V = s.cfg.vocab_size, H = s.cfg.num_heads;
-    const size_t B = s.B, T = s.T, N = B * T;
-    const bool use_fp8 = s.use_fp8();
-    s.residual.resize(L + 1);
-    for (auto* v : {&s.residual_mid, &s.ln1, &s.ln2, &s.qkv, &s.atty, &s.fch}) v->resize(L);
-    for (auto* v : {&s.ln1_mean, &s.ln1_rstd, &s.ln2_mean, &s.ln2_rstd, &s.att_stats}) v->resize(L);
-    for (size_t l = 0; l <= L; l++) a.add("residual", &s.residual[l], N * C);
-    for (size_t l = 0; l < L; l++) {
-        a.add("residual_mid", &s.residual_mid[l], N * C);
-        // BF16 backward reads the LayerNorm outputs (GEMM inputs); FP8 keeps their transposed FP8 copies
-        // instead.
-        if (!use_fp8) {  // FP8: the LayerNorms write their FP8 copies directly, no BF16 output
-            a.add("ln1", &s.ln1[l], N * C);
-            a.add("ln2", &s.ln2[l], N * C);
-        }
-        a.add("qkv", &s.qkv[l], N * 3 * C);
-        a.add("atty", &s.atty[l], N * C);
-        a.add("fch (pre-gelu)", &s.fch[l], N * 4 * C);
-        a.add("ln stats", &s.ln1_mean[l], N);
-        a.add("ln stats", &s.ln1_rstd[l], N);
-        a.add("ln stats", &s.ln2_mean[l], N);
-        a.add("ln stats", &s.ln2_rstd[l], N);
-        a.add("att stats", &s.att_stats[l], (size_t)B * H * T);
-    }
-    a.add("lnf", &s.lnf, N * C);
-    a.add("ln stats", &s.lnf_mean, N);
-    a.add("ln stats", &s.lnf_rstd, N);
-    a.add("logits", &s.logits, N * V);
-    a.add("losses", &s.losses, N);
-    a.add("losses", &s.loss_scalar, 1);
-    // shared scratch: GELU output (BF16 only: recomputed in backward instead of stored per layer; FP8 GELU
-    // writes the fc-proj input in FP8), projection outputs, and the backward gradient buffers of every layer
-    if (!use_fp8) a.add("scratch", &s.fch_gelu, N * 4 * C);
-    a.add("scratch", &s.scratch_NC, N * C);
-    a.add("grad scratch", &s.grad_NC, N * C);
-    a.add("grad scratch", &s.grad_N4C, N * 4 * C);
-    a.add("grad scratch", &s.grad_residual, N * C);
-    size_t reduce_bytes = std::max<size_t>(
-        {layernorm_backward_scratch_bytes((int)N, (int)C), matmul_dbias_scratch_bytes((int)N, (int)(4 * C))});
-    a.add("reduce scratch", &s.reduce_scratch, reduce_bytes / sizeof(float) + 1);
-    a.add("reduce scratch", &s.norm_partials, kNumParamTensors * global_norm_num_partials());
-    a.add("step scalars", &s.step_scalars, 1);
-    a.add("step scalars", &s.adamw_scalars, 2);
-    a.add("tokens", &s.token_slots, s.accum_steps * token_slot_ints(N));
-    if (use_fp8) {
-        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
-            int in, out;
-            s.linear_dims(i % kLinearsPerLayer, &in, &out);
-            if (i % kLinearsPerLayer == kFcProj && s.options.recompute_fc_proj_input)
-                continue;  // shared below
-            a.add("fp8 saved X^T", &s.fp8_linears[i].x.data_T, (size_t)in * N);
-        }
-        // --recompute 1: one fc-proj X^T for all layers, rebuilt from the pre-GELU tensor in backward
-        if (s.options.recompute_fc_proj_input)
-            a.add("fp8 fc-proj X^T (recomputed)", &s.shared_fc_proj_xT, N * 4 * C);
-        Fp8Scratch& fs = s.fp8.scratch;
-        a.add("fp8 scratch", &fs.x_rows, N * 4 * C);
-        a.add("fp8 scratch", &fs.dy_rows, N * 4 * C);
-        a.add("fp8 scratch", &fs.dyT, N * 4 * C);
-        a.add("fp8 scratch", &fs.dy_scale_inv, 1);
-        a.add("step scalars", &s.health_amax, s.fp8_linears.size() * kFp8RolesPerLinear);
-        a.add("step scalars", &s.health_scale, s.fp8_linears.size() * kFp8RolesPerLinear);
-        a.add("fp8 scratch", reinterpret_cast<char**>(&fs.dbias_scratch),
-              fp8_dbias_scratch_bytes((int)N, (int)(4 * C)));
-    }
+GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, const DataParallel& dpar,
+                     const StepOptions& opts)
+    : cfg(m),
+      B(B_),
+      T(T_),
+      ctx(ctx_),
+      options(opts),
+      accum_steps(dpar.grad_accum_steps),
+      attention_graphs(std::make_unique<AttentionGraphs>(opts.deterministic_attention)),
+      params(m, rank_of(dpar), world_of(dpar)),
+      dp(dpar.comm, ctx_, &params, &timer),
+      runtime(std::max(dpar.grad_accum_steps, 1), (size_t)B_ * T_) {
+    CHECK(accum_steps >= 1, "grad_accum_steps = %d", accum_steps);
+}
+
+static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool fp8) {
+    const ModelConfig& m = s.cfg;
+    return {(size_t)batch, (size_t)s.T, (size_t)m.channels, (size_t)m.num_layers, (size_t)m.num_heads,
+            (size_t)m.vocab_size, s.accum_steps, fp8, s.options.recompute_fc_proj_input};
 }
 
 // Before allocating: if parameters + activations (+ a reserve for library workspaces) exceed the free GPU
 // memory, print the plan and exit with the largest --batch that would fit. Activation bytes are affine in B.
-static void check_memory_plan(GptModel::Impl& s) {
+static void check_memory_plan(GptModel::Impl& s, bool fp8) {
     constexpr size_t kReserve = size_t(1) << 30;  // cuBLASLt/cuDNN workspaces, FP8 scale state, fragmentation
     size_t free_b = 0, total_b = 0;
     CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
@@ -84,11 +40,9 @@ static void check_memory_plan(GptModel::Impl& s) {
     const size_t need = params + acts + kReserve;
     if (need <= free_b) return;
     auto activation_bytes_at = [&](int batch) {
-        const int saved = s.B;
-        s.B = batch;
         Arena probe;  // never allocated: only sizes the plan
-        add_activation_buffers(s, probe);
-        s.B = saved;
+        Activations a;
+        a.plan(activation_shape(s, batch, fp8), &probe);
         return probe.planned_bytes();
     };
     const size_t one = activation_bytes_at(1), per_sample = activation_bytes_at(2) - one;
@@ -97,169 +51,154 @@ static void check_memory_plan(GptModel::Impl& s) {
     const double GiB = 1073741824.0;
     s.param_arena.print_plan();
     s.act_arena.print_plan();
-    if (fit > 0)
-        fatal(
-            "out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f "
-            "+ "
-            "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; --batch %ld would fit",
-            s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, fit);
-    fatal(
-        "out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + "
-        "%.2f reserved for workspaces) but %.2f GiB of %.2f are free; even --batch 1 does not fit, use a "
-        "smaller model",
-        s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB);
+    const std::string advice = fit > 0 ? "--batch " + std::to_string(fit) + " would fit"
+                                       : "even --batch 1 does not fit, use a smaller model";
+    fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + %.2f "
+          "reserved for workspaces) but %.2f GiB of %.2f are free; %s",
+          s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, advice.c_str());
 }
 
-// The ZeRO-1 shard of every parameter tensor (llmc/parallel/shard_view.h). Exits with a one-line error when the
-// number of ranks does not divide a slice.
-static void plan_shards(GptModel::Impl& s) {
-    const size_t L = s.cfg.num_layers;
-    s.P_shard = 0;
-    for (int k = 0; k < kNumParamTensors; k++) {
-        const ParamTensorInfo& t = s.table[k];
-        const bool per_layer = k >= LN1W && k <= FCPROJB;
-        ParamShard sh;
-        sh.full_offset = t.offset;
-        sh.slices = per_layer ? L : 1;
-        sh.slice_numel = t.numel / sh.slices;
-        if (sh.slice_numel % s.world != 0)
-            fatal(
-                "%d GPUs do not divide parameter %s (%zu elements per slice); use a number of GPUs that "
-                "divides "
-                "it",
-                s.world, t.name.c_str(), sh.slice_numel);
-        sh.view = ShardView::of(sh.slice_numel, s.rank, s.world);
-        sh.shard_numel = sh.slices * sh.view.chunk;
-        sh.shard_offset = s.P_shard;
-        s.P_shard += sh.shard_numel;
-        s.shards.push_back(sh);
+static LinearParams linear_params(const GptModel::Impl& s, int l, int kind) {
+    const LinearSpec& spec = linear_spec(kind);
+    const ModelParams& p = s.params;
+    const bool bias = spec.bias >= 0;
+    return {p.slice(p.params, spec.weight, l),
+            p.slice(p.grads, spec.weight, l),
+            bias ? p.slice(p.params, spec.bias, l) : nullptr,
+            bias ? p.slice(p.grads, spec.bias, l) : nullptr,
+            s.B * s.T,
+            (int)dim_size(spec.in, s.cfg),
+            (int)dim_size(spec.out, s.cfg)};
+}
+
+// BF16: the input each block Linear keeps for its backward (the attention projection keeps the attention
+// output it is given).
+static void build_bf16_linears(GptModel::Impl& s) {
+    const Activations& a = s.act;
+    for (int l = 0; l < s.cfg.num_layers; l++) {
+        bf16* inputs[kLinearsPerLayer] = {a.bf(Act::Ln1, l), nullptr, a.bf(Act::Ln2, l), a.bf(Act::GeluOut)};
+        for (int kind = 0; kind < kLinearsPerLayer; kind++)
+            s.block_linears.push_back(make_bf16_linear(linear_params(s, l, kind), &s.linear_runtime, inputs[kind]));
     }
+}
+
+// The FP8 weight bytes and scale_inv of each block Linear, in the parameter allocation.
+struct Fp8LinearStorage {
+    __nv_fp8_storage_t* weight = nullptr;  // W then W^T
+    float *w_scale_inv = nullptr, *x_scale_inv = nullptr;
+};
+
+static void plan_fp8_linear_storage(GptModel::Impl& s, std::vector<Fp8LinearStorage>* storage) {
+    storage->resize((size_t)s.cfg.num_layers * kLinearsPerLayer);
+    for (size_t i = 0; i < storage->size(); i++) {
+        Fp8LinearStorage& f = (*storage)[i];
+        const LinearParams p = linear_params(s, 0, (int)(i % kLinearsPerLayer));
+        // one GPU: W and W^T live in the unused BF16 copy of the weight (build_fp8_linears)
+        if (s.dp.sharded()) s.param_arena.add("fp8 W, W^T", &f.weight, 2 * (size_t)p.in * p.out);
+        s.param_arena.add("fp8 scale_inv", &f.w_scale_inv, 1);
+        s.param_arena.add("fp8 scale_inv", &f.x_scale_inv, 1);
+    }
+}
+
+// FP8: on one GPU nothing reads the BF16 copies of the block weights (the GEMMs read FP8 W and W^T, cast from
+// the FP32 master; AdamW writes them fused), and each is exactly as large as W plus W^T (2 x 1 byte per
+// weight): they hold the FP8 weights instead of a separate 1.4 GB x 2 at GPT-1.5B.
+static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStorage>& storage) {
+    const Activations& a = s.act;
+    const Act saved_xT[kLinearsPerLayer] = {Act::Fp8XtQkv, Act::Fp8XtAttProj, Act::Fp8XtFc,
+                                            s.options.recompute_fc_proj_input ? Act::Fp8XtFcProjShared
+                                                                              : Act::Fp8XtFcProj};
+    auto* recipe = static_cast<DelayedScaling*>(s.recipe.get());
+    s.fp8_scratch = {a.fp8(Act::Fp8XRows), a.fp8(Act::Fp8DyRows), a.fp8(Act::Fp8DyT), a.f32(Act::Fp8DyScaleInv),
+                     a.at<void>(Act::Fp8DbiasScratch)};
+    for (int l = 0; l < s.cfg.num_layers; l++)
+        for (int kind = 0; kind < kLinearsPerLayer; kind++) {
+            const int index = kLinearsPerLayer * l + kind;
+            const LinearParams p = linear_params(s, l, kind);
+            const Fp8LinearStorage& st = storage[index];
+            const int w = linear_spec(kind).weight;
+            Fp8LinearSetup f;
+            f.index = index;
+            f.recipe = recipe;
+            f.scratch = &s.fp8_scratch;
+            f.saved_xT_IN = a.fp8(saved_xT[kind], saved_xT[kind] == Act::Fp8XtFcProjShared ? 0 : l);
+            f.recompute_input = kind == kFcProj && s.options.recompute_fc_proj_input;
+            f.master_weight_OI = s.dp.sharded() ? nullptr : s.params.slice(s.params.master, w, l);
+            f.fp8_weight = s.dp.sharded() ? st.weight
+                                          : reinterpret_cast<__nv_fp8_storage_t*>(const_cast<bf16*>(p.weight_OI));
+            f.w_scale_inv = st.w_scale_inv;
+            f.x_scale_inv = st.x_scale_inv;
+            s.block_linears.push_back(make_fp8_linear(p, &s.linear_runtime, f));
+        }
 }
 
 GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
                    const Fp8Config& fp8, const DataParallel& dp, const StepOptions& options)
-    : impl_(new Impl) {
+    : impl_(new Impl(m, B, T, ctx, dp, options)) {
     Impl& s = *impl_;
-    s.cfg = m;
-    s.B = B;
-    s.T = T;
-    s.precision = precision;
-    s.fp8_cfg = fp8;
-    s.ctx = ctx;
-    s.table = parameter_table(m);
-    for (auto& t : s.table) s.P += t.numel;
-    const size_t L = m.num_layers;
-    const bool use_fp8 = s.use_fp8();
-    s.options = options;
-    s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && precision == Precision::FP8;
-    s.attention_graphs = std::make_unique<AttentionGraphs>(options.deterministic_attention);
-    s.comm = dp.comm && dp.comm->active() ? dp.comm : nullptr;
-    s.rank = s.comm ? s.comm->rank() : 0;
-    s.world = s.comm ? s.comm->world() : 1;
-    s.accum_steps = dp.grad_accum_steps;
-    CHECK(s.accum_steps >= 1, "grad_accum_steps = %d", s.accum_steps);
-    plan_shards(s);
-    CHECK_CUDA(cudaEventCreateWithFlags(&s.compute_done, cudaEventDisableTiming));
-    CHECK_CUDA(cudaEventCreateWithFlags(&s.comm_done, cudaEventDisableTiming));
-    const size_t staging_bytes = s.accum_steps * token_slot_ints((size_t)B * T) * sizeof(int);
-    for (int i = 0; i < 2; i++) {
-        CHECK_CUDA(cudaMallocHost(&s.pinned_tokens[i], staging_bytes));
-        CHECK_CUDA(cudaEventCreateWithFlags(&s.pinned_free[i], cudaEventDisableTiming));
-    }
-    CHECK_CUDA(cudaMallocHost(&s.pinned_readback, sizeof(StepScalars)));
-    CHECK_CUDA(cudaMallocHost(&s.pinned_adamw, 2 * sizeof(AdamWStepScalars)));
+    const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
+    s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
+    const int num_block_linears = m.num_layers * kLinearsPerLayer;
+    if (use_fp8)
+        s.recipe = std::make_unique<DelayedScaling>(fp8, fp8_linear_slot_dtypes(fp8.format, num_block_linears),
+                                                    &s.timer);
+    else
+        s.recipe = std::make_unique<NoScaling>();
 
-    s.param_arena.add("params bf16", &s.params, s.P);
-    s.param_arena.add("grads bf16", &s.grads, s.P);
-    // ZeRO-1: optimizer state and master weights are this rank's shard
-    s.param_arena.add("master fp32", &s.master, s.P_shard);
-    s.param_arena.add("adam m fp32", &s.adam_m, s.P_shard);
-    s.param_arena.add("adam v fp32", &s.adam_v, s.P_shard);
-    if (use_fp8) {
-        s.fp8_linears.resize(L * kLinearsPerLayer);
-        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
-            Fp8LinearBuffers& lin = s.fp8_linears[i];
-            int in, out;
-            s.linear_dims(i % kLinearsPerLayer, &in, &out);
-            if (s.sharded()) {  // one GPU: W and W^T live in the unused BF16 copy of the weight (below)
-                s.param_arena.add("fp8 W, W^T", &lin.w.data, (size_t)in * out);
-                s.param_arena.add("fp8 W, W^T", &lin.w.data_T, (size_t)in * out);
-            }
-            s.param_arena.add("fp8 scale_inv", &lin.w.scale_inv, 1);
-            s.param_arena.add("fp8 scale_inv", &lin.x.scale_inv, 1);
-        }
-    }
-    add_activation_buffers(s, s.act_arena);
-    check_memory_plan(s);
-    size_t param_bytes = s.param_arena.allocate("parameters");
-    if (use_fp8 && !s.sharded()) {
-        // On one GPU nothing reads the BF16 copies of the block weights in FP8 (the GEMMs read FP8 W and W^T,
-        // cast from the FP32 master; AdamW skips them), and each is exactly as large as W plus W^T (2 x 1
-        // byte per weight): they hold the FP8 weights instead of a separate 1.4 GB x 2.
-        for (size_t i = 0; i < s.fp8_linears.size(); i++) {
-            Fp8LinearBuffers& lin = s.fp8_linears[i];
-            int in, out;
-            s.linear_dims(i % kLinearsPerLayer, &in, &out);
-            const LayerParams p = s.layer(s.params, (int)(i / kLinearsPerLayer));
-            bf16* const weights[kLinearsPerLayer] = {p.qkvw, p.attprojw, p.fcw, p.fcprojw};
-            lin.w.data = reinterpret_cast<__nv_fp8_storage_t*>(weights[i % kLinearsPerLayer]);
-            lin.w.data_T = lin.w.data + (size_t)in * out;
-        }
-    }
+    s.params.plan(&s.param_arena);
+    std::vector<Fp8LinearStorage> fp8_storage;
+    if (use_fp8) plan_fp8_linear_storage(s, &fp8_storage);
+    s.act.plan(activation_shape(s, B, use_fp8), &s.act_arena);
+    check_memory_plan(s, use_fp8);
+    const size_t param_bytes = s.param_arena.allocate("parameters");
     s.param_arena.print_plan();
-    size_t act_bytes = s.act_arena.allocate("activations");
-    if (s.options.recompute_fc_proj_input)
-        for (size_t l = 0; l < L; l++)
-            s.fp8_linears[kLinearsPerLayer * l + kFcProj].x.data_T = s.shared_fc_proj_xT;
-    for (size_t i = 0; i < s.fp8_linears.size(); i++)
-        fp8_linear_bind(&s.fp8_linears[i], (int)i, s.fp8.scratch);
+    const size_t act_bytes = s.act_arena.allocate("activations");
     s.act_arena.print_plan();
     s.peak_bytes = param_bytes + act_bytes;
+    s.runtime.bind_device_slots(s.act.at<int>(Act::TokenSlots));
 
-    if (use_fp8) {
-        s.scales = fp8_scale_state_create(fp8_linear_slot_dtypes(fp8.format, (int)s.fp8_linears.size()),
-                                          fp8.history_len);
-        s.eval_scales = fp8_scale_state_create(s.scales.dtypes, fp8.history_len);
-        CHECK_CUDA(cudaMalloc(&s.step_start_scales, s.scales.storage_floats * sizeof(float)));
-        s.fp8.ctx = ctx;
-        s.fp8.plans = &s.matmul_plans;
-        s.fp8.scales = &s.scales;
-        s.fp8.calibrate = true;  // until the first scale update
-        s.fp8.margin = fp8.margin;
-        s.fp8.gelu_tanh = m.gelu_tanh;
-        s.fp8.timer = &s.timer;
-        printf("fp8: %zu scaled tensors (X, W, dY of %zu Linears), %s, history %d, amax %s, margin %d\n",
-               s.fp8_linears.size() * kFp8RolesPerLinear, s.fp8_linears.size(), to_string(fp8.format),
-               fp8.history_len, to_string(fp8.amax_algo), fp8.margin);
-    }
+    s.linear_runtime = {ctx, &s.matmul_plans, &s.timer, s.act.f32(Act::ReduceScratch), m.gelu_tanh};
+    if (use_fp8)
+        build_fp8_linears(s, fp8_storage);
+    else
+        build_bf16_linears(s);
+    s.lm_head = make_bf16_linear(linear_params(s, 0, kLmHead), &s.linear_runtime, s.act.bf(Act::Lnf));
+    s.plain_adamw.assign(kNumParamTensors, true);
+    for (int k = 0; k < kNumParamTensors; k++)
+        if (is_block_linear_weight(k)) s.plain_adamw[k] = !s.linear(0, param_spec(k).linear).fuses_adamw();
+    if (use_fp8)
+        printf("fp8: %d scaled tensors (X, W, dY of %d Linears), %s, history %d, amax %s, margin %d\n",
+               num_block_linears * kFp8RolesPerLinear, num_block_linears, to_string(fp8.format), fp8.history_len,
+               to_string(fp8.amax_algo), fp8.margin);
 }
 
-GptModel::~GptModel() {
-    if (impl_->use_fp8()) {
-        fp8_scale_state_destroy(&impl_->scales);
-        fp8_scale_state_destroy(&impl_->eval_scales);
-        cudaFree(impl_->step_start_scales);
-    }
-    cudaEventDestroy(impl_->compute_done);
-    cudaEventDestroy(impl_->comm_done);
-    for (int i = 0; i < 2; i++) {
-        cudaFreeHost(impl_->pinned_tokens[i]);
-        cudaEventDestroy(impl_->pinned_free[i]);
-    }
-    cudaFreeHost(impl_->pinned_readback);
-    cudaFreeHost(impl_->pinned_adamw);
-    if (impl_->step_graph) cudaGraphExecDestroy(impl_->step_graph);
-    delete impl_;
+GptModel::~GptModel() { delete impl_; }
+
+void GptModel::Impl::cast_stale_weights() {
+    if (!recipe->weights_stale()) return;
+    mark(kPhaseCast);
+    for (auto& lin : block_linears) lin->cast_weight();
+    recipe->set_weights_stale(false);
 }
 
-size_t GptModel::num_parameters() const { return impl_->P; }
+void GptModel::Impl::publish_weights() {
+    for (int k = 0; k < kNumParamTensors; k++) {
+        const ParamShard& sh = params.shards[k];
+        convert_to_bf16(params.params + sh.full_offset, params.master + sh.shard_offset, sh.shard_numel,
+                        ctx->stream, sh.view);
+    }
+    dp.gather_weights();
+    recipe->set_weights_stale(true);
+}
 
-size_t GptModel::peak_memory_bytes() const {
+size_t GptModel::num_parameters() const { return impl_->params.P; }
+
+void GptModel::update_peak_memory() {
     size_t free_b = 0, total_b = 0;
     CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
     impl_->peak_bytes = std::max(impl_->peak_bytes, total_b - free_b);
-    return impl_->peak_bytes;
 }
+size_t GptModel::peak_memory_bytes() const { return impl_->peak_bytes; }
 
 void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
 std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }

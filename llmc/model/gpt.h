@@ -1,40 +1,19 @@
-// The GPT model on the GPU: parameter/activation tables, forward, backward, AdamW update.
-//
-// Parameter order (the "canonical order", also the layout of reference files and checkpoints), each tensor
-// grouped across layers, weights in PyTorch's nn.Linear layout [out, in]:
-//   0 wte_VC  1 wpe_TC (maxT x C)  2 ln1w_LC  3 ln1b_LC  4 qkvw_L3CC  5 qkvb_L3C  6 attprojw_LCC  7
-//   attprojb_LC 8 ln2w_LC  9 ln2b_LC  10 fcw_L4CC  11 fcb_L4C  12 fcprojw_LC4C  13 fcprojb_LC  14 lnfw_C  15
-//   lnfb_C
-// qkv output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part.
+// The GPT model on the GPU: built once for a precision (the recipe and the Linear layers chosen then), then
+// trained step by step: stage the micro-batches, launch the step, wait for it. The parameter layout (names,
+// shapes, canonical order) is llmc/model/layout.h; weights are in PyTorch's nn.Linear layout [out, in]; qkv
+// output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part. The
+// one-call-at-a-time API the tests use is llmc/model/gpt_testing.h.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "llmc/fp8/fp8_health.h"
 #include "llmc/host/config.h"
+#include "llmc/model/layout.h"
 
 struct GpuContext;
 class Communicator;
-
-constexpr int kNumParamTensors = 16;
-
-struct ParamTensorInfo {
-    std::string name;
-    std::vector<size_t> shape;  // full shape including the leading L for per-layer tensors
-    size_t offset;              // element offset into the flat parameter buffer
-    size_t numel;
-    bool weight_decay;  // matrices (2-D per layer: Linear weights, wte, wpe) are decayed; biases and LN are
-                        // not
-};
-// The parameter table for `m` in canonical order.
-std::vector<ParamTensorInfo> parameter_table(const ModelConfig& m);
-
-// FP8 scale health of one step, for the log: scale range and how many slots saturated (amax * scale above the
-// format's max, so values were clipped) or fell back (amax 0/inf/NaN: the old scale was kept).
-struct Fp8Health {
-    int slots = 0, saturated = 0, fell_back = 0;
-    float min_scale = 0, max_scale = 0;
-};
 
 // One tensor of the training state, whole (for checkpoints): dtype as in safetensors ("F32").
 struct StateTensorInfo {
@@ -99,35 +78,15 @@ class GptModel {
     // and the FP8 weight casts. The first step (it builds the library plans), calibration and stale FP8
     // weights run uncaptured; the first step after them is captured and every later one replays it.
     // wait_step synchronizes, reads the step's loss and norm, and fills `health` (FP8, applied steps).
-    // poison_gradients (tests): NaN gradients before the update, uncaptured. Collective with several ranks.
+    // Collective with several ranks.
     void stage_micro_batch(int k, const int* inputs_BT, const int* targets_BT);
-    void launch_step(const AdamWSettings& s, int t, bool poison_gradients = false);
+    void launch_step(const AdamWSettings& s, int t);
     StepOutcome wait_step(Fp8Health* health = nullptr);
 
-    // The step's parts, one call at a time (tests; each synchronizes where it returns a value).
-    // Training forward pass (one micro-step) on B x T tokens (host arrays). With targets, computes the mean
-    // cross-entropy loss, records the FP8 amaxes of this step and leaves dlogits ready for backward().
-    // Returns the loss averaged over the ranks (synchronizes). Without targets it is an evaluation pass (see
-    // evaluate) and returns 0. Collective (with targets): every rank calls it.
-    float forward(const int* inputs_BT, const int* targets_BT);
-    // Evaluation forward (validation, between steps): the loss with targets (0 without), leaving the training
-    // state untouched: FP8 amaxes, calibration and scales are those of a run without this call. No
-    // backward().
+    // Evaluation forward (validation, text samples; between steps): the loss with targets (0 without, then
+    // the logits are readable), leaving the training state untouched: FP8 amaxes, calibration and scales are
+    // those of a run without this call. Collective with targets.
     float evaluate(const int* inputs_BT, const int* targets_BT);
-    // Backward pass after forward() with targets: writes all parameter gradients (the first micro-step of an
-    // update overwrites them, later ones accumulate). The last micro-step also reduce-scatters them across
-    // the ranks, layer by layer, on the communication stream while the backward continues.
-    void backward();
-    // After grad_accum_steps micro-steps: global grad-norm over all ranks (returned), then, if it is finite:
-    // FP8 scale update from the amaxes of all micro-steps and ranks (fills `health` if given), clipping,
-    // AdamW step `step` (1-based: updates applied so far + 1, for bias correction) on this rank's shard, the
-    // all-gather of the new weights, and in FP8 the cast of the new weights. A non-finite norm or loss skips
-    // the step on the device, as in launch_step: nothing changes, the caller sees a non-finite norm.
-    // Collective.
-    float update(const AdamWSettings& s, int step, Fp8Health* health = nullptr);
-    // Abandons the current step after any of its micro-steps (e.g. a non-finite loss): the FP8 state returns
-    // to where it was before the step's first forward, so the step's amaxes never enter the history.
-    void discard_step();
 
     // Per-phase GPU time (see llmc/gpu/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);
@@ -135,12 +94,12 @@ class GptModel {
 
     // Host copies, canonical order, float32: master weights (collective with several ranks: gathered),
     // gradients (one GPU only: with several, only this rank's reduced shard is meaningful); logits of the
-    // first `rows` rows (valid after a forward() without targets: with targets the buffer is overwritten by
+    // first `rows` rows (valid after an evaluate() without targets: with targets the buffer is overwritten by
     // dlogits).
     std::vector<float> weights_to_host() const;
     std::vector<float> grads_to_host() const;
     std::vector<float> logits_to_host(int rows) const;
-    // Logits of one row (b * T + t) after a forward() without targets: V floats.
+    // Logits of one row (b * T + t) after an evaluate() without targets: V floats.
     std::vector<float> logits_row(int row) const;
     // The whole FP8 scale state (amax history rows, scale, scale_inv, fp8_max), empty in BF16.
     std::vector<float> fp8_state_to_host() const;
@@ -158,16 +117,14 @@ class GptModel {
     // Host part of the FP8 state: true until the first scale update (step-0 calibration pending).
     bool fp8_calibration_pending() const;
     void set_fp8_calibration_pending(bool pending);
-    // Tests: fills every activation buffer with NaN bytes, so a kernel that reads a buffer before anything
-    // wrote it in this step poisons the loss.
-    void poison_activations();
-    // Tests: fills the gradient buffer with NaN (call between backward() and update()).
-    void poison_gradients();
-
     size_t num_parameters() const;
+    // Device memory in use, as the driver reports it: updated by update_peak_memory() (a cudaMemGetInfo).
+    void update_peak_memory();
     size_t peak_memory_bytes() const;
 
+    // The model's own translation units and its test API (llmc/model/gpt_testing.h) reach its parts here.
     struct Impl;
+    Impl& internals() const { return *impl_; }
 
   private:
     Impl* impl_;

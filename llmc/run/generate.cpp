@@ -18,7 +18,7 @@ std::string generate_text(GptModel* model, int B, int T, int vocab_size, const T
     for (int i = 0; i < s.tokens; i++) {
         const int n = std::min<int>((int)context.size(), T);
         std::copy(context.end() - n, context.end(), batch.begin());  // row 0; causal: the rest is ignored
-        model->forward(batch.data(), nullptr);
+        model->evaluate(batch.data(), nullptr);
         const std::vector<float> logits = model->logits_row(n - 1);
         const int next = sample_token(logits.data(), V_valid, s.temperature, s.top_k, &rng);
         context.push_back(next);

@@ -44,7 +44,7 @@ CheckpointMeta TrainState::meta() const {
     m.fp8_calibrating = model_->fp8_calibration_pending();
     m.model = model_signature(cfg_.model);
     m.recipe = recipe_signature(cfg_);
-    m.config = to_json(cfg_);
+    m.config = to_json(cfg_, num_parameters(cfg_.model));
     return m;
 }
 

@@ -1,7 +1,7 @@
 // Model weights in and out of safetensors files, in the layouts other tools load. Host-only (no CUDA).
 //
 // The trainer keeps all parameters as one flat float32 vector in the canonical order of llmc/model/gpt.h
-// (host_parameter_table below). Two file layouts:
+// (llmc/model/layout.h). Two file layouts:
 //
 //   Seed  one safetensors file with the state_dict of scripts/reference_gpt.py's GPT module (the seed
 //         script's model), F32, nn.Linear layout [out, in], full (padded) vocabulary, no lm_head (tied):
@@ -28,16 +28,10 @@
 #include <vector>
 
 #include "llmc/host/config.h"
-#include "llmc/model/gpt.h"
+#include "llmc/model/layout.h"
 
 constexpr int kGpt2Vocab = 50257;  // GPT-2's real vocabulary (token ids 0..50256, 50256 = <|endoftext|>)
 constexpr int kGpt2PaddedVocab = 50304;  // padded to a multiple of 128 (llm.c, the seed script)
-
-// The parameter table for `m` in canonical order (names wte, wpe, ln1w, ... lnfb; shapes with the leading L
-// for per-layer tensors; offsets into the flat vector). GptModel's parameter_table uses this.
-std::vector<ParamTensorInfo> host_parameter_table(const ModelConfig& m);
-// Total number of parameters (sum of the table's numel).
-size_t host_num_parameters(const ModelConfig& m);
 
 // The vocabulary written to a Hugging Face export: 50257 when V is GPT-2's vocabulary padded (50257 <= V <=
 // 50304: the rows past 50256 are padding that no token id reaches), else V itself.
@@ -45,7 +39,7 @@ int hf_vocab_size(int V);
 
 enum class ExportFormat { Seed, HF };
 
-// Writes `params` (canonical order, host_num_parameters(m) floats, else std::invalid_argument).
+// Writes `params` (canonical order, num_parameters(m) floats, else std::invalid_argument).
 //   Seed: `path_or_dir` is the .safetensors file.
 //   HF:   `path_or_dir` is a directory (created with its parents if needed) that receives model.safetensors
 //         and config.json.

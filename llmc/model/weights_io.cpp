@@ -1,5 +1,5 @@
-// Weights export/import (seed and Hugging Face GPT-2 layouts). See llmc/formats/weights_io.h.
-#include "llmc/formats/weights_io.h"
+// Weights export/import (seed and Hugging Face GPT-2 layouts). See llmc/model/weights_io.h.
+#include "llmc/model/weights_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,50 +20,6 @@
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
 
-// ============================================================================================ Param table
-
-std::vector<ParamTensorInfo> host_parameter_table(const ModelConfig& m) {
-    const size_t L = m.num_layers, C = m.channels, V = m.vocab_size, maxT = m.max_seq_len;
-    struct Spec {
-        const char* name;
-        std::vector<size_t> shape;
-        bool decay;
-    };
-    const Spec specs[kNumParamTensors] = {
-        {"wte", {V, C}, true},
-        {"wpe", {maxT, C}, true},
-        {"ln1w", {L, C}, false},
-        {"ln1b", {L, C}, false},
-        {"qkvw", {L, 3 * C, C}, true},
-        {"qkvb", {L, 3 * C}, false},
-        {"attprojw", {L, C, C}, true},
-        {"attprojb", {L, C}, false},
-        {"ln2w", {L, C}, false},
-        {"ln2b", {L, C}, false},
-        {"fcw", {L, 4 * C, C}, true},
-        {"fcb", {L, 4 * C}, false},
-        {"fcprojw", {L, C, 4 * C}, true},
-        {"fcprojb", {L, C}, false},
-        {"lnfw", {C}, false},
-        {"lnfb", {C}, false},
-    };
-    std::vector<ParamTensorInfo> table;
-    size_t offset = 0;
-    for (const Spec& s : specs) {
-        size_t numel = 1;
-        for (size_t d : s.shape) numel *= d;
-        table.push_back({s.name, s.shape, offset, numel, s.decay});
-        offset += numel;
-    }
-    return table;
-}
-
-size_t host_num_parameters(const ModelConfig& m) {
-    size_t n = 0;
-    for (const ParamTensorInfo& t : host_parameter_table(m)) n += t.numel;
-    return n;
-}
-
 int hf_vocab_size(int V) { return (V >= kGpt2Vocab && V <= kGpt2PaddedVocab) ? kGpt2Vocab : V; }
 
 namespace {
@@ -72,22 +28,6 @@ namespace {
 
 enum class Layout { Seed, HF };
 const char* layout_name(Layout l) { return l == Layout::Seed ? "seed" : "Hugging Face"; }
-
-constexpr bool kPerLayer[kNumParamTensors] = {false, false, true, true, true, true, true,  true,
-                                              true,  true,  true, true, true, true, false, false};
-// Canonical tensors stored transposed ([in, out], Conv1D) in the HF layout: qkvw, attprojw, fcw, fcprojw.
-constexpr bool kHfTransposed[kNumParamTensors] = {false, false, false, false, true, false, true,  false,
-                                                  false, false, true,  false, true, false, false, false};
-const char* const kSeedSuffix[kNumParamTensors] = {
-    "tok_embd.weight",       "pos_embd.weight",     "attn_norm.weight",     "attn_norm.bias",
-    "attn.attn_proj.weight", "attn.attn_proj.bias", "attn.out_proj.weight", "attn.out_proj.bias",
-    "ffn_norm.weight",       "ffn_norm.bias",       "ffn.0.weight",         "ffn.0.bias",
-    "ffn.2.weight",          "ffn.2.bias",          "out_norm.weight",      "out_norm.bias"};
-const char* const kHfSuffix[kNumParamTensors] = {
-    "wte.weight",         "wpe.weight",       "ln_1.weight",        "ln_1.bias",
-    "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
-    "ln_2.weight",        "ln_2.bias",        "mlp.c_fc.weight",    "mlp.c_fc.bias",
-    "mlp.c_proj.weight",  "mlp.c_proj.bias",  "ln_f.weight",        "ln_f.bias"};
 
 const char* block_prefix(Layout l) { return l == Layout::Seed ? "tsfmr_blks." : "h."; }
 
@@ -104,22 +44,21 @@ struct Entry {
 };
 
 std::vector<Entry> layout_entries(Layout layout, const ModelConfig& m) {
-    const std::vector<ParamTensorInfo> table = host_parameter_table(m);
+    const std::vector<ParamTensorInfo> table = parameter_table(m);
     std::vector<Entry> out;
     for (int t = 0; t < kNumParamTensors; t++) {
         const ParamTensorInfo& info = table[t];
-        std::vector<int64_t> shape(info.shape.begin() + (kPerLayer[t] ? 1 : 0), info.shape.end());
-        size_t numel = 1;
-        for (int64_t d : shape) numel *= (size_t)d;
-        const bool transposed = layout == Layout::HF && kHfTransposed[t];
+        const ParamSpec& spec = param_spec(t);
+        std::vector<int64_t> shape(info.shape.begin() + (spec.per_layer ? 1 : 0), info.shape.end());
+        const size_t numel = info.slice_numel();
+        const bool transposed = layout == Layout::HF && spec.hf_transposed;
         std::vector<int64_t> fshape = shape;
         if (transposed) std::swap(fshape[0], fshape[1]);
-        const char* suffix = layout == Layout::Seed ? kSeedSuffix[t] : kHfSuffix[t];
-        const int layers = kPerLayer[t] ? m.num_layers : 1;
+        const char* suffix = layout == Layout::Seed ? spec.seed_name : spec.hf_name;
+        const int layers = spec.per_layer ? m.num_layers : 1;
         for (int l = 0; l < layers; l++) {
-            std::string name =
-                kPerLayer[t] ? block_prefix(layout) + std::to_string(l) + "." + suffix : suffix;
-            out.push_back({name, t, kPerLayer[t] ? l : -1, shape, fshape, info.offset + (size_t)l * numel,
+            std::string name = spec.per_layer ? block_prefix(layout) + std::to_string(l) + "." + suffix : suffix;
+            out.push_back({name, t, spec.per_layer ? l : -1, shape, fshape, info.offset + (size_t)l * numel,
                            numel, transposed});
         }
     }
@@ -311,7 +250,7 @@ std::string hf_config_json(const ModelConfig& m) {
 
 void export_weights(const std::string& path_or_dir, ExportFormat fmt, const ModelConfig& m,
                     const std::vector<float>& params) {
-    const size_t total = host_num_parameters(m);
+    const size_t total = num_parameters(m);
     if (params.size() != total)
         throw std::invalid_argument("export_weights: " + std::to_string(params.size()) +
                                     " parameters given, the model has " + std::to_string(total));
@@ -468,7 +407,7 @@ std::vector<float> import_weights(const std::string& path, const ModelConfig& m)
 
     // Data. The vocabulary rows past the file's (50257..50303 for GPT-2) stay zero: those padded token ids
     // never occur in the data, so the rows only ever see weight decay; llm.c pads the same way.
-    std::vector<float> params(host_num_parameters(m), 0.0f);
+    std::vector<float> params(num_parameters(m), 0.0f);
     std::vector<float> tmp;
     for (const Entry& e : entries) {
         const SafeTensor& t = r.tensor(file_name(e.name));

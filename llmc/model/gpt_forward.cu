@@ -1,0 +1,79 @@
+// GptModel's forward pass (llmc/model/gpt_impl.cuh): the same text in both precisions; each Linear's input
+// is produced by the verb that says how (LayerNorm, GELU, or the attention output as given).
+#include "llmc/kernels/attention.h"
+#include "llmc/kernels/classifier.cuh"
+#include "llmc/kernels/encoder.cuh"
+#include "llmc/kernels/step_guard.cuh"
+#include "llmc/model/gpt_impl.cuh"
+
+// The recipe's state for this pass: a training step's first micro-step snapshots it (a skipped step returns
+// to it); an evaluation pass works on it and end_eval puts it back.
+static void begin_forward(GptModel::Impl& s, int k, bool training) {
+    if (training) {
+        if (k == 0) s.recipe->snapshot_step_start(s.ctx->stream);
+    } else {
+        s.recipe->begin_eval(s.ctx->stream);
+    }
+    s.cast_stale_weights();
+}
+
+// The transformer blocks: residual[l] -> residual[l+1]; each block's last residual add is fused with the
+// next LayerNorm (the next block's ln1, or the final one feeding the LM head).
+static void blocks_forward(GptModel::Impl& s) {
+    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, L = s.cfg.num_layers;
+    const Activations& a = s.act;
+    bf16* scratch = a.bf(Act::ScratchNC);
+    const LayerNormParams ln0 = s.layernorm_params(0);
+    s.linear(0, kQkv).input_from_layernorm(nullptr, a.f32(Act::Ln1Mean, 0), a.f32(Act::Ln1Rstd, 0),
+                                           a.bf(Act::Residual, 0), nullptr, ln0.ln1w, ln0.ln1b);
+    for (int l = 0; l < L; l++) {
+        const LayerNormParams ln = s.layernorm_params(l);
+        s.linear(l, kQkv).forward(a.bf(Act::Qkv, l));
+        s.mark(kPhaseAttention);
+        attention_forward(s.attention_graphs.get(), s.ctx, a.bf(Act::Atty, l), a.f32(Act::AttStats, l),
+                          a.bf(Act::Qkv, l), B, T, H, C / H, s.ctx->stream);
+        s.linear(l, kAttProj).input_from(a.bf(Act::Atty, l));
+        s.linear(l, kAttProj).forward(scratch);
+        s.linear(l, kFc).input_from_layernorm(a.bf(Act::ResidualMid, l), a.f32(Act::Ln2Mean, l),
+                                              a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch, ln.ln2w,
+                                              ln.ln2b);
+        s.linear(l, kFc).forward(a.bf(Act::FchPreGelu, l));
+        s.linear(l, kFcProj).input_from_gelu(a.bf(Act::FchPreGelu, l));
+        s.linear(l, kFcProj).forward(scratch);
+        bf16* residual_out = a.bf(Act::Residual, l + 1);
+        if (l + 1 < L) {
+            const LayerNormParams next = s.layernorm_params(l + 1);
+            s.linear(l + 1, kQkv).input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1),
+                                                       a.f32(Act::Ln1Rstd, l + 1), a.bf(Act::ResidualMid, l),
+                                                       scratch, next.ln1w, next.ln1b);
+        } else {
+            s.lm_head->input_from_layernorm(residual_out, a.f32(Act::LnfMean), a.f32(Act::LnfRstd),
+                                            a.bf(Act::ResidualMid, l), scratch, s.params.param(kLnfw),
+                                            s.params.param(kLnfb));
+        }
+    }
+}
+
+void forward_pass(GptModel::Impl& s, int k, bool training, bool with_targets) {
+    const int N = s.B * s.T, V = s.cfg.vocab_size;
+    cudaStream_t st = s.ctx->stream;
+    const TokenSlot tokens = s.runtime.slot(k);
+    begin_forward(s, k, training);
+    s.mark(kPhaseOther);
+    encoder_forward(s.act.bf(Act::Residual, 0), tokens.inputs, s.params.param(kWte), s.params.param(kWpe), s.B, s.T,
+                    s.cfg.channels, st);
+    blocks_forward(s);
+    s.lm_head->forward(s.act.bf(Act::Logits));
+    s.mark(kPhaseOther);
+    if (!training) s.recipe->end_eval(st);
+    s.have_targets = training;
+    if (!with_targets) return;
+    // d(loss)/d(logit) for the mean over every token of the update: all micro-steps of all ranks, whose
+    // gradients are summed (accumulation, then the reduce-scatter).
+    const float dloss = 1.0f / ((float)N * s.accum_steps * s.dp.world());
+    float* loss = s.act.f32(Act::LossScalar);
+    fused_classifier(s.act.bf(Act::Logits), s.act.f32(Act::Losses), tokens.targets, dloss, N, V, true, st);
+    mean_loss(loss, s.act.f32(Act::Losses), N, st);
+    if (s.dp.sharded()) s.dp.all_reduce(loss, 1, ncclSum);  // summed here, divided on the host
+    if (training) step_loss_accumulate(&s.step_scalars()->loss_sum, loss, k == 0, st);
+}

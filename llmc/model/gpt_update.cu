@@ -1,0 +1,87 @@
+// GptModel's optimizer step (llmc/model/gpt_impl.cuh): after all micro-steps, the global gradient norm, the
+// verdict (apply unless the loss or the norm is not finite), the scaling recipe's update from the amaxes of
+// all micro-steps and ranks, clipping and AdamW on this rank's shard, the all-gather of the new weights and
+// the weight copies cast from them. A skipped step changes nothing: AdamW does not run and the recipe
+// returns to its snapshot from the start of the step, all on the device. Ends with the step's scalars
+// copied to pinned memory.
+#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/global_norm.cuh"
+#include "llmc/kernels/step_guard.cuh"
+#include "llmc/model/gpt_impl.cuh"
+
+// The global gradient norm and the clip factor into the step scalars: on several GPUs each rank's shards
+// (after the reduce-scatter), then the sum of the partials over the ranks.
+static void gradient_norm(GptModel::Impl& s, float grad_clip) {
+    cudaStream_t st = s.ctx->stream;
+    StepScalars* d = s.step_scalars();
+    const ModelParams& p = s.params;
+    float* partials = s.act.f32(Act::NormPartials);
+    const int np = (int)global_norm_num_partials();
+    if (!s.dp.sharded()) {
+        global_norm_squared(partials, p.grads, p.P, st);
+        grad_clip_scale(&d->grad_norm, &d->grad_scale, partials, np, grad_clip, st);
+        return;
+    }
+    s.dp.compute_after_comm();
+    for (int k = 0; k < kNumParamTensors; k++) {
+        const ParamShard& sh = p.shards[k];
+        global_norm_squared(partials + (size_t)k * np, p.grads + sh.full_offset, sh.shard_numel, st, sh.view);
+    }
+    s.dp.all_reduce(partials, (size_t)kNumParamTensors * np, ncclSum);
+    grad_clip_scale(&d->grad_norm, &d->grad_scale, partials, kNumParamTensors * np, grad_clip, st);
+}
+
+// AdamW on this rank's shard of every tensor; the Linears that fuse it with their weight cast update theirs
+// (with the just-updated scales).
+static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
+    cudaStream_t st = s.ctx->stream;
+    StepScalars* d = s.step_scalars();
+    const ModelParams& p = s.params;
+    for (int k = 0; k < kNumParamTensors; k++) {
+        if (!s.plain_adamw[k]) continue;
+        const ParamShard& sh = p.shards[k];
+        adamw_update(p.master + sh.shard_offset, p.params + sh.full_offset, p.adam_m + sh.shard_offset,
+                     p.adam_v + sh.shard_offset, p.grads + sh.full_offset, sh.shard_numel, beta1, beta2, eps,
+                     s.adamw_scalars() + (p.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st, sh.view);
+    }
+    for (int l = 0; l < s.cfg.num_layers; l++)
+        for (int kind = 0; kind < kLinearsPerLayer; kind++) {
+            Linear& lin = s.linear(l, kind);
+            if (!lin.fuses_adamw()) continue;
+            const int w = linear_spec(kind).weight;  // one GPU: the master is unsharded
+            const FusedAdamW f = {p.slice(p.master, w, l), p.slice(p.adam_m, w, l), p.slice(p.adam_v, w, l),
+                                  p.slice(p.grads, w, l), beta1, beta2, eps, s.adamw_scalars() /* decayed */,
+                                  &d->grad_scale, &d->apply};
+            lin.update_weight_fused(f, st);
+        }
+}
+
+void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, float eps) {
+    cudaStream_t st = s.ctx->stream;
+    CHECK(s.micro == s.accum_steps, "update() after %d of %d micro-steps", s.micro, s.accum_steps);
+    StepScalars* d = s.step_scalars();
+    s.mark(kPhaseOptimizer);
+    gradient_norm(s, grad_clip);
+    step_verdict(&d->apply, &d->loss_sum, &d->grad_norm, st);
+    std::function<void(float*, size_t)> all_reduce_max;
+    if (s.dp.sharded()) all_reduce_max = [&](float* x, size_t n) { s.dp.all_reduce(x, n, ncclMax); };
+    s.recipe->update(&d->apply, all_reduce_max, st);
+    s.mark(kPhaseOptimizer);
+    adamw_all(s, beta1, beta2, eps);
+    s.dp.gather_weights();  // every rank's updated shard to every rank
+    s.micro = 0;
+    // Several GPUs in FP8: W and W^T for the next step from the gathered BF16 weights, with the just-updated
+    // weight scales (a skipped step: the restored scales and unchanged weights, so the same bytes as before)
+    for (auto& lin : s.block_linears) lin->weights_gathered();
+    s.mark(kPhaseOther);
+    s.have_targets = false;
+    CHECK_CUDA(cudaMemcpyAsync(s.runtime.readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));
+}
+
+void upload_adamw_scalars(GptModel::Impl& s, const AdamWSettings& a, int t) {
+    AdamWStepScalars* pinned = s.runtime.pinned_adamw;
+    pinned[0] = adamw_step_scalars(a.lr, a.beta1, a.beta2, a.weight_decay, t);
+    pinned[1] = adamw_step_scalars(a.lr, a.beta1, a.beta2, 0.0f, t);
+    CHECK_CUDA(cudaMemcpyAsync(s.adamw_scalars(), pinned, 2 * sizeof(AdamWStepScalars), cudaMemcpyHostToDevice,
+                               s.ctx->stream));
+}
