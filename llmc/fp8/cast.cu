@@ -276,20 +276,20 @@ void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* o
     launch_dbias_reduce(dbias_OC, partial, N, OC, accumulate, stream);
 }
 
-void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storage_t* out_T_C4N,
-                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st,
-                                    int slot, const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4,
+void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage_t* out_T_FN,
+                                    float* out_scale_inv, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
+                                    int slot, const bf16* dout_NF, const bf16* pre_NF, int N, int F,
                                     bool gelu_tanh, bool accumulate, cudaStream_t stream) {
-    CHECK(dbias_C4 != nullptr && scratch != nullptr && aligned16(scratch),
+    CHECK(dbias_F != nullptr && scratch != nullptr && aligned16(scratch),
           "fp8 dbias: dbias and an aligned "
           "scratch are required");
-    CHECK(pre_NC4 != nullptr, "fp8 dgelu: pre is required");
+    CHECK(pre_NF != nullptr, "fp8 dgelu: pre is required");
     float* partial = static_cast<float*>(scratch);
     if (gelu_tanh)
-        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out_NC4, out_T_C4N, out_scale_inv, partial, st, slot,
-                                                        dout_NC4, pre_NC4, N, C4, stream);
+        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
+                                                        dout_NF, pre_NF, N, F, stream);
     else
-        launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NC4, out_T_C4N, out_scale_inv, partial, st, slot,
-                                                       dout_NC4, pre_NC4, N, C4, stream);
-    launch_dbias_reduce(dbias_C4, partial, N, C4, accumulate, stream);
+        launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
+                                                       dout_NF, pre_NF, N, F, stream);
+    launch_dbias_reduce(dbias_F, partial, N, F, accumulate, stream);
 }

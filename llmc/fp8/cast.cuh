@@ -41,11 +41,11 @@ void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* o
                               int slot, const bf16* dY_NOC, int N, int OC, bool accumulate,
                               cudaStream_t stream);
 // Same for the fc layer through GELU: g = dout * gelu'(pre) (erf form, or tanh approximation if gelu_tanh),
-// dout_NC4 the gradient of the GELU output and pre_NC4 its input, both [N, C4]; quantizes g (row-wise out_NC4
-// may be null, transposed out_T_C4N [C4, N]) and reduces dbias_C4 from fp32 g before quantization.
-void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NC4, __nv_fp8_storage_t* out_T_C4N,
-                                    float* out_scale_inv, bf16* dbias_C4, void* scratch, Fp8ScaleState* st,
-                                    int slot, const bf16* dout_NC4, const bf16* pre_NC4, int N, int C4,
+// dout_NF the gradient of the GELU output and pre_NF its input, both [N, F]; quantizes g (row-wise out_NF
+// may be null, transposed out_T_FN [F, N]) and reduces dbias_F from fp32 g before quantization.
+void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage_t* out_T_FN,
+                                    float* out_scale_inv, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
+                                    int slot, const bf16* dout_NF, const bf16* pre_NF, int N, int F,
                                     bool gelu_tanh, bool accumulate, cudaStream_t stream);
 
 // The casts above with their output as one Fp8Tensor (bytes, scale_inv and slot; `out.data` may be null).
@@ -63,10 +63,10 @@ inline void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void*
     fp8_cast_transpose_dbias(out.data, out.data_T, out.scale_inv, dbias_OC, scratch, st, out.slot, dY_NOC, N,
                              OC, accumulate, stream);
 }
-inline void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_C4, void* scratch,
-                                           Fp8ScaleState* st, const bf16* dout_NC4, const bf16* pre_NC4,
-                                           int N, int C4, bool gelu_tanh, bool accumulate,
+inline void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_F, void* scratch,
+                                           Fp8ScaleState* st, const bf16* dout_NF, const bf16* pre_NF,
+                                           int N, int F, bool gelu_tanh, bool accumulate,
                                            cudaStream_t stream) {
-    fp8_cast_transpose_dbias_dgelu(out.data, out.data_T, out.scale_inv, dbias_C4, scratch, st, out.slot,
-                                   dout_NC4, pre_NC4, N, C4, gelu_tanh, accumulate, stream);
+    fp8_cast_transpose_dbias_dgelu(out.data, out.data_T, out.scale_inv, dbias_F, scratch, st, out.slot,
+                                   dout_NF, pre_NF, N, F, gelu_tanh, accumulate, stream);
 }

@@ -210,11 +210,11 @@ void execute(const BuiltGraph& g, GpuContext* ctx, const GraphKey& key,
 }  // namespace
 
 void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, float* stats_BHT,
-                       const bf16* qkv_N3C, int B, int T, int H, int D, cudaStream_t stream) {
+                       const bf16* qkv_NC3, int B, int T, int H, int D, cudaStream_t stream) {
     const GraphKey key{B, T, H, D, stats_BHT ? Pass::ForwardTraining : Pass::ForwardInference};
     const BuiltGraph& g = get_graph(graphs, ctx, key);
     const size_t C = (size_t)H * D;
-    bf16* qkv = const_cast<bf16*>(qkv_N3C);
+    bf16* qkv = const_cast<bf16*>(qkv_NC3);
     std::unordered_map<int64_t, void*> pack = {
         {UID_Q, qkv}, {UID_K, qkv + C}, {UID_V, qkv + 2 * C}, {UID_O, out_NC}};
     if (stats_BHT) pack[UID_STATS] = stats_BHT;
@@ -223,22 +223,22 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
     if (stats_BHT) mark_initialized(stats_BHT, (size_t)B * H * T * sizeof(float), stream);
 }
 
-void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_N3C, const bf16* dout_NC,
-                        const bf16* qkv_N3C, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
+void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3, const bf16* dout_NC,
+                        const bf16* qkv_NC3, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
                         int D, cudaStream_t stream) {
     const GraphKey key{B, T, H, D, Pass::Backward};
     const BuiltGraph& g = get_graph(graphs, ctx, key);
     const size_t C = (size_t)H * D;
-    bf16* qkv = const_cast<bf16*>(qkv_N3C);
+    bf16* qkv = const_cast<bf16*>(qkv_NC3);
     std::unordered_map<int64_t, void*> pack = {{UID_Q, qkv},
                                                {UID_K, qkv + C},
                                                {UID_V, qkv + 2 * C},
                                                {UID_O, const_cast<bf16*>(out_NC)},
                                                {UID_DO, const_cast<bf16*>(dout_NC)},
                                                {UID_STATS, const_cast<float*>(stats_BHT)},
-                                               {UID_DQ, dqkv_N3C},
-                                               {UID_DK, dqkv_N3C + C},
-                                               {UID_DV, dqkv_N3C + 2 * C}};
+                                               {UID_DQ, dqkv_NC3},
+                                               {UID_DK, dqkv_NC3 + C},
+                                               {UID_DV, dqkv_NC3 + 2 * C}};
     execute(g, ctx, key, pack, stream);
-    mark_initialized(dqkv_N3C, (size_t)B * T * 3 * C * sizeof(bf16), stream);
+    mark_initialized(dqkv_NC3, (size_t)B * T * 3 * C * sizeof(bf16), stream);
 }

@@ -1,6 +1,6 @@
 // Causal multi-head self-attention (flash attention) through cuDNN's fused SDPA graphs (cudnn-frontend).
 // BF16 inputs/outputs, FP32 softmax and accumulation, attention scale 1/sqrt(D), causal (top-left) mask.
-// Q, K, V are read in place from the packed qkv rows: row n of qkv_N3C is [q | k | v], each C = H*D wide,
+// Q, K, V are read in place from the packed qkv rows: row n of qkv_NC3 is [q | k | v], each C = H*D wide,
 // head h at columns h*D .. h*D+D-1 of each part (i.e. [B, T, 3, H, D]). The output out_NC is [B, T, H, D].
 // stats_BHT holds, per (b, h, t), the natural-log log-sum-exp of that row's scaled, masked scores
 // (max_j s_tj + log sum_j exp(s_tj - max), s = q.k / sqrt(D)), which backward needs.
@@ -39,10 +39,10 @@ class AttentionGraphs {
 // backward. stats_BHT == nullptr selects an inference graph that writes no stats.
 // Builds the graph on first use of a shape (fatal error if cuDNN cannot run it).
 void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, float* stats_BHT,
-                       const bf16* qkv_N3C, int B, int T, int H, int D, cudaStream_t stream);
+                       const bf16* qkv_NC3, int B, int T, int H, int D, cudaStream_t stream);
 
-// dqkv_N3C [B*T, 3C] = [dq | dk | dv] (overwritten, same packed layout as qkv_N3C), from dout_NC and the
+// dqkv_NC3 [B*T, 3C] = [dq | dk | dv] (overwritten, same packed layout as qkv_NC3), from dout_NC and the
 // forward's inputs, output and stats.
-void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_N3C, const bf16* dout_NC,
-                        const bf16* qkv_N3C, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
+void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3, const bf16* dout_NC,
+                        const bf16* qkv_NC3, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
                         int D, cudaStream_t stream);

@@ -11,8 +11,8 @@ namespace {
 
 constexpr int kFwdBlock = 256;  // 8 warps = 8 rows per block
 
-// One warp per row (layernorm_row_forward, llmc/kernels/layernorm_row.cuh): the row is held in registers, K 16-byte
-// chunks per lane.
+// One warp per row (layernorm_row_forward, llmc/kernels/layernorm_row.cuh): the row is held in registers, K
+// 16-byte chunks per lane.
 template <int K, bool kResidual>
 __global__ void __launch_bounds__(kFwdBlock)
     layernorm_forward_kernel(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* inp1,
@@ -33,6 +33,27 @@ __global__ void __launch_bounds__(kFwdBlock)
 
 constexpr int kBwdMaxThreads = 512;
 constexpr int kBwdMaxParts = 2048;  // at most this many blocks (= partial-sum rows in scratch)
+
+// This block's dweight and dbias partial sums into its [dweight (C) | dbias (C)] row of the scratch.
+template <int CH>
+__device__ __forceinline__ void store_weight_partials(float* part, const float (&dw)[CH][x128::size],
+                                                      const float (&db)[CH][x128::size], const int (&cs)[CH],
+                                                      const bool (&act)[CH], int C) {
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+        if (act[j]) {
+            f128 a, b;
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = dw[j][i], b[i] = dw[j][i + 4];
+            store128(part + cs[j], a);
+            store128(part + cs[j] + 4, b);
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = db[j][i], b[i] = db[j][i + 4];
+            store128(part + C + cs[j], a);
+            store128(part + C + cs[j] + 4, b);
+        }
+    }
+}
 
 // Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
 // (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. The next
@@ -137,21 +158,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
         }
     }
 
-    float* part = scratch + (size_t)blockIdx.x * 2 * C;  // [dweight partial (C) | dbias partial (C)]
-#pragma unroll
-    for (int j = 0; j < CH; j++) {
-        if (act[j]) {
-            f128 a, b;
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = dw[j][i], b[i] = dw[j][i + 4];
-            store128(part + cs[j], a);
-            store128(part + cs[j] + 4, b);
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = db[j][i], b[i] = db[j][i + 4];
-            store128(part + C + cs[j], a);
-            store128(part + C + cs[j] + 4, b);
-        }
-    }
+    store_weight_partials<CH>(scratch + (size_t)blockIdx.x * 2 * C, dw, db, cs, act, C);
 }
 
 constexpr int kRedX = 32, kRedY = 16;
