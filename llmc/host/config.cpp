@@ -153,7 +153,10 @@ static std::string check_token_limits(const TrainConfig& cfg) {
     return e.str();
 }
 
-std::string validate(const TrainConfig& cfg) {
+namespace {
+
+// The integer settings' ranges and the multi-GPU and recompute settings (the first failure only).
+std::string validate_integers(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     std::ostringstream e;
     // Ranges of the numeric settings: "--flag: must be >= lo, got v" (the first failure only).
@@ -193,7 +196,12 @@ std::string validate(const TrainConfig& cfg) {
         e << "--recompute: 0 (store everything backward needs) or 1, got " << cfg.recompute;
     if (e.str().empty() && cfg.recompute == 1 && cfg.precision != Precision::FP8)
         e << "--recompute 1 applies to --precision fp8 (bf16 already recomputes GELU in backward)";
-    if (!e.str().empty()) return e.str();
+    return e.str();
+}
+
+// The real-valued settings, then the combinations of flags that contradict each other.
+std::string validate_reals_and_combinations(const TrainConfig& cfg) {
+    const ModelConfig& m = cfg.model;
     auto num = [](double v) {
         std::ostringstream o;
         o << v;
@@ -230,7 +238,12 @@ std::string validate(const TrainConfig& cfg) {
         return "--init-from: not with --resume (the checkpoint has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
     if (cfg.log_dir.empty()) return "--log-dir: must not be empty";
+    return "";
+}
 
+// The shape rules of the kernels and their index limits.
+std::string validate_shapes(const TrainConfig& cfg) {
+    const ModelConfig& m = cfg.model;
     if (cfg.seq > m.max_seq_len)
         return "--seq " + std::to_string(cfg.seq) + " exceeds --max-seq " + std::to_string(m.max_seq_len);
     if (m.channels % m.num_heads != 0)
@@ -253,6 +266,15 @@ std::string validate(const TrainConfig& cfg) {
     if ((long)cfg.batch * cfg.seq % 16 != 0)
         return "--batch x --seq = " + std::to_string((long)cfg.batch * cfg.seq) + " must be a multiple of 16";
     return "";
+}
+
+}  // namespace
+
+std::string validate(const TrainConfig& cfg) {
+    std::string e = validate_integers(cfg);
+    if (e.empty()) e = validate_reals_and_combinations(cfg);
+    if (e.empty()) e = validate_shapes(cfg);
+    return e;
 }
 
 size_t num_parameters(const ModelConfig& m) {
