@@ -164,6 +164,8 @@ TEST(find_resumable_checkpoint_agrees_with_resume) {
     State s(rng);
     EXPECT_CONTAINS(error_of([&] { find_resumable_checkpoint(dir.path, meta_at(0)); }),
                     "--resume: no checkpoint (ckpt_*.safetensors) in '" + dir.path + "'");
+    EXPECT_TRUE(error_of([&] { find_resumable_checkpoint(dir.file("nope"), meta_at(0)); }) ==
+                "--resume: cannot open the folder '" + dir.file("nope") + "': No such file or directory");
     write_checkpoint(dir.path, meta_at(1), s.views(), 5);
     write_checkpoint(dir.path, meta_at(2), s.views(), 5);
     EXPECT_TRUE(find_resumable_checkpoint(dir.path, meta_at(0)) == checkpoint_path(dir.path, 2));

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -154,6 +155,10 @@ CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& ex
 }
 
 std::string find_resumable_checkpoint(const std::string& dir, const CheckpointMeta& expect) {
+    if (DIR* d = opendir(dir.c_str()))
+        closedir(d);
+    else
+        throw std::runtime_error("--resume: cannot open the folder '" + dir + "': " + std::strerror(errno));
     const std::vector<std::string> all = list_checkpoints(dir);
     if (all.empty())
         throw std::runtime_error("--resume: no checkpoint (ckpt_*.safetensors) in '" + dir + "'");
