@@ -273,7 +273,7 @@ TEST(run_summary_for_people) {
     c.model.num_layers = 2;
     c.export_path = "w.safetensors";
     c.resume = "ck";
-    EXPECT_CONTAINS(run_summary(c, 1, 1, "single"), "train_gpt: custom GPT-2 (2 layers");
+    EXPECT_CONTAINS(run_summary(c, 1, 1, "single"), "train_gpt: GPT-2 124m with overrides (2 layers");
     EXPECT_CONTAINS(run_summary(c, 1, 1, "single"), "x 1 GPU = 8,192 tokens per step");
     EXPECT_CONTAINS(run_summary(c, 1, 1, "single"),
                     "  export       w.safetensors (seed layout) and exit, no training\n");

@@ -457,14 +457,14 @@ std::string shortest(double v) {
     return o.str();
 }
 
-// "GPT-2 124m (12 layers, ...)", or "custom GPT-2 (...)" when the preset's shape was overridden.
+// "GPT-2 124m (12 layers, ...)", "GPT-2 124m with overrides (2 layers, ...)" after --layers and the like.
 std::string model_line(const TrainConfig& c) {
     const ModelConfig& m = c.model;
     ModelConfig preset;
     const bool is_preset = model_preset(c.model_name, &preset) && preset.num_layers == m.num_layers &&
                            preset.channels == m.channels && preset.num_heads == m.num_heads &&
                            preset.vocab_size == m.vocab_size && preset.max_seq_len == m.max_seq_len;
-    return "train_gpt: " + (is_preset ? "GPT-2 " + c.model_name : std::string("custom GPT-2")) + " (" +
+    return "train_gpt: GPT-2 " + c.model_name + (is_preset ? "" : " with overrides") + " (" +
            std::to_string(m.num_layers) + " layers, " + std::to_string(m.channels) + " channels, " +
            std::to_string(m.num_heads) + " heads, vocab " + std::to_string(m.vocab_size) + ", max seq " +
            std::to_string(m.max_seq_len) + ", GELU " + (m.gelu_tanh ? "tanh" : "erf") + "), " +
