@@ -273,7 +273,13 @@ void Run::build_model() {
                                    DataParallel{comm_.get(), plan_.micro_steps},
                                    StepOptions{cfg_.recompute == 1, cfg_.deterministic, cfg_.cuda_graph});
     model_->init_weights(cfg_.seed);
-    if (!cfg_.init_from.empty()) model_->load_weights(import_weights(cfg_.init_from, cfg_.model));
+    if (!cfg_.init_from.empty()) {
+        try {  // the header was checked before the GPU; this reads the tensors
+            model_->load_weights(import_weights(cfg_.init_from, cfg_.model));
+        } catch (const std::exception& e) {
+            fatal("--init-from: %s", e.what());
+        }
+    }
     state_ = std::make_unique<TrainState>(cfg_, model_.get(), plan_.train_data.get(), comm_.get());
     if (!cfg_.resume.empty()) {
         const std::string path = state_->resume(cfg_.resume);
