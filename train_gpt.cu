@@ -1,7 +1,7 @@
 // train_gpt: trains a GPT-2-family model on Hopper GPUs in BF16 or FP8 (per-tensor delayed scaling), on one
 // GPU or data-parallel over several (one process per GPU, NCCL, ZeRO-1), with gradient accumulation.
-// The driver only: flags -> launch -> config -> data -> model -> training loop -> logs. Components live in
-// llmc/.
+// The driver only: flags -> the checks before the GPU (llmc/run/preflight.h) -> summary -> GPU -> model ->
+// training loop -> logs. Components live in llmc/.
 #include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
 
@@ -27,6 +27,7 @@
 #include "llmc/host/logger.h"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/tokenizer.h"
+#include "llmc/run/preflight.h"
 #include "llmc/run/train_state.h"
 #include "llmc/model/weights_io.h"
 #ifdef TRAIN_GPT_FAULT_INJECTION
@@ -51,8 +52,10 @@ struct NvtxRange {
 };
 
 #ifdef TRAIN_GPT_FAULT_INJECTION
-// Only in the test build of this driver (build/test/train_gpt_faults, test/gpu_lifecycle.sh):
-// TRAIN_GPT_TEST_POISON_STEP=k launches step k with NaN gradients. The trainer itself has no fault hook.
+// Only in the test build of this driver (build/test/train_gpt_faults; the trainer itself has no test hook):
+// TRAIN_GPT_TEST_POISON_STEP=k launches step k with NaN gradients (test/gpu_lifecycle.sh), and
+// TRAIN_GPT_TEST_EXPORT_INIT=1 lets --export write the initial weights (test/gpu_multi.sh checks that the
+// sharded initialization gathers to the one-GPU weights; for users that is a mistake).
 void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
     const char* v = getenv("TRAIN_GPT_TEST_POISON_STEP");
     if (v && step == atoi(v))
@@ -60,10 +63,15 @@ void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_s
     else
         model->launch_step(adamw, opt_step);
 }
+bool test_export_of_init() {
+    const char* v = getenv("TRAIN_GPT_TEST_EXPORT_INIT");
+    return v && std::string(v) == "1";
+}
 #else
 void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
     model->launch_step(adamw, opt_step);
 }
+bool test_export_of_init() { return false; }
 #endif
 
 // One optimizer step: every micro-step's tokens staged, the step launched (one CUDA graph once captured) and
@@ -127,16 +135,16 @@ void install_stop_signal_handlers() {
 }
 int stop_signal() { return g_stop_signal; }
 
-// Where checkpoints go: --checkpoint-dir, else the --resume directory, else nowhere.
-std::string checkpoint_dir(const TrainConfig& cfg) {
-    return cfg.checkpoint_dir.empty() ? cfg.resume : cfg.checkpoint_dir;
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// One training step's line on stdout (every --log-every steps and the last), its FP8 health (when measured)
-// and its train.jsonl record. Throughput is global (all GPUs); MFU is per GPU.
+// One training step's line on stdout (every --log-every steps and the last; eta: the time the remaining
+// steps take at the current rate), its FP8 health (when measured) and its train.jsonl record. Throughput is
+// global (all GPUs); MFU is per GPU.
 void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, double ms,
               double tokens_per_step, double flops_per_step, int gpus, size_t peak_bytes,
-              const Fp8Health* health, RunLogger* logger) {
+              const Fp8Health* health, double eta_s, RunLogger* logger) {
     const bool last = step == cfg.steps - 1;
     const double tokens_per_s = tokens_per_step / (ms / 1e3);
     const double tflops = flops_per_step / (ms / 1e3) / 1e12;
@@ -145,9 +153,9 @@ void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, 
     if (step % cfg.log_every == 0 || last) {
         printf(
             "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.2f ms | %.0f tok/s | %.1f TFLOP/s | MFU "
-            "%.1f%% | peak %.1f GB%s\n",
+            "%.1f%% | peak %.1f GB%s | eta %s\n",
             step, cfg.steps, r.loss, lr, r.grad_norm, ms, tokens_per_s, tflops, 100 * mfu, peak_gb,
-            gpus > 1 ? " per GPU" : "");
+            gpus > 1 ? " per GPU" : "", format_duration(eta_s).c_str());
         fflush(stdout);
     }
     if (health) {
@@ -172,24 +180,6 @@ void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, 
                              {"peak_mem_gb", peak_gb}});
 }
 
-// The tokenizer for text samples: --tokenizer, else tokenizer.bin next to the training shards, else bytes
-// when the vocabulary is 256. Exits with a one-line error when samples are asked for and none applies.
-Tokenizer sample_tokenizer(const TrainConfig& cfg) {
-    std::string path = cfg.tokenizer;
-    if (path.empty() && cfg.train_data != "random") {
-        const size_t slash = cfg.train_data.rfind('/');
-        const std::string next_to_shards =
-            (slash == std::string::npos ? std::string(".") : cfg.train_data.substr(0, slash)) +
-            "/tokenizer.bin";
-        if (access(next_to_shards.c_str(), R_OK) == 0) path = next_to_shards;
-    }
-    if (!path.empty()) return Tokenizer::load(path);
-    if (cfg.model.vocab_size == 256) return Tokenizer::bytes();
-    fatal(
-        "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/prepare_data.py writes tokenizer.bin "
-        "next to the shards)");
-}
-
 // FNV-1a of the FP8 scale state, to check that every rank holds the same scales.
 uint32_t fp8_state_hash(const GptModel& model) {
     const std::vector<float> state = model.fp8_state_to_host();
@@ -199,252 +189,311 @@ uint32_t fp8_state_hash(const GptModel& model) {
     return h;
 }
 
-// The launcher's rank/world (mpirun, srun, torchrun or none) and the rendezvous to bootstrap NCCL with.
-LaunchInfo launch_info(const TrainConfig& cfg, Rendezvous* rendezvous) {
+// A run once the checks have passed: the GPU, the communicator, the model with its weights and state, the
+// log; each part of the driver is one method. Only rank 0 prints and logs; errors come from every rank.
+class Run {
+  public:
+    Run(const TrainConfig& cfg, RunPlan* plan);
+    ~Run();
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+    // --export without --export-at-end: validate (with --val-data), write the weights, no training.
+    int export_without_training();
+    // The training loop, the final checkpoint and export, the summary line (with the wall time since
+    // start_s). Returns the exit code.
+    int train(double start_s);
+
+  private:
+    void open_gpu();
+    void build_model();
+    void checkpoint(const char* why);
+    void validate(int step);
+    void export_now();
+    void sample(int step);
+    // A skipped step (non-finite loss or norm): its line, and the stop after --max-bad-steps in a row.
+    void on_skipped_step(int step, const StepOutcome& r, int bad_in_a_row);
+    // An applied step: the FP8 scale identity across ranks, a text sample, a periodic checkpoint.
+    void after_applied_step(int step, bool fp8_health);
+    void print_summary(std::vector<double> step_ms, int warmup_steps_skipped, double start_s);
+
+    const TrainConfig& cfg_;
+    RunPlan& plan_;
+    const int rank_, world_;
+    const std::string ckpt_dir_;
+    GlobalBatch batch_, val_batch_;
+    const double tokens_per_step_, flops_per_step_;
+    GpuContext ctx_{};
+    bool gpu_open_ = false;
+    std::unique_ptr<Communicator> comm_;
+    std::unique_ptr<GptModel> model_;
+    std::unique_ptr<TrainState> state_;
+    std::unique_ptr<RunLogger> logger_;
+};
+
+Run::Run(const TrainConfig& cfg, RunPlan* plan)
+    : cfg_(cfg),
+      plan_(*plan),
+      rank_(plan->launch.rank),
+      world_(plan->launch.world_size),
+      ckpt_dir_(checkpoint_dir_of(cfg)),
+      // Every rank reads the same global batches and trains on its rows of them.
+      batch_(cfg.batch, cfg.seq, plan->micro_steps, world_, rank_),
+      val_batch_(cfg.batch, cfg.seq, 1, world_, rank_),
+      tokens_per_step_((double)batch_.rows() * cfg.seq),
+      flops_per_step_(flops_per_token(cfg.model, cfg.seq) * tokens_per_step_) {
+    open_gpu();
     try {
-        LaunchInfo li = detect_launch();
-        *rendezvous = cfg.rendezvous.empty() ? default_rendezvous(li, [](const char* k) { return getenv(k); })
-                                             : parse_rendezvous(cfg.rendezvous);
-        return li;
+        comm_ = std::make_unique<Communicator>(plan->launch, plan->rendezvous, cfg.comm_timeout);
     } catch (const std::exception& e) {
-        fatal("%s", e.what());
+        fatal("rank %d of %d: %s", rank_, world_, e.what());
     }
+    build_model();
+    // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
+    logger_ = rank_ == 0
+                  ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)), /*append=*/!cfg.resume.empty())
+                  : std::make_unique<RunLogger>();
 }
 
-int train(const TrainConfig& cfg) {
-    const ModelConfig& m = cfg.model;
-    const int B = cfg.batch, T = cfg.seq;
-    Rendezvous rendezvous;
-    const LaunchInfo launch = launch_info(cfg, &rendezvous);
-    const int world = launch.world_size, rank = launch.rank;
-    // Only rank 0 prints and logs; errors (stderr) come from every rank.
-    if (rank != 0 && !freopen("/dev/null", "w", stdout)) fatal("rank %d: cannot silence stdout", rank);
-    int micro_steps = 1;
-    if (std::string e = grad_accum_steps(cfg, world, &micro_steps); !e.empty()) fatal("%s", e.c_str());
-    printf("train_gpt: resolved configuration\n%s", to_json(cfg, num_parameters(cfg.model)).c_str());
-    if (world > 1 || micro_steps > 1)
-        printf(
-            "data parallel: %d GPU%s (%s), %d micro-step%s of %d x %d tokens per GPU: %lld tokens per step\n",
-            world, world > 1 ? "s" : "", launch.launcher.c_str(), micro_steps, micro_steps > 1 ? "s" : "", B,
-            T, (long long)B * T * micro_steps * world);
+Run::~Run() {
+    state_.reset();
+    model_.reset();  // its device memory before the context that allocated it
+    comm_.reset();
+    if (gpu_open_) destroy_gpu_context(&ctx_);
+}
 
-    // Data first: a bad shard is reported (naming the file) before any GPU work. Every rank reads the same
-    // global batches and trains on its rows of them.
-    GlobalBatch batch(B, T, micro_steps, world, rank);
-    std::unique_ptr<TokenSource> train_data =
-        make_token_source(cfg.train_data, batch.rows(), T, m.vocab_size, cfg.seed);
-    std::unique_ptr<TokenSource> val_data;
-    GlobalBatch val_batch(B, T, 1, world, rank);
-    if (!cfg.val_data.empty())
-        val_data = make_token_source(cfg.val_data, val_batch.rows(), T, m.vocab_size, cfg.seed + 1);
-    Tokenizer tokenizer = cfg.sample_every > 0 ? sample_tokenizer(cfg) : Tokenizer::bytes();
-    // The log directory too: a run must not train for hours and then fail to write its log.
-    if (rank == 0)
-        if (std::string e = prepare_log_dir(cfg.log_dir); !e.empty()) fatal("%s", e.c_str());
-    if (!cfg.resume.empty() && list_checkpoints(cfg.resume).empty())
-        fatal("--resume: no checkpoint (ckpt_*.safetensors) in '%s'", cfg.resume.c_str());
-    if (!checkpoint_dir(cfg).empty() && rank == 0)
-        if (std::string e = prepare_writable_dir(checkpoint_dir(cfg), "checkpoint directory"); !e.empty()) {
-            if (cfg.checkpoint_required) fatal("%s", e.c_str());
-            fprintf(stderr, "warning: %s (checkpoints will fail; training continues)\n", e.c_str());
-        }
+// The first CUDA calls of the process: everything checkable without a GPU has been checked.
+void Run::open_gpu() {
     std::string why;
     if (!cuda_device_available(&why))
         fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
     int devices = 0;
     CHECK_CUDA(cudaGetDeviceCount(&devices));
-    if (launch.local_rank >= devices)
-        fatal("rank %d: local rank %d but this node has %d GPU%s (one process per GPU)", rank,
-              launch.local_rank, devices, devices == 1 ? "" : "s");
+    const int local_rank = plan_.launch.local_rank;
+    if (local_rank >= devices)
+        fatal("rank %d: local rank %d but this node has %d GPU%s (one process per GPU)", rank_, local_rank,
+              devices, devices == 1 ? "" : "s");
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
-    GpuContext ctx = create_gpu_context(launch.local_rank, cfg.precision == Precision::FP8 ? 89 : 80);
-    printf("device: %s, %d SMs, %.1f GiB%s\n", ctx.props.name, ctx.props.multiProcessorCount,
-           ctx.props.totalGlobalMem / 1073741824.0, world > 1 ? " (rank 0's)" : "");
-    std::unique_ptr<Communicator> comm;
-    try {
-        comm = std::make_unique<Communicator>(launch, rendezvous, cfg.comm_timeout);
-    } catch (const std::exception& e) {
-        fatal("rank %d of %d: %s", rank, world, e.what());
-    }
+    ctx_ = create_gpu_context(local_rank, cfg_.precision == Precision::FP8 ? 89 : 80);
+    gpu_open_ = true;
+    printf("device: %s, %d SMs, %.1f GiB%s\n", ctx_.props.name, ctx_.props.multiProcessorCount,
+           ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "");
+}
 
-    GptModel model(m, B, T, cfg.precision, &ctx, cfg.fp8, DataParallel{comm.get(), micro_steps},
-                   StepOptions{cfg.recompute == 1, cfg.deterministic, cfg.cuda_graph});
-    model.init_weights(cfg.seed);
-    if (!cfg.init_from.empty()) {
-        model.load_weights(import_weights(cfg.init_from, m));
-        printf("weights from %s\n", cfg.init_from.c_str());
-    }
-    const double tokens_per_step = (double)batch.rows() * T;
-    const double flops_per_step = flops_per_token(m, T) * tokens_per_step;
-    printf("model: %zu parameters, %.3f TFLOP per step (honest: 6N + 12LTC per token)\n",
-           model.num_parameters(), flops_per_step / 1e12);
-
-    TrainState state(cfg, &model, train_data.get(), comm.get());
-    if (!cfg.resume.empty()) {
-        const std::string path = state.resume(cfg.resume);
-        printf("resumed from %s: step %lld, %lld optimizer updates\n", path.c_str(),
-               (long long)state.progress.step, (long long)state.progress.opt_step);
-    }
-    // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
-    std::unique_ptr<RunLogger> run_logger =
-        rank == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)), /*append=*/!cfg.resume.empty())
-                  : std::make_unique<RunLogger>();
-    RunLogger& logger = *run_logger;
-    const std::string ckpt_dir = checkpoint_dir(cfg);
-    auto checkpoint = [&](const char* why) {
-        if (ckpt_dir.empty()) return;
-        try {
-            comm->arm(kCheckpointTimeoutS, "the checkpoint's gather");
-            state.save(ckpt_dir, cfg.keep_checkpoints);
-            comm->disarm();
-            printf("checkpoint (%s): %s\n", why, checkpoint_path(ckpt_dir, state.progress.step).c_str());
+// The model (it prints its memory plan), its weights (--init-from, else the seeded init) and, with --resume,
+// the training state of the checkpoint.
+void Run::build_model() {
+    model_ =
+        std::make_unique<GptModel>(cfg_.model, cfg_.batch, cfg_.seq, cfg_.precision, &ctx_, cfg_.fp8,
+                                   DataParallel{comm_.get(), plan_.micro_steps},
+                                   StepOptions{cfg_.recompute == 1, cfg_.deterministic, cfg_.cuda_graph});
+    model_->init_weights(cfg_.seed);
+    if (!cfg_.init_from.empty()) {
+        try {  // the header was checked before the GPU; this reads the tensors
+            model_->load_weights(import_weights(cfg_.init_from, cfg_.model));
         } catch (const std::exception& e) {
-            if (cfg.checkpoint_required) fatal("checkpoint failed: %s", e.what());
-            fprintf(stderr, "warning: checkpoint failed, training continues: %s\n", e.what());
+            fatal("--init-from: %s", e.what());
         }
-    };
-    install_stop_signal_handlers();
-
-    auto validate = [&](int step) {
-        val_data->reset();
-        double sum = 0;
-        for (int i = 0; i < cfg.val_batches; i++) {
-            val_batch.next(val_data.get());
-            comm->arm(comm->timeout_s(), "validation");
-            // leaves the training state as is; the loss is the mean over the ranks' rows
-            sum += model.evaluate(val_batch.inputs_of(0), val_batch.targets_of(0));
-        }
-        comm->disarm();
-        const double val_loss = sum / cfg.val_batches;
-        printf("step %5d | val loss %.6f\n", step, val_loss);
-        logger.record("val", {{"step", step}, {"val_loss", val_loss}});
-    };
-    auto export_now = [&]() {
-        comm->arm(kCheckpointTimeoutS, "the export's gather");
-        const std::vector<float> weights = model.weights_to_host();  // collective
-        if (rank == 0) {
-            export_weights(cfg.export_path, cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed, m,
-                           weights);
-            printf("exported the weights (%s layout) to %s\n", cfg.export_hf ? "Hugging Face GPT-2" : "seed",
-                   cfg.export_path.c_str());
-        }
-        comm->barrier(comm->stream(), kCheckpointTimeoutS, "rank 0 to write the export");
-        comm->disarm();
-    };
-    if (!cfg.export_path.empty() && !cfg.export_at_end) {  // export only: no training
-        if (val_data) validate((int)state.progress.step);
-        export_now();
-        destroy_gpu_context(&ctx);
-        return 0;
     }
+    state_ = std::make_unique<TrainState>(cfg_, model_.get(), plan_.train_data.get(), comm_.get());
+    if (!cfg_.resume.empty()) {
+        const std::string path = state_->resume(cfg_.resume);
+        printf("resumed from %s: step %lld, %lld optimizer updates\n", path.c_str(),
+               (long long)state_->progress.step, (long long)state_->progress.opt_step);
+    }
+}
+
+void Run::checkpoint(const char* why) {
+    if (ckpt_dir_.empty()) return;
+    try {
+        comm_->arm(kCheckpointTimeoutS, "the checkpoint's gather");
+        state_->save(ckpt_dir_, cfg_.keep_checkpoints);
+        comm_->disarm();
+        printf("checkpoint (%s): %s\n", why, checkpoint_path(ckpt_dir_, state_->progress.step).c_str());
+    } catch (const std::exception& e) {
+        if (cfg_.checkpoint_required) fatal("checkpoint failed: %s", e.what());
+        fprintf(stderr, "warning: checkpoint failed, training continues: %s\n", e.what());
+    }
+}
+
+void Run::validate(int step) {
+    plan_.val_data->reset();
+    double sum = 0;
+    for (int i = 0; i < cfg_.val_batches; i++) {
+        val_batch_.next(plan_.val_data.get());
+        comm_->arm(comm_->timeout_s(), "validation");
+        // leaves the training state as is; the loss is the mean over the ranks' rows
+        sum += model_->evaluate(val_batch_.inputs_of(0), val_batch_.targets_of(0));
+    }
+    comm_->disarm();
+    const double val_loss = sum / cfg_.val_batches;
+    printf("step %5d | val loss %.6f\n", step, val_loss);
+    logger_->record("val", {{"step", step}, {"val_loss", val_loss}});
+}
+
+void Run::export_now() {
+    comm_->arm(kCheckpointTimeoutS, "the export's gather");
+    const std::vector<float> weights = model_->weights_to_host();  // collective
+    if (rank_ == 0) {
+        export_weights(cfg_.export_path, cfg_.export_hf ? ExportFormat::HF : ExportFormat::Seed, cfg_.model,
+                       weights);
+        printf("exported the weights (%s layout) to %s\n", cfg_.export_hf ? "Hugging Face GPT-2" : "seed",
+               cfg_.export_path.c_str());
+    }
+    comm_->barrier(comm_->stream(), kCheckpointTimeoutS, "rank 0 to write the export");
+    comm_->disarm();
+}
+
+int Run::export_without_training() {
+    if (plan_.val_data) validate((int)state_->progress.step);
+    export_now();
+    return 0;
+}
+
+// Every rank samples the same text (no collectives), so they stay in step.
+void Run::sample(int step) {
+    const SampleSettings ss{cfg_.sample_tokens, cfg_.temperature, cfg_.top_k, cfg_.prompt};
+    const std::string text = generate_text(model_.get(), cfg_.batch, cfg_.seq, cfg_.model.vocab_size,
+                                           plan_.tokenizer, ss, cfg_.seed + step);
+    printf("step %5d | sample: %s%s\n", step, escape_for_log(cfg_.prompt).c_str(),
+           escape_for_log(text).c_str());
+    logger_->record_text("sample", step, "text", sanitize_utf8(cfg_.prompt + text));
+}
+
+void Run::on_skipped_step(int step, const StepOutcome& r, int bad_in_a_row) {
+    printf(
+        "step %5d/%d | skipped: loss %f, grad norm %f (non-finite; no update, no FP8 history) | %d in a "
+        "row\n",
+        step, cfg_.steps, r.loss, r.grad_norm, bad_in_a_row);
+    logger_->record("skipped", {{"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
+    if (bad_in_a_row < cfg_.max_bad_steps) return;
+    checkpoint("last good state");
+    fatal("%d consecutive steps had a non-finite loss or gradient norm (--max-bad-steps %d): stopping%s",
+          bad_in_a_row, cfg_.max_bad_steps,
+          ckpt_dir_.empty() ? "" : "; the checkpoint holds the last good state");
+}
+
+void Run::after_applied_step(int step, bool fp8_health) {
+    const bool last = step == cfg_.steps - 1;
+    if (fp8_health && comm_->active()) {
+        if (!comm_->identical_on_all_ranks(fp8_state_hash(*model_), comm_->timeout_s()))
+            fatal("rank %d: the FP8 scale state differs between ranks at step %d", rank_, step);
+        printf("step %5d | fp8 scales identical on all %d ranks\n", step, world_);
+    }
+    if (cfg_.sample_every > 0 && (step % cfg_.sample_every == 0 || last)) sample(step);
+    if (cfg_.checkpoint_every > 0 && (step + 1) % cfg_.checkpoint_every == 0 && !last) checkpoint("periodic");
+}
+
+int Run::train(double start_s) {
+    install_stop_signal_handlers();
     std::vector<double> step_ms;
-    const int first_step = (int)state.progress.step;
-    const int warmup_steps_skipped = std::min<int>(3, (cfg.steps - first_step) / 2);
+    const int first_step = (int)state_->progress.step;
+    const int warmup_steps_skipped = std::min<int>(3, (cfg_.steps - first_step) / 2);
+    Eta eta(now_s());
     int bad_in_a_row = 0;
-    for (int step = first_step; step < cfg.steps; step++) {
-        bool last = step == cfg.steps - 1;
-        if (val_data && (step % cfg.val_every == 0 || last)) validate(step);
-        batch.next(train_data.get());
+    for (int step = first_step; step < cfg_.steps; step++) {
+        const bool last = step == cfg_.steps - 1;
+        if (plan_.val_data && (step % cfg_.val_every == 0 || last)) validate(step);
+        batch_.next(plan_.train_data.get());
         auto t0 = std::chrono::steady_clock::now();
-        const float lr = learning_rate(cfg, step);
-        const bool fp8_health = cfg.precision == Precision::FP8 && (step % cfg.fp8_health_every == 0 || last);
+        const float lr = learning_rate(cfg_, step);
+        const bool fp8_health =
+            cfg_.precision == Precision::FP8 && (step % cfg_.fp8_health_every == 0 || last);
         Fp8Health health;
-        const AdamWSettings adamw{lr, cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip};
+        const AdamWSettings adamw{
+            lr, cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay, cfg_.grad_clip};
         const StepOutcome r =
-            train_step(&model, batch, adamw, (int)state.progress.opt_step + 1, step,
-                       fp8_health ? &health : nullptr, comm.get(), step == first_step);
-        state.progress.step = step + 1;
-        if (r.applied) state.progress.opt_step++;
+            train_step(model_.get(), batch_, adamw, (int)state_->progress.opt_step + 1, step,
+                       fp8_health ? &health : nullptr, comm_.get(), step == first_step);
+        state_->progress.step = step + 1;
+        if (r.applied) state_->progress.opt_step++;
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double eta_s = eta.after_step(now_s(), cfg_.steps - step - 1);
         // A stop signal on any rank stops every rank after this step (launchers may signal only some).
-        const int sig =
-            comm->active() ? comm->max_int(stop_signal(), comm->timeout_s(), "the stop vote") : stop_signal();
+        const int sig = comm_->active() ? comm_->max_int(stop_signal(), comm_->timeout_s(), "the stop vote")
+                                        : stop_signal();
         if (!r.applied) {
-            bad_in_a_row++;
-            printf(
-                "step %5d/%d | skipped: loss %f, grad norm %f (non-finite; no update, no FP8 history) | %d "
-                "in a row\n",
-                step, cfg.steps, r.loss, r.grad_norm, bad_in_a_row);
-            logger.record("skipped", {{"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
-            if (bad_in_a_row >= cfg.max_bad_steps) {
-                checkpoint("last good state");
-                fatal(
-                    "%d consecutive steps had a non-finite loss or gradient norm (--max-bad-steps %d): "
-                    "stopping%s",
-                    bad_in_a_row, cfg.max_bad_steps,
-                    ckpt_dir.empty() ? "" : "; the checkpoint holds the last good state");
-            }
+            on_skipped_step(step, r, ++bad_in_a_row);
         } else {
             bad_in_a_row = 0;
             // memory grows in the first steps (library workspaces, the graph capture): read it then and last
-            if (step < first_step + 3 || last) model.update_peak_memory();
-            log_step(step, cfg, r, lr, ms, tokens_per_step, flops_per_step, world, model.peak_memory_bytes(),
-                     fp8_health ? &health : nullptr, &logger);
-            if (fp8_health && comm->active()) {
-                if (!comm->identical_on_all_ranks(fp8_state_hash(model), comm->timeout_s()))
-                    fatal("rank %d: the FP8 scale state differs between ranks at step %d", rank, step);
-                printf("step %5d | fp8 scales identical on all %d ranks\n", step, world);
-            }
+            if (step < first_step + 3 || last) model_->update_peak_memory();
+            log_step(step, cfg_, r, lr, ms, tokens_per_step_, flops_per_step_, world_,
+                     model_->peak_memory_bytes(), fp8_health ? &health : nullptr, eta_s, logger_.get());
             step_ms.push_back(ms);
-            if (cfg.sample_every > 0 && (step % cfg.sample_every == 0 || last)) {
-                // every rank samples the same text (no collectives), so they stay in step
-                const SampleSettings ss{cfg.sample_tokens, cfg.temperature, cfg.top_k, cfg.prompt};
-                const std::string text =
-                    generate_text(&model, B, T, m.vocab_size, tokenizer, ss, cfg.seed + step);
-                printf("step %5d | sample: %s%s\n", step, escape_for_log(cfg.prompt).c_str(),
-                       escape_for_log(text).c_str());
-                logger.record_text("sample", step, "text", sanitize_utf8(cfg.prompt + text));
-            }
-            if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !last)
-                checkpoint("periodic");
+            after_applied_step(step, fp8_health);
         }
         if (sig) {
             checkpoint("signal");
             printf("train_gpt: stopped by %s after step %d%s\n", sig == SIGINT ? "SIGINT" : "SIGTERM", step,
-                   ckpt_dir.empty() ? " (no --checkpoint-dir: nothing saved)" : "; resume with --resume");
+                   ckpt_dir_.empty() ? " (no --checkpoint-dir: nothing saved)" : "; resume with --resume");
             return 0;
         }
     }
     checkpoint("end of training");
-    if (cfg.export_at_end) export_now();
+    if (cfg_.export_at_end) export_now();
+    if (cfg_.profile)
+        profile_steps(cfg_, model_.get(), plan_.train_data.get(), &batch_, comm_.get(), logger_.get());
+    print_summary(std::move(step_ms), warmup_steps_skipped, start_s);
+    return 0;
+}
+
+// The last line of a run: the median step over the steady steps (the first few skipped), throughput, MFU,
+// peak memory and the wall time since the process started.
+void Run::print_summary(std::vector<double> step_ms, int warmup_steps_skipped, double start_s) {
     step_ms.erase(step_ms.begin(), step_ms.begin() + std::min<size_t>(warmup_steps_skipped, step_ms.size()));
-    if (cfg.profile) profile_steps(cfg, &model, train_data.get(), &batch, comm.get(), &logger);
-    double med = median(step_ms);
-    double tflops = flops_per_step / (med / 1e3) / 1e12;
-    const double per_gpu = tflops / world;
+    const double med = median(step_ms);
+    const double tflops = flops_per_step_ / (med / 1e3) / 1e12;
+    const double per_gpu = tflops / world_;
+    const double peak_gb = model_->peak_memory_bytes() / 1e9;
+    const double wall_s = now_s() - start_s;
     printf(
         "summary: %s B=%d T=%d x %d micro-steps x %d GPU%s | median step %.2f ms over %zu steps | %.0f tok/s "
         "| "
         "%.1f TFLOP/s honest (per GPU %.1f: MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script "
         "formula "
-        "%.1f TFLOP/s | peak %.1f GB%s\n",
-        to_string(cfg.precision), B, T, micro_steps, world, world > 1 ? "s" : "", med, step_ms.size(),
-        tokens_per_step / (med / 1e3), tflops, per_gpu, 100 * per_gpu / kBf16PeakTflops, kBf16PeakTflops,
-        100 * per_gpu / kFp8PeakTflops, kFp8PeakTflops,
-        seed_script_flops_per_step(m) * batch.micro_steps() * world / (med / 1e3) / 1e12,
-        model.peak_memory_bytes() / 1e9, world > 1 ? " per GPU" : "");
-    logger.record("summary", {{"median_step_ms", med},
-                              {"tokens_per_s", tokens_per_step / (med / 1e3)},
-                              {"tflops", tflops},
-                              {"mfu", per_gpu / kBf16PeakTflops},
-                              {"gpus", world},
-                              {"peak_mem_gb", model.peak_memory_bytes() / 1e9}});
-    destroy_gpu_context(&ctx);
-    return 0;
+        "%.1f TFLOP/s | peak %.1f GB%s | wall %s\n",
+        to_string(cfg_.precision), cfg_.batch, cfg_.seq, batch_.micro_steps(), world_, world_ > 1 ? "s" : "",
+        med, step_ms.size(), tokens_per_step_ / (med / 1e3), tflops, per_gpu, 100 * per_gpu / kBf16PeakTflops,
+        kBf16PeakTflops, 100 * per_gpu / kFp8PeakTflops, kFp8PeakTflops,
+        seed_script_flops_per_step(cfg_.model) * batch_.micro_steps() * world_ / (med / 1e3) / 1e12, peak_gb,
+        world_ > 1 ? " per GPU" : "", format_duration(wall_s).c_str());
+    logger_->record("summary", {{"median_step_ms", med},
+                                {"tokens_per_s", tokens_per_step_ / (med / 1e3)},
+                                {"tflops", tflops},
+                                {"mfu", per_gpu / kBf16PeakTflops},
+                                {"gpus", world_},
+                                {"peak_mem_gb", peak_gb},
+                                {"wall_s", wall_s}});
 }
 
 }  // namespace
 
+// Flags, then everything checkable without a GPU (exit 2 on a mistake, before any CUDA call), then the
+// summary, then the run.
 int main(int argc, char** argv) {
+    const double start_s = now_s();
     TrainConfig cfg;
-    CliResult cli = parse_cli(argc, argv, &cfg);
+    const CliResult cli = parse_cli(argc, argv, &cfg);
     if (!cli.run) {
         fprintf(cli.exit_code == 0 ? stdout : stderr, "%s", cli.message.c_str());
         return cli.exit_code;
     }
+    RunPlan plan;
+    if (std::string e = check_before_gpu(cfg, test_export_of_init(), &plan); !e.empty())
+        fatal_usage("%s", e.c_str());
+    if (cli.print_config) {
+        fputs(to_json(cfg, num_parameters(cfg.model)).c_str(), stdout);
+        return 0;
+    }
+    if (std::string e = prepare_output_dirs(cfg, plan.launch.rank); !e.empty()) fatal_usage("%s", e.c_str());
+    if (plan.launch.rank != 0 && !freopen("/dev/null", "w", stdout))
+        fatal("rank %d: cannot silence stdout", plan.launch.rank);
+    fputs(run_summary(cfg, num_parameters(cfg.model), plan.launch.world_size, plan.micro_steps, plan.launch.launcher).c_str(), stdout);
+    fflush(stdout);
     try {
-        return train(cfg);
-    } catch (const std::exception& e) {  // data errors: one line naming the file
+        Run run(cfg, &plan);
+        return export_only(cfg) ? run.export_without_training() : run.train(start_s);
+    } catch (const std::exception& e) {  // e.g. a shard that changed while training: one line naming it
         fatal("%s", e.what());
     }
 }

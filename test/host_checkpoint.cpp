@@ -1,5 +1,5 @@
-// Host tests for llmc/formats/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with damaged
-// files (truncated, flipped byte, garbage), and one-line errors for mismatched model/recipe/tensors.
+// Host tests for llmc/formats/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with
+// damaged files (truncated, flipped byte, garbage), and one-line errors for mismatched model/recipe/tensors.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -154,6 +154,33 @@ TEST(mismatches_are_one_line_errors) {
     w.write_atomic(dir.path + "/weights.safetensors");
     e = error_of([&] { read_checkpoint(dir.path + "/weights.safetensors", meta_at(0), v); });
     EXPECT_CONTAINS(e, "not a train_gpt checkpoint");
+}
+
+// The check before the GPU (headers only) agrees with the resume: it names the checkpoint the resume starts
+// from when the newest header is damaged, and fails with the same message where the resume fails.
+TEST(find_resumable_checkpoint_agrees_with_resume) {
+    TempDir dir("host_checkpoint");
+    std::mt19937_64 rng(std::random_device{}());
+    State s(rng);
+    EXPECT_CONTAINS(error_of([&] { find_resumable_checkpoint(dir.path, meta_at(0)); }),
+                    "--resume: no checkpoint (ckpt_*.safetensors) in '" + dir.path + "'");
+    EXPECT_TRUE(error_of([&] { find_resumable_checkpoint(dir.file("nope"), meta_at(0)); }) ==
+                "--resume: cannot open the folder '" + dir.file("nope") + "': No such file or directory");
+    write_checkpoint(dir.path, meta_at(1), s.views(), 5);
+    write_checkpoint(dir.path, meta_at(2), s.views(), 5);
+    EXPECT_TRUE(find_resumable_checkpoint(dir.path, meta_at(0)) == checkpoint_path(dir.path, 2));
+    EXPECT_EQ(read_checkpoint_meta(checkpoint_path(dir.path, 2), meta_at(0)).step, (int64_t)2);
+    spit(checkpoint_path(dir.path, 2), std::vector<char>(100, 'x'));  // a damaged header: skipped
+    EXPECT_TRUE(find_resumable_checkpoint(dir.path, meta_at(0)) == checkpoint_path(dir.path, 1));
+    CheckpointMeta other = meta_at(0);
+    other.recipe = "bf16";
+    const std::string mismatch = error_of([&] { find_resumable_checkpoint(dir.path, other); });
+    EXPECT_CONTAINS(mismatch, "this run uses 'bf16'");
+    EXPECT_TRUE(mismatch == error_of([&] { read_latest_checkpoint(dir.path, other, s.views(), nullptr); }));
+    spit(checkpoint_path(dir.path, 1), {});
+    const std::string none = error_of([&] { find_resumable_checkpoint(dir.path, meta_at(0)); });
+    EXPECT_CONTAINS(none, "--resume: no valid checkpoint in '" + dir.path + "' (last: ");
+    EXPECT_TRUE(none == error_of([&] { read_latest_checkpoint(dir.path, meta_at(0), s.views(), nullptr); }));
 }
 
 TEST(unwritable_directory_keeps_previous) {

@@ -1,4 +1,5 @@
-// Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, and one-line usage errors.
+// Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, and one-line usage
+// errors.
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -99,8 +100,10 @@ TEST(each_flag_sets_its_field) {
          [](const TrainConfig& c) { return c.train_data == "data/x_train_*.bin"; }},
         {{"--val-data", "data/x_val_*.bin"},
          [](const TrainConfig& c) { return c.val_data == "data/x_val_*.bin"; }},
-        {{"--val-every", "25"}, [](const TrainConfig& c) { return c.val_every == 25; }},
-        {{"--val-batches", "3"}, [](const TrainConfig& c) { return c.val_batches == 3; }},
+        {{"--val-every", "25", "--val-data", "v*.bin"},
+         [](const TrainConfig& c) { return c.val_every == 25; }},
+        {{"--val-batches", "3", "--val-data", "v*.bin"},
+         [](const TrainConfig& c) { return c.val_batches == 3; }},
         {{"--lr", "0.0003"}, [](const TrainConfig& c) { return c.lr == 0.0003f; }},
         {{"--lr=1e-3"}, [](const TrainConfig& c) { return c.lr == 1e-3f; }},
         {{"--warmup", "10"}, [](const TrainConfig& c) { return c.warmup == 10; }},
@@ -115,13 +118,37 @@ TEST(each_flag_sets_its_field) {
         {{"--seed", "12345678901234"}, [](const TrainConfig& c) { return c.seed == 12345678901234ull; }},
         {{"--log-dir", "/tmp/runs/a"}, [](const TrainConfig& c) { return c.log_dir == "/tmp/runs/a"; }},
         {{"--log-every", "10"}, [](const TrainConfig& c) { return c.log_every == 10; }},
-        {{"--fp8-format", "e4m3"}, [](const TrainConfig& c) { return c.fp8.format == Fp8Format::E4M3; }},
-        {{"--fp8-format", "hybrid"}, [](const TrainConfig& c) { return c.fp8.format == Fp8Format::Hybrid; }},
-        {{"--fp8-history", "16"}, [](const TrainConfig& c) { return c.fp8.history_len == 16; }},
-        {{"--fp8-amax-algo", "most_recent"},
+        {{"--fp8-format", "e4m3", "--precision", "fp8"},
+         [](const TrainConfig& c) { return c.fp8.format == Fp8Format::E4M3; }},
+        {{"--fp8-format", "hybrid", "--precision", "fp8"},
+         [](const TrainConfig& c) { return c.fp8.format == Fp8Format::Hybrid; }},
+        {{"--fp8-history", "16", "--precision", "fp8"},
+         [](const TrainConfig& c) { return c.fp8.history_len == 16; }},
+        {{"--fp8-amax-algo", "most_recent", "--precision", "fp8"},
          [](const TrainConfig& c) { return c.fp8.amax_algo == AmaxAlgo::MostRecent; }},
-        {{"--fp8-amax-algo", "max"}, [](const TrainConfig& c) { return c.fp8.amax_algo == AmaxAlgo::Max; }},
-        {{"--fp8-margin", "2"}, [](const TrainConfig& c) { return c.fp8.margin == 2; }},
+        {{"--fp8-amax-algo", "max", "--precision", "fp8"},
+         [](const TrainConfig& c) { return c.fp8.amax_algo == AmaxAlgo::Max; }},
+        {{"--fp8-margin", "2", "--precision", "fp8"}, [](const TrainConfig& c) { return c.fp8.margin == 2; }},
+        {{"--fp8-health-every", "5", "--precision", "fp8"},
+         [](const TrainConfig& c) { return c.fp8_health_every == 5; }},
+        {{"--sample-every", "10", "--prompt", "Once", "--sample-tokens", "8", "--temperature", "0.5",
+          "--top-k", "3", "--tokenizer", "t.bin"},
+         [](const TrainConfig& c) {
+             return c.sample_every == 10 && c.prompt == "Once" && c.sample_tokens == 8 &&
+                    c.temperature == 0.5f && c.top_k == 3 && c.tokenizer == "t.bin";
+         }},
+        {{"--checkpoint-dir", "ck", "--checkpoint-every", "7", "--keep-checkpoints", "3",
+          "--checkpoint-required"},
+         [](const TrainConfig& c) {
+             return c.checkpoint_dir == "ck" && c.checkpoint_every == 7 && c.keep_checkpoints == 3 &&
+                    c.checkpoint_required;
+         }},
+        {{"--resume", "ck", "--checkpoint-every", "7"},
+         [](const TrainConfig& c) { return c.checkpoint_every == 7; }},
+        {{"--export", "w.safetensors", "--export-format", "hf"},
+         [](const TrainConfig& c) { return c.export_hf; }},
+        {{"--log-dir=--steps"}, [](const TrainConfig& c) { return c.log_dir == "--steps"; }},
+        {{"--log-dir", "-"}, [](const TrainConfig& c) { return c.log_dir == "-"; }},
         {{"--layers", "6"}, [](const TrainConfig& c) { return c.model.num_layers == 6; }},
         {{"--channels", "1280", "--heads", "20"},
          [](const TrainConfig& c) { return c.model.channels == 1280 && c.model.num_heads == 20; }},
@@ -356,7 +383,7 @@ TEST(negative_numbers_are_values) {
     EXPECT_USAGE_ERROR({"--steps", "-1", "--batch", "4"}, "--steps", {"got -1"});
     // A negative number that is a valid value still lands in its field (none of ours accepts one, so check
     // that a later flag is not swallowed and a valid run still parses).
-    EXPECT_TRUE(parse({"--fp8-margin", "0", "--steps", "3"}, &cfg).run);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--fp8-margin", "0", "--steps", "3"}, &cfg).run);
     EXPECT_EQ(cfg.steps, 3);
 }
 
@@ -399,11 +426,11 @@ TEST(every_numeric_flag_has_a_range) {
     for (const Case& k : cases) EXPECT_USAGE_ERROR(k.args, k.flag, {k.text});
     // The edges themselves are accepted.
     TrainConfig cfg;
-    EXPECT_TRUE(
-        parse({"--warmup", "0", "--fp8-margin", "64", "--beta1", "0", "--beta2", "0.999", "--final-lr-frac",
-               "1", "--weight-decay", "0", "--grad-clip", "0", "--fp8-history", "1"},
-              &cfg)
-            .run);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--warmup", "0", "--fp8-margin", "64", "--beta1", "0", "--beta2",
+                       "0.999", "--final-lr-frac", "1", "--weight-decay", "0", "--grad-clip", "0",
+                       "--fp8-history", "1"},
+                      &cfg)
+                    .run);
     EXPECT_EQ(cfg.fp8.margin, 64);
 }
 
@@ -509,6 +536,100 @@ TEST(vocab_and_channels_limits) {
     // The LayerNorm kernels hold at most 8192 channels.
     EXPECT_USAGE_ERROR({"--channels", "8208", "--heads", "513"}, "--channels", {"8192"});
     EXPECT_TRUE(parse({"--channels", "8192", "--heads", "64", "--batch", "1"}, &cfg).run);
+}
+
+// A value that looks like a flag is the user's forgotten value: both named, and how to mean it.
+TEST(value_that_looks_like_a_flag) {
+    TrainConfig cfg;
+    CliResult r = parse({"--log-dir", "--steps", "5"}, &cfg);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.message ==
+                "error: --log-dir: expected a value, got the flag --steps (for a value that starts with '-', "
+                "write --log-dir=VALUE)\n");
+    r = parse({"--export", "--steps", "5"}, &cfg);
+    EXPECT_CONTAINS(r.message, "error: --export: expected a value, got the flag --steps");
+    r = parse({"-n", "-b", "4"}, &cfg);  // short names: the message uses the long one
+    EXPECT_CONTAINS(r.message, "error: --steps: expected a value, got the flag -b");
+    r = parse({"--train-data", "--"}, &cfg);
+    EXPECT_CONTAINS(r.message, "--train-data: expected a value, got the flag --");
+    r = parse({"--steps", "3", "--log-dir"}, &cfg);
+    EXPECT_TRUE(r.message == "error: --log-dir: expected a value after it\n");
+    EXPECT_TRUE(parse({"--sample-every", "1", "--prompt=-x"}, &cfg).run);
+    EXPECT_TRUE(cfg.prompt == "-x");
+}
+
+TEST(unknown_flags_and_stray_arguments) {
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--batch-size", "12"}, &cfg).message ==
+                "error: unknown flag --batch-size (train_gpt --help lists the flags)\n");
+    EXPECT_TRUE(
+        parse({"--steps", "5", "7"}, &cfg).message ==
+        "error: unexpected argument '7': a value must follow its flag (train_gpt --help lists the flags)\n");
+}
+
+// Flags that change nothing with the others given are usage errors naming the flag and what it needs; with
+// that, they are accepted.
+TEST(flags_without_effect) {
+    struct Case {
+        std::vector<std::string> args, enabling;
+        const char* message;
+    };
+    const std::vector<Case> cases = {
+        {{"--prompt", "Once"},
+         {"--sample-every", "5"},
+         "--prompt: has no effect without --sample-every N (text samples are off)"},
+        {{"--sample-every", "0", "--top-k", "5"},
+         {"--sample-every", "5"},
+         "--top-k: has no effect without --sample-every N"},
+        {{"--tokenizer", "t.bin"},
+         {"--sample-every", "5"},
+         "--tokenizer: has no effect without --sample-every N"},
+        {{"--val-batches", "2"}, {"--val-data", "v*.bin"}, "--val-batches: has no effect without --val-data"},
+        {{"--checkpoint-every", "10"},
+         {"--checkpoint-dir", "ck"},
+         "--checkpoint-every: has no effect without --checkpoint-dir DIR or --resume DIR (no checkpoints)"},
+        {{"--checkpoint-required"}, {"--resume", "ck"}, "--checkpoint-required: has no effect without"},
+        {{"--fp8-history", "16"},
+         {"--precision", "fp8"},
+         "--fp8-history: has no effect with --precision bf16 (the FP8 flags apply to --precision fp8)"},
+        {{"--fp8-health-every", "1"}, {"--precision", "fp8"}, "--fp8-health-every: has no effect with"},
+        {{"--schedule", "constant", "--final-lr-frac", "0.5"},
+         {"--schedule", "cosine"},
+         "--final-lr-frac: has no effect with --schedule constant"},
+        {{"--export-format", "hf"},
+         {"--export", "x"},
+         "--export-format: has no effect without --export PATH"},
+    };
+    for (const Case& k : cases) {
+        EXPECT_USAGE_ERROR(k.args,
+                           k.args[0] == "--sample-every" || k.args[0] == "--schedule" ? k.args[2] : k.args[0],
+                           {std::string("error: ") + k.message});
+        std::vector<std::string> fixed = k.args;
+        fixed.insert(fixed.end(), k.enabling.begin(), k.enabling.end());
+        TrainConfig cfg;
+        const CliResult r = parse(fixed, &cfg);
+        if (!r.run) testing::fail(__FILE__, __LINE__, "'" + joined(fixed) + "' was rejected: " + r.message);
+    }
+}
+
+// --help shows each flag's real default, the switches' included (CLI11 alone prints
+// "--no-cuda-graph{false}" for a flag that is on).
+TEST(help_shows_real_defaults) {
+    TrainConfig cfg;
+    const std::string help = parse({"--help"}, &cfg).message;
+    for (const char* s :
+         {"--deterministic,--no-deterministic=on", "--cuda-graph,--no-cuda-graph=on", "--profile=off",
+          "--print-config=off", "--export-at-end=off", "--checkpoint-required=off", "-n,--steps INT=50",
+          "--log-dir TEXT=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error"})
+        EXPECT_CONTAINS(help, s);
+    EXPECT_TRUE(help.find('{') == std::string::npos);
+}
+
+TEST(print_config_flag) {
+    TrainConfig cfg;
+    CliResult r = parse({"--print-config", "--steps", "3"}, &cfg);
+    EXPECT_TRUE(r.run && r.print_config);
+    EXPECT_TRUE(!parse({"--steps", "3"}, &cfg).print_config);
 }
 
 TEST_MAIN()

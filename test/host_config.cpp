@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/host/config.h"
 #include "llmc/model/layout.h"
 #include "test/testing.h"
@@ -221,15 +222,62 @@ TEST(to_json_has_every_field) {
                                          {"seed", 987654321012.0},
                                          {"log_every", 29}}) {
         double v = json_number(j, n.key);
-        // Floats are printed with 9 significant digits, enough to round-trip a float exactly.
-        if (!(std::fabs(v - n.value) <= 1e-8 * std::fabs(n.value)))
+        // Floats are written as the shortest decimal that reads back as the same float (0.00025, not the
+        // double 0.000249999993684...); integers exactly.
+        if (!((float)v == (float)n.value && (v == std::round(v)) == (n.value == std::round(n.value))))
             testing::fail(__FILE__, __LINE__,
                           std::string("json field ") + n.key + " = " + std::to_string(v) + ", expected " +
                               std::to_string(n.value));
     }
-    // Strings are escaped.
+    EXPECT_CONTAINS(j, "\"lr\": 0.00025,\n");
+    // Strings are quoted by json.h (control characters too); the whole text parses, one member per line.
     c.log_dir = "a\"b\\c";
-    EXPECT_CONTAINS(to_json(c, num_parameters(c.model)), "\"log_dir\": \"a\\\"b\\\\c\"");
+    c.prompt = "line\nnext\t\x01";
+    j = to_json(c, num_parameters(c.model));
+    EXPECT_CONTAINS(j, "\"log_dir\": \"a\\\"b\\\\c\"");
+    EXPECT_CONTAINS(j, "\"prompt\": \"line\\nnext\\t\\u0001\"");
+    const json::Value v = json::parse(j);
+    EXPECT_TRUE(v.find("prompt")->as_string() == c.prompt);
+    EXPECT_EQ(v.as_object().size(), (size_t)std::count(j.begin(), j.end(), '\n') - 2);
+    // A seed past int64 (json.h's integers) is its decimal string; non-finite numbers are null.
+    c.seed = 18446744073709551615ull;
+    c.comm_timeout = INFINITY;
+    j = to_json(c, num_parameters(c.model));
+    EXPECT_CONTAINS(j, "\"seed\": \"18446744073709551615\"");
+    EXPECT_CONTAINS(j, "\"comm_timeout\": null");
+}
+
+TEST(run_summary_for_people) {
+    TrainConfig c;
+    EXPECT_TRUE(model_preset("124m", &c.model));
+    c.model_name = "124m";
+    c.precision = Precision::FP8;
+    c.batch = 8;
+    c.total_batch = 8 * 1024 * 4 * 2;
+    c.checkpoint_dir = "ck";
+    c.checkpoint_every = 100;
+    const std::string s = run_summary(c, num_parameters(c.model), 2, 4, "torchrun");
+    for (const char* line :
+         {"train_gpt: GPT-2 124m (12 layers, 768 channels, 12 heads, vocab 50304, max seq 1024, GELU erf), "
+          "124,475,904 parameters\n",
+          "  precision    fp8 hybrid (E4M3 forward, E5M2 gradients), delayed scaling: amax max over 1024 "
+          "steps, "
+          "margin 0\n",
+          "  batch        8 x 1024 tokens x 4 micro-steps x 2 GPUs (torchrun) = 65,536 tokens per step; 50 "
+          "steps, "
+          "lr 0.0006 cosine to 6e-05\n",
+          "  data         random tokens (seed 3985)\n", "  logs         logs/config.json, logs/train.jsonl\n",
+          "  checkpoints  ck/ every 100 steps and at the end, the newest 2 kept\n"})
+        EXPECT_CONTAINS(s, line);
+    // every line but the first is indented; an overridden preset is not called by the preset's name
+    EXPECT_TRUE(s.find("\ntrain_gpt") == std::string::npos && s.find("\n  ") != std::string::npos);
+    c.model.num_layers = 2;
+    c.export_path = "w.safetensors";
+    c.resume = "ck";
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"), "train_gpt: GPT-2 124m with overrides (2 layers");
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"), "x 1 GPU = 8,192 tokens per step");
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
+                    "  export       w.safetensors (seed layout) and exit, no training\n");
 }
 
 TEST(validate_range_messages) {

@@ -1,8 +1,9 @@
-// Host tests for llmc/host/logger: prepare_log_dir (create with parents, probe for writability, one-line errors on
-// a path under a regular file or in an unwritable directory) and RunLogger's files.
+// Host tests for llmc/host/logger: prepare_log_dir (create with parents, probe for writability, one-line
+// errors on a path under a regular file or in an unwritable directory) and RunLogger's files.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -124,6 +125,24 @@ TEST(run_logger_writes_config_and_records) {
     EXPECT_TRUE(read_file(dir + "/config.json") == "{\"x\": 1}\n");
     EXPECT_TRUE(read_file(dir + "/train.jsonl") == "{\"kind\": \"train\", \"step\": 3, \"loss\": 1.5}\n");
     EXPECT_EQ(count_entries(dir), 2);  // config.json, train.jsonl: no probe file left
+}
+
+TEST(format_duration_reads_as_time) {
+    EXPECT_TRUE(format_duration(0) == "0s");
+    EXPECT_TRUE(format_duration(42.4) == "42s");
+    EXPECT_TRUE(format_duration(59.6) == "1m00s");
+    EXPECT_TRUE(format_duration(725) == "12m05s");
+    EXPECT_TRUE(format_duration(3 * 3600 + 2 * 60 + 29) == "3h02m");
+    EXPECT_TRUE(format_duration(-1) == "?");
+    EXPECT_TRUE(format_duration(NAN) == "?");
+}
+
+TEST(eta_from_the_steps_after_the_first) {
+    Eta eta(100.0);
+    EXPECT_NEAR(eta.after_step(130.0, 9), 9 * 30.0, 1e-9);  // only the (slow) first step so far
+    EXPECT_NEAR(eta.after_step(132.0, 8), 8 * 2.0, 1e-9);   // then the steps after it
+    EXPECT_NEAR(eta.after_step(136.0, 7), 7 * 3.0, 1e-9);   // (2 + 4) / 2 per step
+    EXPECT_NEAR(eta.after_step(137.0, 0), 0.0, 1e-9);
 }
 
 TEST_MAIN()

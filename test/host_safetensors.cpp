@@ -1,6 +1,6 @@
-// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every kind of corrupt
-// file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's safetensors
-// writes it. Files go to a fresh mkdtemp directory.
+// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every
+// kind of corrupt file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's
+// safetensors writes it. Files go to a fresh mkdtemp directory.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -142,6 +142,16 @@ TEST(json_parses_and_writes) {
     EXPECT_EQ(json::parse("-9223372036854775808").as_int(), INT64_MIN);
     EXPECT_TRUE(json::parse("9223372036854775808").is_double());  // past int64: a double
     EXPECT_TRUE(json::dump(json::parse("-0.0")) == "-0.0");
+}
+
+TEST(json_pretty_writes_one_entry_per_line) {
+    const json::Value v =
+        json::parse("{\"a\": 1, \"b\": [true, \"x\\\"y\"], \"c\": {}, \"d\": [], \"e\": {\"f\": 2.5}}");
+    EXPECT_TRUE(json::dump_pretty(v) ==
+                "{\n  \"a\": 1,\n  \"b\": [\n    true,\n    \"x\\\"y\"\n  ],\n  \"c\": {},\n  \"d\": [],\n"
+                "  \"e\": {\n    \"f\": 2.5\n  }\n}\n");
+    EXPECT_TRUE(json::parse(json::dump_pretty(v)) == v);
+    EXPECT_TRUE(json::dump_pretty(json::Value::integer(7), 4) == "7\n");
 }
 
 TEST(json_rejects_bad_input) {

@@ -1,6 +1,6 @@
-// Host tests for llmc/model/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
-// config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix, mask
-// buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
+// Host tests for llmc/model/weights_io: the parameter table, seed and Hugging Face exports (names, shapes,
+// layout, config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix,
+// mask buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "llmc/host/config.h"
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
 #include "llmc/model/weights_io.h"
+#include "llmc/host/config.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
@@ -532,6 +532,70 @@ TEST(not_a_gpt_file_and_odd_inputs) {
     std::ofstream(dir.file("afile")) << "x";
     EXPECT_CONTAINS(error_of([&] { export_weights(dir.file("afile"), ExportFormat::HF, m, p); }),
                     "cannot create the export directory");
+}
+
+// check_import (the check before the GPU) fails exactly where import_weights fails, with the same message,
+// on every header-level problem; only the tied lm_head comparison (tensor data) is left to the import.
+TEST(check_import_agrees_with_import) {
+    TempDir dir("host_weights_io");
+    const ModelConfig m = small_model();
+    const auto p = random_params(m, 18);
+    export_weights(dir.file("seed.safetensors"), ExportFormat::Seed, m, p);
+    export_weights(dir.file("hf"), ExportFormat::HF, m, p);
+    TensorMap t = load_all(dir.file("seed.safetensors"));
+    t.erase("tsfmr_blks.0.attn_norm.bias");
+    save_all(t, dir.file("missing.safetensors"));
+    std::ofstream(dir.file("empty.safetensors"));
+    std::ofstream(dir.file("junk.safetensors")) << std::string(64, '\x7f') << "not a header";
+    ModelConfig wide = m, deep = m, heads = m;
+    wide.channels = 128;
+    deep.num_layers = 3;
+    heads.num_heads = 8;
+    const std::vector<std::pair<std::string, ModelConfig>> bad = {
+        {dir.file("seed.safetensors"), wide},
+        {dir.file("seed.safetensors"), deep},
+        {dir.file("hf"), heads},
+        {dir.file("missing.safetensors"), m},
+        {dir.file("empty.safetensors"), m},
+        {dir.file("junk.safetensors"), m},
+        {dir.file("absent.safetensors"), m},
+        {dir.path, m},
+    };
+    for (const auto& [path, model] : bad) {
+        const std::string check = error_of([&] { check_import(path, model); });
+        const std::string load = error_of([&] { import_weights(path, model); });
+        if (check.empty() || check != load)
+            testing::fail(__FILE__, __LINE__, path + ": check '" + check + "' vs import '" + load + "'");
+    }
+    for (const std::string& good : {dir.file("seed.safetensors"), dir.file("hf")})
+        EXPECT_TRUE(error_of([&] { check_import(good, m); }).empty());
+    TensorMap untied = hf_unprefixed(dir, m, p);
+    untied["lm_head.weight"] = untied["wte.weight"];
+    untied["lm_head.weight"].bytes[0] ^= 1;
+    save_all(untied, dir.file("untied.safetensors"));
+    EXPECT_TRUE(error_of([&] { check_import(dir.file("untied.safetensors"), m); }).empty());
+    EXPECT_CONTAINS(error_of([&] { import_weights(dir.file("untied.safetensors"), m); }), "untied lm_head");
+}
+
+TEST(export_destination_checks) {
+    TempDir dir("host_weights_io");
+    EXPECT_TRUE(check_export_destination(dir.file("w.safetensors"), ExportFormat::Seed).empty());
+    EXPECT_TRUE(check_export_destination(dir.file("new/deeper/hf"), ExportFormat::HF).empty());
+    mkdir(dir.file("d").c_str(), 0755);
+    EXPECT_TRUE(check_export_destination(dir.file("d"), ExportFormat::HF).empty());
+    EXPECT_CONTAINS(check_export_destination(dir.file("d"), ExportFormat::Seed), "is a folder");
+    EXPECT_CONTAINS(
+        check_export_destination(dir.file("nope/w.safetensors"), ExportFormat::Seed),
+        "--export '" + dir.file("nope/w.safetensors") + "': '" + dir.file("nope") + "' is not a folder");
+    std::ofstream(dir.file("afile")) << "x";
+    EXPECT_CONTAINS(check_export_destination(dir.file("afile"), ExportFormat::HF), "is not a folder");
+    EXPECT_CONTAINS(check_export_destination(dir.file("afile/x"), ExportFormat::HF), "is not a folder");
+    if (geteuid() != 0) {  // root writes anywhere
+        mkdir(dir.file("ro").c_str(), 0555);
+        EXPECT_CONTAINS(check_export_destination(dir.file("ro/w.safetensors"), ExportFormat::Seed),
+                        "cannot write in");
+        EXPECT_CONTAINS(check_export_destination(dir.file("ro/hf"), ExportFormat::HF), "cannot write in");
+    }
 }
 
 TEST_MAIN()

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -95,9 +96,12 @@ void write_checkpoint(const std::string& dir, const CheckpointMeta& meta,
         if (all[i] != path) std::remove(all[i].c_str());
 }
 
-CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& expect,
-                               const std::vector<HostTensor>& tensors) {
-    SafetensorsReader r(path);
+namespace {
+
+// The metadata of an open checkpoint, checked: ours, this version, the expected model and recipe, whole
+// numbers where numbers belong.
+CheckpointMeta checked_meta(const SafetensorsReader& r, const std::string& path,
+                            const CheckpointMeta& expect) {
     auto meta_of = [&](const char* key) -> const std::string& {
         if (!r.has_metadata(key))
             fail(path, std::string("not a train_gpt checkpoint (no '") + key + "' entry)");
@@ -123,6 +127,19 @@ CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& ex
         fail(path, "corrupt checkpoint metadata (step, opt_step, train_data or fp8.calibrating)");
     m.train_data = {(uint64_t)a, (uint64_t)b};
     m.fp8_calibrating = calibrating == 1;
+    return m;
+}
+
+}  // namespace
+
+CheckpointMeta read_checkpoint_meta(const std::string& path, const CheckpointMeta& expect) {
+    return checked_meta(SafetensorsReader(path), path, expect);
+}
+
+CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& expect,
+                               const std::vector<HostTensor>& tensors) {
+    SafetensorsReader r(path);
+    const CheckpointMeta m = checked_meta(r, path, expect);
     if (r.size() != tensors.size())
         fail(path, "has " + std::to_string(r.size()) + " tensors, this run's state has " +
                        std::to_string(tensors.size()));
@@ -135,6 +152,28 @@ CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& ex
         r.read(t.name, t.data, t.bytes);  // verifies the checksum
     }
     return m;
+}
+
+std::string find_resumable_checkpoint(const std::string& dir, const CheckpointMeta& expect) {
+    if (DIR* d = opendir(dir.c_str()))
+        closedir(d);
+    else
+        throw std::runtime_error("--resume: cannot open the folder '" + dir + "': " + std::strerror(errno));
+    const std::vector<std::string> all = list_checkpoints(dir);
+    if (all.empty())
+        throw std::runtime_error("--resume: no checkpoint (ckpt_*.safetensors) in '" + dir + "'");
+    std::string last_error;
+    for (const std::string& path : all) {
+        try {
+            read_checkpoint_meta(path, expect);
+            return path;
+        } catch (const CheckpointMismatch&) {
+            throw;
+        } catch (const std::runtime_error& e) {
+            last_error = e.what();
+        }
+    }
+    throw std::runtime_error("--resume: no valid checkpoint in '" + dir + "' (last: " + last_error + ")");
 }
 
 CheckpointMeta read_latest_checkpoint(const std::string& dir, const CheckpointMeta& expect,

@@ -1,7 +1,8 @@
 // Training checkpoints: one safetensors file per checkpoint, DIR/ckpt_<step, 8 digits>.safetensors, holding
 // the whole training state as full tensors (never per-rank shards, so any number of GPUs can resume it):
-//   master.<param>, adam_m.<param>, adam_v.<param>   F32, canonical parameter names and shapes (llmc/model/gpt.h)
-//   fp8.amax_history [H, slots], fp8.scale, fp8.scale_inv   F32, FP8 runs only (staging row 0 included)
+//   master.<param>, adam_m.<param>, adam_v.<param>   F32, canonical parameter names and shapes
+//   (llmc/model/gpt.h) fp8.amax_history [H, slots], fp8.scale, fp8.scale_inv   F32, FP8 runs only (staging
+//   row 0 included)
 // and in "__metadata__" (all strings): format "train_gpt-checkpoint", version, step (the next step to run),
 // opt_step (AdamW updates done), train_data.a / train_data.b (the token source's position), fp8.calibrating,
 // model (the shape signature, must match to resume), recipe (precision and FP8 recipe, must match), config
@@ -55,6 +56,14 @@ struct CheckpointMismatch : std::runtime_error {
 // std::runtime_error "<path>: <what is wrong>" otherwise. The tensors may be partly overwritten on failure.
 CheckpointMeta read_checkpoint(const std::string& path, const CheckpointMeta& expect,
                                const std::vector<HostTensor>& tensors);
+// The header and metadata checks of read_checkpoint alone (the same code), without reading tensor data:
+// fast on a multi-GB file. Returns the metadata; throws like read_checkpoint.
+CheckpointMeta read_checkpoint_meta(const std::string& path, const CheckpointMeta& expect);
+// What read_latest_checkpoint will start from, as far as headers tell (for the checks before the GPU): the
+// newest checkpoint of `dir` whose header and metadata read; one of another model or recipe throws
+// CheckpointMismatch; no checkpoint, or none that reads, throws std::runtime_error naming `dir`. Prints
+// nothing (the resume itself warns about the ones it skips).
+std::string find_resumable_checkpoint(const std::string& dir, const CheckpointMeta& expect);
 // The newest checkpoint of `dir` that reads without error; each damaged newer one is reported on stderr as a
 // one-line warning and skipped. Throws if `dir` has no checkpoint or none is valid (naming the last reason).
 CheckpointMeta read_latest_checkpoint(const std::string& dir, const CheckpointMeta& expect,

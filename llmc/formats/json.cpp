@@ -537,12 +537,40 @@ void dump_to(const Value& v, std::string& out) {
         }
     }
 }
+// Scalars as dump_to writes them; arrays and objects one entry per line at depth `level`.
+void dump_pretty_to(const Value& v, int indent, int level, std::string& out) {
+    const bool array = v.is_array(), object = v.is_object();
+    if ((!array && !object) || (array && v.as_array().empty()) || (object && v.as_object().empty())) {
+        dump_to(v, out);
+        return;
+    }
+    const std::string inner((size_t)indent * (level + 1), ' ');
+    out += array ? "[\n" : "{\n";
+    const size_t n = array ? v.as_array().size() : v.as_object().size();
+    for (size_t i = 0; i < n; i++) {
+        out += inner;
+        if (object) {
+            out += quote(v.as_object()[i].first);
+            out += ": ";
+        }
+        dump_pretty_to(array ? v.as_array()[i] : v.as_object()[i].second, indent, level + 1, out);
+        out += i + 1 < n ? ",\n" : "\n";
+    }
+    out += std::string((size_t)indent * level, ' ');
+    out += array ? ']' : '}';
+}
 }  // namespace
 
 std::string dump(const Value& v) {
     std::string out;
     dump_to(v, out);
     return out;
+}
+
+std::string dump_pretty(const Value& v, int indent) {
+    std::string out;
+    dump_pretty_to(v, indent, 0, out);
+    return out + "\n";
 }
 
 }  // namespace json

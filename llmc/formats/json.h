@@ -84,6 +84,9 @@ inline Value parse(const std::string& text) { return parse(text.data(), text.siz
 // digits and always contain '.' or 'e' (so they parse back as Double). Throws std::invalid_argument for a
 // non-finite double.
 std::string dump(const Value& v);
+// The same values for people to read (config.json, --print-config): one member or element per line,
+// `indent` spaces per level, ": " after keys, a final newline. Empty arrays and objects stay [] and {}.
+std::string dump_pretty(const Value& v, int indent = 2);
 // `s` as a quoted JSON string literal: escapes '"', '\\' and control characters (as \n, \t, ... or
 // \u00XX); other bytes, UTF-8 included, are copied as they are.
 std::string quote(const std::string& s);

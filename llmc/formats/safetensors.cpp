@@ -339,6 +339,95 @@ bool as_count(const json::Value& v, uint64_t* out) {
     *out = (uint64_t)v.as_int();
     return true;
 }
+
+[[noreturn]] void fail_in(const std::string& path, const std::string& what) {
+    throw std::runtime_error(path + ": " + what);
+}
+
+// The "__metadata__" object: string values only, no duplicate keys, checksums of 8 hex digits.
+void parse_metadata(const json::Value& v, const std::string& path, std::map<std::string, std::string>* out) {
+    if (v.is_null()) return;
+    if (!v.is_object()) fail_in(path, "\"__metadata__\" is not an object");
+    for (const json::Value::Member& kv : v.as_object()) {
+        if (!kv.second.is_string()) fail_in(path, "metadata value of " + show(kv.first) + " is not a string");
+        if (!out->emplace(kv.first, kv.second.as_string()).second)
+            fail_in(path, "duplicate metadata key " + show(kv.first));
+        uint32_t crc;
+        if (kv.first.compare(0, kCrcPrefix.size(), kCrcPrefix) == 0 &&
+            !parse_hex8(kv.second.as_string(), &crc))
+            fail_in(path,
+                    "metadata " + show(kv.first) + " is not 8 hex digits: " + show(kv.second.as_string()));
+    }
+}
+
+// One tensor's entry: a known dtype, a shape of non-negative dims, data_offsets spanning exactly dtype size x
+// element count bytes inside the data buffer (data_size bytes).
+SafeTensor parse_tensor_entry(const std::string& name, const json::Value& v, uint64_t data_size,
+                              const std::string& path) {
+    const std::string t = "tensor " + show(name) + ": ";
+    auto fail = [&](const std::string& what) { fail_in(path, t + what); };
+    if (!v.is_object()) fail("entry is not an object");
+    const json::Value* dtype = v.find("dtype");
+    const json::Value* shape = v.find("shape");
+    const json::Value* offsets = v.find("data_offsets");
+    if (!dtype || !dtype->is_string()) fail("\"dtype\" missing or not a string");
+    const size_t es = safetensors_dtype_size(dtype->as_string());
+    if (es == 0) fail("unknown dtype " + show(dtype->as_string()));
+    if (!shape || !shape->is_array()) fail("\"shape\" missing or not an array");
+    SafeTensor st;
+    st.name = name;
+    st.dtype = dtype->as_string();
+    for (const json::Value& d : shape->as_array()) {
+        if (!d.is_int()) fail("\"shape\" holds a non-integer");
+        if (d.as_int() < 0) fail("negative dimension " + std::to_string(d.as_int()) + " in shape");
+        st.shape.push_back(d.as_int());
+    }
+    uint64_t numel, want;
+    if (!shape_bytes(st.shape, es, &numel, &want)) fail("element count of shape overflows");
+    if (!offsets || !offsets->is_array() || offsets->as_array().size() != 2)
+        fail("\"data_offsets\" missing or not a [begin, end] pair");
+    uint64_t begin, end;
+    if (!as_count(offsets->as_array()[0], &begin) || !as_count(offsets->as_array()[1], &end))
+        fail("\"data_offsets\" are not non-negative integers");
+    const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+    if (begin > end) fail("data_offsets " + range + " end before they begin");
+    if (end - begin != want)
+        fail("data_offsets " + range + " span " + std::to_string(end - begin) + " bytes, but " + st.dtype +
+             " x " + shape_str(st.shape) + " needs " + std::to_string(want));
+    if (end > data_size)
+        fail("data_offsets " + range + " run past the end of the data buffer (" + std::to_string(data_size) +
+             " bytes; truncated file?)");
+    st.offset = (size_t)begin;
+    st.nbytes = (size_t)want;
+    return st;
+}
+
+// The tensors must tile the data buffer: sorted by offset, each starts where the previous ended. Sorts
+// `tensors` and rebuilds `index`.
+void check_tiling(std::vector<SafeTensor>* tensors, std::unordered_map<std::string, size_t>* index,
+                  uint64_t data_size, const std::string& path) {
+    std::sort(tensors->begin(), tensors->end(), [](const SafeTensor& a, const SafeTensor& b) {
+        if (a.offset != b.offset) return a.offset < b.offset;
+        if (a.nbytes != b.nbytes) return a.nbytes < b.nbytes;
+        return a.name < b.name;
+    });
+    uint64_t pos = 0;
+    for (size_t i = 0; i < tensors->size(); i++) {
+        const SafeTensor& st = (*tensors)[i];
+        (*index)[st.name] = i;
+        if (st.offset > pos)
+            fail_in(path, "gap in the data buffer: bytes [" + std::to_string(pos) + ", " +
+                              std::to_string(st.offset) + ") before tensor " + show(st.name) +
+                              " belong to no tensor");
+        if (st.offset < pos)
+            fail_in(path, "tensors " + show((*tensors)[i - 1].name) + " and " + show(st.name) +
+                              " overlap in the data buffer");
+        pos = st.offset + st.nbytes;
+    }
+    if (pos != data_size)
+        fail_in(path, "data buffer has " + std::to_string(data_size) + " bytes but the tensors cover only " +
+                          std::to_string(pos) + " (trailing garbage, or a tensor missing from the header)");
+}
 }  // namespace
 
 void SafetensorsReader::parse() {
@@ -370,85 +459,17 @@ void SafetensorsReader::parse() {
 
     bool seen_metadata = false;
     for (const json::Value::Member& m : root.as_object()) {
-        const std::string& name = m.first;
-        const json::Value& v = m.second;
-        if (name == "__metadata__") {
+        if (m.first == "__metadata__") {
             if (seen_metadata) fail("duplicate \"__metadata__\" entry");
             seen_metadata = true;
-            if (v.is_null()) continue;
-            if (!v.is_object()) fail("\"__metadata__\" is not an object");
-            for (const json::Value::Member& kv : v.as_object()) {
-                if (!kv.second.is_string()) fail("metadata value of " + show(kv.first) + " is not a string");
-                if (!metadata_.emplace(kv.first, kv.second.as_string()).second)
-                    fail("duplicate metadata key " + show(kv.first));
-                uint32_t crc;
-                if (kv.first.compare(0, kCrcPrefix.size(), kCrcPrefix) == 0 &&
-                    !parse_hex8(kv.second.as_string(), &crc))
-                    fail("metadata " + show(kv.first) +
-                         " is not 8 hex digits: " + show(kv.second.as_string()));
-            }
+            parse_metadata(m.second, path_, &metadata_);
             continue;
         }
-        const std::string t = "tensor " + show(name) + ": ";
-        if (index_.count(name)) fail("duplicate tensor name " + show(name));
-        if (!v.is_object()) fail(t + "entry is not an object");
-        const json::Value* dtype = v.find("dtype");
-        const json::Value* shape = v.find("shape");
-        const json::Value* offsets = v.find("data_offsets");
-        if (!dtype || !dtype->is_string()) fail(t + "\"dtype\" missing or not a string");
-        const size_t es = safetensors_dtype_size(dtype->as_string());
-        if (es == 0) fail(t + "unknown dtype " + show(dtype->as_string()));
-        if (!shape || !shape->is_array()) fail(t + "\"shape\" missing or not an array");
-        SafeTensor st;
-        st.name = name;
-        st.dtype = dtype->as_string();
-        for (const json::Value& d : shape->as_array()) {
-            if (!d.is_int()) fail(t + "\"shape\" holds a non-integer");
-            if (d.as_int() < 0) fail(t + "negative dimension " + std::to_string(d.as_int()) + " in shape");
-            st.shape.push_back(d.as_int());
-        }
-        uint64_t numel, want;
-        if (!shape_bytes(st.shape, es, &numel, &want)) fail(t + "element count of shape overflows");
-        if (!offsets || !offsets->is_array() || offsets->as_array().size() != 2)
-            fail(t + "\"data_offsets\" missing or not a [begin, end] pair");
-        uint64_t begin, end;
-        if (!as_count(offsets->as_array()[0], &begin) || !as_count(offsets->as_array()[1], &end))
-            fail(t + "\"data_offsets\" are not non-negative integers");
-        const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
-        if (begin > end) fail(t + "data_offsets " + range + " end before they begin");
-        if (end - begin != want)
-            fail(t + "data_offsets " + range + " span " + std::to_string(end - begin) + " bytes, but " +
-                 st.dtype + " x " + shape_str(st.shape) + " needs " + std::to_string(want));
-        if (end > data_size_)
-            fail(t + "data_offsets " + range + " run past the end of the data buffer (" +
-                 std::to_string(data_size_) + " bytes; truncated file?)");
-        st.offset = (size_t)begin;
-        st.nbytes = (size_t)want;
-        index_.emplace(name, tensors_.size());
-        tensors_.push_back(std::move(st));
+        if (index_.count(m.first)) fail("duplicate tensor name " + show(m.first));
+        index_.emplace(m.first, tensors_.size());
+        tensors_.push_back(parse_tensor_entry(m.first, m.second, data_size_, path_));
     }
-
-    // The tensors must tile the data buffer: sorted by offset, each starts where the previous ended.
-    std::sort(tensors_.begin(), tensors_.end(), [](const SafeTensor& a, const SafeTensor& b) {
-        if (a.offset != b.offset) return a.offset < b.offset;
-        if (a.nbytes != b.nbytes) return a.nbytes < b.nbytes;
-        return a.name < b.name;
-    });
-    uint64_t pos = 0;
-    for (size_t i = 0; i < tensors_.size(); i++) {
-        const SafeTensor& st = tensors_[i];
-        index_[st.name] = i;
-        if (st.offset > pos)
-            fail("gap in the data buffer: bytes [" + std::to_string(pos) + ", " + std::to_string(st.offset) +
-                 ") before tensor " + show(st.name) + " belong to no tensor");
-        if (st.offset < pos)
-            fail("tensors " + show(tensors_[i - 1].name) + " and " + show(st.name) +
-                 " overlap in the data buffer");
-        pos = st.offset + st.nbytes;
-    }
-    if (pos != data_size_)
-        fail("data buffer has " + std::to_string(data_size_) + " bytes but the tensors cover only " +
-             std::to_string(pos) + " (trailing garbage, or a tensor missing from the header)");
+    check_tiling(&tensors_, &index_, data_size_, path_);
 }
 
 const SafeTensor& SafetensorsReader::tensor(const std::string& name) const {

@@ -1,28 +1,43 @@
-// Error checking: one macro family, each failure a one-line message naming file:line and the expression,
-// then exit(1). User mistakes (bad flag, corrupt file, unsupported GPU) go through fatal() with a plain
-// message.
+// Error checking: one macro family, each failure a one-line message naming file:line and the expression.
+// Exit codes: 2 (kExitUsage) for a run that cannot start because of its inputs (flags, the files and
+// directories they name, the launcher's environment), all found before the GPU is touched; 1 (kExitRuntime)
+// for a failure while running. User mistakes go through fatal()/fatal_usage() with a plain message.
 #pragma once
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 
-[[noreturn]] inline void fatal(const char* fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+// "error: <message>" on stderr as the last line the process prints (stdout is flushed first, so a
+// terminal that interleaves both streams shows it last), then exit(code).
+[[noreturn]] inline void vfatal_exit(int code, const char* fmt, va_list args) {
+    fflush(stdout);
     fprintf(stderr, "error: ");
     vfprintf(stderr, fmt, args);
     fprintf(stderr, "\n");
-    va_end(args);
-    fflush(stdout);
-    exit(1);
+    fflush(stderr);
+    exit(code);
+}
+[[noreturn]] inline void fatal(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    vfatal_exit(kExitRuntime, fmt, args);
+}
+[[noreturn]] inline void fatal_usage(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    vfatal_exit(kExitUsage, fmt, args);
 }
 
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fatal(__VA_ARGS__);                                                      \
-        }                                                                            \
+#define CHECK(cond, ...)                                                               \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fflush(stdout); /* the message's start must not precede buffered stdout */ \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
+            fatal(__VA_ARGS__);                                                        \
+        }                                                                              \
     } while (0)
 
 #ifdef __CUDACC__

@@ -149,267 +149,375 @@ bool looks_negative_number(const std::string& s) {
     return s[1] == '.' && s.size() > 2 && std::isdigit((unsigned char)s[2]);
 }
 
-}  // namespace
+// An argument that the user meant as a flag, not as the value of the flag before it: "--steps", "-n", "--".
+// Negative numbers and "-" alone are values.
+bool looks_like_flag(const std::string& s) {
+    if (s.size() < 2 || s[0] != '-' || looks_negative_number(s)) return false;
+    return s[1] == '-' || std::isalpha((unsigned char)s[1]);
+}
 
-CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
-    TrainConfig& c = *cfg;
-    ModelConfig& m = c.model;
+// CLI11's help, with each flag's real default: a negatable flag shows "--cuda-graph,--no-cuda-graph=on"
+// (CLI11 writes "--no-cuda-graph{false}", the value the negation sets, which reads like a default of false).
+class HelpFormatter : public CLI::Formatter {
+  public:
+    std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+        std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+        for (size_t open; (open = name.find('{')) != std::string::npos;) {
+            const size_t close = name.find('}', open);
+            name.erase(open, close == std::string::npos ? std::string::npos : close - open + 1);
+        }
+        return name;
+    }
+    std::string make_option_opts(const CLI::Option* opt) const override {
+        if (opt->get_type_size() != 0) return CLI::Formatter::make_option_opts(opt);
+        return opt->get_default_str().empty() ? "" : "=" + opt->get_default_str();  // add_switch's on/off
+    }
+};
 
-    const Choice<Precision> precision{"--precision", {{"bf16", Precision::BF16}, {"fp8", Precision::FP8}}};
-    const Choice<bool> gelu{"--gelu", {{"erf", false}, {"tanh", true}}};
-    const Choice<LrSchedule> schedule{"--schedule",
-                                      {{"cosine", LrSchedule::Cosine}, {"constant", LrSchedule::Constant}}};
-    const Choice<Fp8Format> fp8_format{"--fp8-format",
-                                       {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
-    const Choice<AmaxAlgo> amax_algo{"--fp8-amax-algo",
-                                     {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
-    const Choice<int> model{"--model", {{"124m", 0}, {"350m", 1}, {"774m", 2}, {"1.5b", 3}}};
-    const Choice<bool> export_format{"--export-format", {{"seed", false}, {"hf", true}}};
-    std::string export_format_s = export_format.name_of(c.export_hf);
+// The flags, the variables they write before the configuration is assembled (choice flags as text, the
+// architecture overrides), and the checks that need to know which flags were given.
+class CliSpec {
+  public:
+    explicit CliSpec(TrainConfig* cfg, const char* argv0);
+    // argv as CLI11 should see it: a negative number after a numeric flag joined to it ("--steps=-1", so it
+    // is read as the value whatever the CLI11 version's rule); "" or the one-line error for a missing value
+    // or a value that looks like a flag.
+    std::string rewrite_args(int argc, const char* const* argv, std::vector<std::string>* out) const;
+    // After app.parse: choices, the preset and the overrides into the config.
+    std::string assemble();
+    // A flag given that does nothing with the others: its one-line error, or "".
+    std::string flag_without_effect() const;
 
-    // Choice flags are read as strings (defaults from TrainConfig) and mapped after parsing, so their
-    // error messages are ours and name the flag and the accepted values.
-    std::string precision_s = precision.name_of(c.precision), gelu_s = gelu.name_of(m.gelu_tanh);
-    std::string schedule_s = schedule.name_of(c.schedule), fp8_format_s = fp8_format.name_of(c.fp8.format);
-    std::string amax_algo_s = amax_algo.name_of(c.fp8.amax_algo), model_s = c.model_name;
-    // Architecture overrides start from the preset, so they are only applied when given.
-    int layers = 0, channels = 0, heads = 0, vocab = 0, max_seq = 0;
+    CLI::App app;
+    bool print_config = false;
 
-    CLI::App app{
-        "train_gpt: GPT-2 family trainer for NVIDIA Hopper GPUs, BF16 or FP8 (Transformer Engine style "
-        "delayed scaling) mixed precision.",
-        argc > 0 && argv[0] ? argv[0] : "train_gpt"};
-    app.get_formatter()->column_width(38);
+  private:
+    // add_option, plus the number check of the variable's type (int, float, uint64; strings unchecked) as a
+    // transform (check() would discard the rewrite to plain decimal); records every name of the flag.
+    template <typename T>
+    CLI::Option* add(const std::string& names, T& var, const std::string& desc, const char* group);
+    CLI::Option* add_choice(const char* name, std::string* var, const std::string& desc,
+                            const std::string& type, const char* group) {
+        return add(name, *var, desc, group)->type_name(type);
+    }
+    // A flag without a value (with "!--no-x" among the names: negatable); help shows its default, on/off.
+    CLI::Option* add_switch(const std::string& names, bool& var, const std::string& desc, const char* group) {
+        return app.add_flag(names, var, desc)->group(group)->default_str(var ? "on" : "off");
+    }
+    void add_model_flags();
+    void add_training_flags();
+    void add_data_and_fp8_flags();
+    void add_logging_and_checkpoint_flags();
+    void add_gpu_sampling_and_weights_flags();
+    bool given(const char* flag) const { return app.get_option(flag)->count() > 0; }
+
+    TrainConfig& c_;
+    std::map<std::string, std::string> value_flags_;  // every name of a flag that takes a value -> long name
+    std::string precision_s_, gelu_s_, schedule_s_, fp8_format_s_, amax_algo_s_, model_s_, export_format_s_;
+    int layers_ = 0, channels_ = 0, heads_ = 0, vocab_ = 0, max_seq_ = 0;  // applied only when given
+};
+
+const Choice<Precision> kPrecision{"--precision", {{"bf16", Precision::BF16}, {"fp8", Precision::FP8}}};
+const Choice<bool> kGelu{"--gelu", {{"erf", false}, {"tanh", true}}};
+const Choice<LrSchedule> kSchedule{"--schedule",
+                                   {{"cosine", LrSchedule::Cosine}, {"constant", LrSchedule::Constant}}};
+const Choice<Fp8Format> kFp8Format{"--fp8-format",
+                                   {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
+const Choice<AmaxAlgo> kAmaxAlgo{"--fp8-amax-algo",
+                                 {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
+const Choice<bool> kExportFormat{"--export-format", {{"seed", false}, {"hf", true}}};
+
+// "124m|350m|774m|1.5b" (sep "|") or "124m, 350m, 774m, 1.5b" (sep ", ").
+std::string preset_names(const char* sep) {
+    std::string s;
+    for (const std::string& n : model_preset_names()) s += (s.empty() ? "" : sep) + n;
+    return s;
+}
+
+CliSpec::CliSpec(TrainConfig* cfg, const char* argv0)
+    : app("train_gpt: GPT-2 family trainer for NVIDIA Hopper GPUs, BF16 or FP8 (Transformer Engine style "
+          "delayed scaling) mixed precision.",
+          argv0),
+      c_(*cfg) {
+    // Choice flags are read as strings (defaults from TrainConfig) and mapped after parsing, so their error
+    // messages are ours and name the flag and the accepted values.
+    precision_s_ = kPrecision.name_of(c_.precision);
+    gelu_s_ = kGelu.name_of(c_.model.gelu_tanh);
+    schedule_s_ = kSchedule.name_of(c_.schedule);
+    fp8_format_s_ = kFp8Format.name_of(c_.fp8.format);
+    amax_algo_s_ = kAmaxAlgo.name_of(c_.fp8.amax_algo);
+    model_s_ = c_.model_name;
+    export_format_s_ = kExportFormat.name_of(c_.export_hf);
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.get_formatter()->column_width(42);
     app.option_defaults()->always_capture_default();
     // A flag given twice: the last one wins ("train_gpt $BASE_FLAGS --steps 10"), as in most tools.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-
-    // Flags that take a value, by each of their names -> the long name (for the negative-number rewrite).
-    std::map<std::string, std::string> value_flags;
-    // add_option, plus the number check of the variable's type (int, float, uint64; strings unchecked), as a
-    // transform: check() would discard the rewrite to plain decimal.
-    auto add = [&](const std::string& names, auto& var, const std::string& desc) {
-        CLI::Option* o = app.add_option(names, var, desc);
-        std::vector<std::string> split;
-        std::string long_name;
-        for (size_t b = 0; b <= names.size();) {
-            size_t e = names.find(',', b);
-            if (e == std::string::npos) e = names.size();
-            split.push_back(names.substr(b, e - b));
-            if (split.back().rfind("--", 0) == 0) long_name = split.back();
-            b = e + 1;
-        }
-        for (const std::string& n : split) value_flags[n] = long_name.empty() ? n : long_name;
-        using T = std::decay_t<decltype(var)>;
-        if constexpr (std::is_same<T, int>::value) o->transform(int_value());
-        if constexpr (std::is_same<T, float>::value) o->transform(float_value());
-        if constexpr (std::is_same<T, uint64_t>::value) o->transform(uint64_value());
-        return o;
-    };
-    auto choice_opt = [&](const char* name, std::string* s, const std::string& desc, const std::string& tn) {
-        return add(name, *s, desc)->type_name(tn);
-    };
-
-    // Model.
-    choice_opt("--precision", &precision_s,
-               "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)", precision.type_name())
-        ->group("Model");
-    choice_opt("--model", &model_s, "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
-               model.type_name())
-        ->group("Model");
-    CLI::Option* o_layers =
-        add("--layers", layers, "override the preset's number of layers L")->group("Model");
-    CLI::Option* o_channels =
-        add("--channels", channels, "override the preset's channels C (multiple of 16)")->group("Model");
-    CLI::Option* o_heads = add("--heads", heads, "override the preset's attention heads H")->group("Model");
-    CLI::Option* o_vocab =
-        add("--vocab", vocab, "override the (padded) vocabulary size V (multiple of 16)")->group("Model");
-    CLI::Option* o_max_seq =
-        add("--max-seq", max_seq, "override the maximum sequence length (position embedding rows)")
-            ->group("Model");
-    for (CLI::Option* o : {o_layers, o_channels, o_heads, o_vocab, o_max_seq})
-        o->type_name("INT")->default_str("preset");
-    choice_opt("--gelu", &gelu_s, "GELU: exact erf (nn.GELU default) or tanh approximation", gelu.type_name())
-        ->group("Model");
-
-    // Training.
-    add("-b,--batch", c.batch, "micro-batch size B (sequences per micro-step per GPU)")->group("Training");
-    add("--total-batch", c.total_batch,
-        "tokens per optimizer step = batch x seq x micro-steps x GPUs (gradient accumulation; 0: batch x seq "
-        "x GPUs)")
-        ->group("Training");
-    add("-t,--seq", c.seq, "sequence length T (<= --max-seq)")->group("Training");
-    add("-n,--steps", c.steps, "number of optimizer steps")->group("Training");
-    add("--lr", c.lr, "peak learning rate")->group("Training");
-    add("--warmup", c.warmup, "linear warmup steps (from lr/warmup to lr)")->group("Training");
-    choice_opt("--schedule", &schedule_s, "learning-rate schedule after warmup", schedule.type_name())
-        ->group("Training");
-    add("--final-lr-frac", c.final_lr_frac, "cosine decays to lr * this at the last step")->group("Training");
-    add("--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)")->group("Training");
-    add("--grad-clip", c.grad_clip, "clip the global gradient norm to this (0: off)")->group("Training");
-    add("--beta1", c.beta1, "AdamW beta1")->group("Training");
-    add("--beta2", c.beta2, "AdamW beta2")->group("Training");
-    add("--seed", c.seed, "seed for weight init and random tokens")->group("Training");
-
-    // Data.
-    add("--train-data", c.train_data,
-        "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens")
-        ->group("Data");
-    add("--val-data", c.val_data, "validation shards (glob); empty: no validation")->group("Data");
-    add("--val-every", c.val_every, "validate every N steps (and after the last)")->group("Data");
-    add("--val-batches", c.val_batches, "batches per validation")->group("Data");
-
-    // FP8 (only used with --precision fp8).
-    choice_opt("--fp8-format", &fp8_format_s, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
-               fp8_format.type_name())
-        ->group("FP8 (with --precision fp8)");
-    add("--fp8-history", c.fp8.history_len, "amax history length (delayed scaling window)")
-        ->group("FP8 (with --precision fp8)");
-    choice_opt("--fp8-amax-algo", &amax_algo_s, "scale from the max of the history, or the most recent amax",
-               amax_algo.type_name())
-        ->group("FP8 (with --precision fp8)");
-    add("--fp8-margin", c.fp8.margin, "scale = fp8_max / amax / 2^margin")
-        ->group("FP8 (with --precision fp8)");
-
-    // Logging.
-    add("--log-dir", c.log_dir, "directory for the config, metrics and logs")->group("Logging");
-    add("--log-every", c.log_every, "print a line every N steps")->group("Logging");
-    add("--fp8-health-every", c.fp8_health_every,
-        "with fp8: print scale range, saturated and fallen-back slots every N steps")
-        ->group("Logging");
-    app.add_flag(
-           "--profile", c.profile,
-           "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, optimizer, "
-           "other)")
-        ->group("Logging");
-
-    // Run lifecycle.
-    add("--checkpoint-dir", c.checkpoint_dir,
-        "write checkpoints here (default with --resume: the resume directory)")
-        ->group("Checkpoints");
-    add("--checkpoint-every", c.checkpoint_every,
-        "checkpoint every N steps (0: only at the end and on a signal)")
-        ->group("Checkpoints");
-    add("--keep-checkpoints", c.keep_checkpoints, "keep the newest K checkpoints")->group("Checkpoints");
-    app.add_flag("--checkpoint-required", c.checkpoint_required,
-                 "a failed checkpoint write ends the run (default: a warning, training continues)")
-        ->group("Checkpoints");
-    add("--resume", c.resume, "continue from the newest valid checkpoint in this directory")
-        ->group("Checkpoints");
-    add("--max-bad-steps", c.max_bad_steps,
-        "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "
-        "gradient norm; each such step is skipped")
-        ->group("Checkpoints");
-
-    add("--recompute", c.recompute,
-        "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
-        "memory, a little slower)")
-        ->group("Training");
-    app.add_flag("--deterministic,!--no-deterministic", c.deterministic,
-                 "bitwise reproducible attention backward (default); --no-deterministic: cuDNN's faster "
-                 "atomics")
-        ->group("Training");
-    app.add_flag("--cuda-graph,!--no-cuda-graph", c.cuda_graph,
-                 "replay each training step as one captured CUDA graph (default; bitwise the same results); "
-                 "--no-cuda-graph: launch every kernel from the host")
-        ->group("Training");
-
-    // Several GPUs.
-    add("--rendezvous", c.rendezvous,
-        "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; default: "
-        "from the launcher (mpirun: mpi, torchrun: MASTER_ADDR:MASTER_PORT+1, srun: MASTER_ADDR:MASTER_PORT)")
-        ->group("Several GPUs");
-    add("--comm-timeout", c.comm_timeout,
-        "seconds a rank waits for the others (a dead or hung rank) before it stops with an error")
-        ->group("Several GPUs");
-
-    // Text samples.
-    add("--sample-every", c.sample_every,
-        "generate a text sample every N steps and after the last (0: never)")
-        ->group("Sampling");
-    add("--sample-tokens", c.sample_tokens, "tokens per sample")->group("Sampling");
-    add("--prompt", c.prompt, "text the samples continue (default: start of a document)")->group("Sampling");
-    add("--temperature", c.temperature, "sampling temperature (0: always the most likely token)")
-        ->group("Sampling");
-    add("--top-k", c.top_k, "sample among the K most likely tokens (0: all)")->group("Sampling");
-    add("--tokenizer", c.tokenizer,
-        "tokenizer file from scripts/prepare_data.py (default: tokenizer.bin next to the train shards; "
-        "bytes for --vocab 256)")
-        ->group("Sampling");
-
-    // Weights in and out.
-    add("--init-from", c.init_from,
-        "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
-        "model.safetensors / folder (vocabulary padded with zero rows)")
-        ->group("Weights");
-    add("--export", c.export_path,
-        "write the weights (from --resume or --init-from) and exit; with --export-at-end: after training")
-        ->group("Weights");
-    choice_opt("--export-format", &export_format_s,
-               "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
-               "(model.safetensors + config.json)",
-               export_format.type_name())
-        ->group("Weights");
-    app.add_flag("--export-at-end", c.export_at_end, "export after the last step")->group("Weights");
-
+    add_model_flags();
+    add_training_flags();
+    add_data_and_fp8_flags();
+    add_logging_and_checkpoint_flags();
+    add_gpu_sampling_and_weights_flags();
     app.footer(
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
-        "uint16 tokens; make them with scripts/prepare_data.py.");
+        "uint16 tokens; make them with scripts/prepare_data.py.\n"
+        "Exit status: 0 done; 2 a usage error (a flag, a flag combination, or a file or folder a flag "
+        "names), found before the GPU is touched; 1 a failure while running.");
+}
 
-    // "--steps -1": join a negative number to the value flag before it ("--steps=-1"), so that it is read as
-    // the value whatever the CLI11 version's rule for telling numbers from options.
+template <typename T>
+CLI::Option* CliSpec::add(const std::string& names, T& var, const std::string& desc, const char* group) {
+    CLI::Option* o = app.add_option(names, var, desc)->group(group);
+    std::vector<std::string> split;
+    std::string long_name;
+    for (size_t b = 0; b <= names.size();) {
+        size_t e = names.find(',', b);
+        if (e == std::string::npos) e = names.size();
+        split.push_back(names.substr(b, e - b));
+        if (split.back().rfind("--", 0) == 0) long_name = split.back();
+        b = e + 1;
+    }
+    for (const std::string& n : split) value_flags_[n] = long_name.empty() ? n : long_name;
+    if constexpr (std::is_same<T, int>::value) o->transform(int_value());
+    if constexpr (std::is_same<T, float>::value) o->transform(float_value());
+    if constexpr (std::is_same<T, uint64_t>::value) o->transform(uint64_value());
+    return o;
+}
+
+void CliSpec::add_model_flags() {
+    const char* g = "Model";
+    add_choice("--precision", &precision_s_,
+               "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)",
+               kPrecision.type_name(), g);
+    add_choice("--model", &model_s_, "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
+               preset_names("|"), g);
+    add("--layers", layers_, "override the preset's number of layers L", g);
+    add("--channels", channels_, "override the preset's channels C (multiple of 16)", g);
+    add("--heads", heads_, "override the preset's attention heads H", g);
+    add("--vocab", vocab_, "override the (padded) vocabulary size V (multiple of 16)", g);
+    add("--max-seq", max_seq_, "override the maximum sequence length (position embedding rows)", g);
+    for (const char* o : {"--layers", "--channels", "--heads", "--vocab", "--max-seq"})
+        app.get_option(o)->type_name("INT")->default_str("preset");
+    add_choice("--gelu", &gelu_s_, "GELU: exact erf (nn.GELU default) or tanh approximation",
+               kGelu.type_name(), g);
+}
+
+void CliSpec::add_training_flags() {
+    const char* g = "Training";
+    add("-b,--batch", c_.batch, "micro-batch size B (sequences per micro-step per GPU)", g);
+    add("--total-batch", c_.total_batch,
+        "tokens per optimizer step = batch x seq x micro-steps x GPUs (gradient accumulation; 0: batch x seq "
+        "x GPUs)",
+        g);
+    add("-t,--seq", c_.seq, "sequence length T (<= --max-seq)", g);
+    add("-n,--steps", c_.steps, "number of optimizer steps", g);
+    add("--lr", c_.lr, "peak learning rate", g);
+    add("--warmup", c_.warmup, "linear warmup steps (from lr/warmup to lr)", g);
+    add_choice("--schedule", &schedule_s_, "learning-rate schedule after warmup", kSchedule.type_name(), g);
+    add("--final-lr-frac", c_.final_lr_frac, "cosine decays to lr * this at the last step", g);
+    add("--weight-decay", c_.weight_decay, "AdamW weight decay (matrices only)", g);
+    add("--grad-clip", c_.grad_clip, "clip the global gradient norm to this (0: off)", g);
+    add("--beta1", c_.beta1, "AdamW beta1", g);
+    add("--beta2", c_.beta2, "AdamW beta2", g);
+    add("--seed", c_.seed, "seed for weight init and random tokens", g);
+    add("--recompute", c_.recompute,
+        "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
+        "memory, a little slower)",
+        g);
+    add_switch("--deterministic,!--no-deterministic", c_.deterministic,
+               "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);
+    add_switch("--cuda-graph,!--no-cuda-graph", c_.cuda_graph,
+               "replay each training step as one captured CUDA graph (bitwise the same results); "
+               "--no-cuda-graph: launch every kernel from the host",
+               g);
+}
+
+void CliSpec::add_data_and_fp8_flags() {
+    const char* d = "Data";
+    add("--train-data", c_.train_data,
+        "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens", d);
+    add("--val-data", c_.val_data, "validation shards (glob); empty: no validation", d);
+    add("--val-every", c_.val_every, "validate every N steps (and after the last)", d);
+    add("--val-batches", c_.val_batches, "batches per validation", d);
+    const char* f = "FP8 (with --precision fp8)";
+    add_choice("--fp8-format", &fp8_format_s_, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
+               kFp8Format.type_name(), f);
+    add("--fp8-history", c_.fp8.history_len, "amax history length (delayed scaling window)", f);
+    add_choice("--fp8-amax-algo", &amax_algo_s_, "scale from the max of the history, or the most recent amax",
+               kAmaxAlgo.type_name(), f);
+    add("--fp8-margin", c_.fp8.margin, "scale = fp8_max / amax / 2^margin", f);
+    add("--fp8-health-every", c_.fp8_health_every,
+        "print scale range, saturated and fallen-back slots every N steps", f);
+}
+
+void CliSpec::add_logging_and_checkpoint_flags() {
+    const char* g = "Logging";
+    add("--log-dir", c_.log_dir, "directory for config.json (the resolved configuration) and train.jsonl", g);
+    add("--log-every", c_.log_every, "print a line every N steps", g);
+    add_switch("--profile", c_.profile,
+               "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, "
+               "optimizer, other)",
+               g);
+    add_switch("--print-config", print_config,
+               "print the resolved configuration (JSON) once the flags and the files they name are "
+               "checked, and exit: no training, no folders created, no GPU",
+               g);
+    const char* k = "Checkpoints";
+    add("--checkpoint-dir", c_.checkpoint_dir,
+        "write checkpoints here (default with --resume: the resume directory)", k);
+    add("--checkpoint-every", c_.checkpoint_every,
+        "checkpoint every N steps (0: only at the end and on a signal)", k);
+    add("--keep-checkpoints", c_.keep_checkpoints, "keep the newest K checkpoints", k);
+    add_switch("--checkpoint-required", c_.checkpoint_required,
+               "a failed checkpoint write ends the run (default: a warning, training continues)", k);
+    add("--resume", c_.resume, "continue from the newest valid checkpoint in this directory", k);
+    add("--max-bad-steps", c_.max_bad_steps,
+        "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "
+        "gradient norm; each such step is skipped",
+        k);
+}
+
+void CliSpec::add_gpu_sampling_and_weights_flags() {
+    const char* g = "Several GPUs";
+    add("--rendezvous", c_.rendezvous,
+        "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; default: "
+        "from the launcher (mpirun: mpi, torchrun: MASTER_ADDR:MASTER_PORT+1, srun: MASTER_ADDR:MASTER_PORT)",
+        g);
+    add("--comm-timeout", c_.comm_timeout,
+        "seconds a rank waits for the others (a dead or hung rank) before it stops with an error", g);
+    const char* s = "Sampling";
+    add("--sample-every", c_.sample_every,
+        "generate a text sample every N steps and after the last (0: never)", s);
+    add("--sample-tokens", c_.sample_tokens, "tokens per sample", s);
+    add("--prompt", c_.prompt, "text the samples continue (default: start of a document)", s);
+    add("--temperature", c_.temperature, "sampling temperature (0: always the most likely token)", s);
+    add("--top-k", c_.top_k, "sample among the K most likely tokens (0: all)", s);
+    add("--tokenizer", c_.tokenizer,
+        "tokenizer file from scripts/prepare_data.py (default: tokenizer.bin next to the train shards; "
+        "bytes for --vocab 256)",
+        s);
+    const char* w = "Weights";
+    add("--init-from", c_.init_from,
+        "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
+        "model.safetensors / folder (vocabulary padded with zero rows)",
+        w);
+    add("--export", c_.export_path,
+        "write the weights (from --resume or --init-from) and exit; with --export-at-end: after training", w);
+    add_choice("--export-format", &export_format_s_,
+               "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
+               "(model.safetensors + config.json)",
+               kExportFormat.type_name(), w);
+    add_switch("--export-at-end", c_.export_at_end, "export after the last step", w);
+}
+
+std::string CliSpec::rewrite_args(int argc, const char* const* argv, std::vector<std::string>* out) const {
     std::vector<std::string> args;
     for (int i = 1; i < argc; i++) args.push_back(argv[i] ? argv[i] : "");
-    std::vector<std::string> joined;
     for (size_t i = 0; i < args.size(); i++) {
-        auto f = value_flags.find(args[i]);
-        if (f != value_flags.end() && i + 1 < args.size() && looks_negative_number(args[i + 1])) {
-            joined.push_back(f->second + "=" + args[i + 1]);
-            i++;
+        const auto flag = value_flags_.find(args[i]);
+        if (flag == value_flags_.end()) {
+            out->push_back(args[i]);
+            continue;
+        }
+        const std::string& name = flag->second;
+        if (i + 1 == args.size()) return name + ": expected a value after it";
+        const std::string& value = args[++i];
+        if (looks_like_flag(value))
+            return name + ": expected a value, got the flag " + value +
+                   " (for a value that starts with '-', write " + name + "=VALUE)";
+        if (looks_negative_number(value)) {
+            out->push_back(name + "=" + value);
         } else {
-            joined.push_back(args[i]);
+            out->push_back(args[i - 1]);
+            out->push_back(value);
         }
     }
-    std::vector<const char*> joined_argv = {argc > 0 && argv[0] ? argv[0] : "train_gpt"};
-    for (const std::string& a : joined) joined_argv.push_back(a.c_str());
+    return "";
+}
 
+std::string CliSpec::assemble() {
+    ModelConfig& m = c_.model;
+    std::string err;
+    if (err.empty()) err = kPrecision.parse(precision_s_, &c_.precision);
+    if (err.empty()) err = kGelu.parse(gelu_s_, &m.gelu_tanh);
+    if (err.empty()) err = kSchedule.parse(schedule_s_, &c_.schedule);
+    if (err.empty()) err = kFp8Format.parse(fp8_format_s_, &c_.fp8.format);
+    if (err.empty()) err = kAmaxAlgo.parse(amax_algo_s_, &c_.fp8.amax_algo);
+    if (err.empty()) err = kExportFormat.parse(export_format_s_, &c_.export_hf);
+    if (!err.empty()) return err;
+    const bool gelu_tanh = m.gelu_tanh;  // the preset does not touch it, but keep it explicit
+    if (!model_preset(model_s_, &m)) return "--model: '" + model_s_ + "' is not one of " + preset_names(", ");
+    m.gelu_tanh = gelu_tanh;
+    c_.model_name = model_s_;
+    if (given("--layers")) m.num_layers = layers_;
+    if (given("--channels")) m.channels = channels_;
+    if (given("--heads")) m.num_heads = heads_;
+    if (given("--vocab")) m.vocab_size = vocab_;
+    if (given("--max-seq")) m.max_seq_len = max_seq_;
+    return "";
+}
+
+std::string CliSpec::flag_without_effect() const {
+    struct Rule {
+        std::vector<const char*> flags;
+        bool applies;
+        const char* because;
+    };
+    const std::vector<Rule> rules = {
+        {{"--prompt", "--sample-tokens", "--temperature", "--top-k", "--tokenizer"},
+         c_.sample_every > 0,
+         "without --sample-every N (text samples are off)"},
+        {{"--val-every", "--val-batches"}, !c_.val_data.empty(), "without --val-data (no validation)"},
+        {{"--checkpoint-every", "--keep-checkpoints", "--checkpoint-required"},
+         !checkpoint_dir_of(c_).empty(),
+         "without --checkpoint-dir DIR or --resume DIR (no checkpoints)"},
+        {{"--fp8-format", "--fp8-history", "--fp8-amax-algo", "--fp8-margin", "--fp8-health-every"},
+         c_.precision == Precision::FP8,
+         "with --precision bf16 (the FP8 flags apply to --precision fp8)"},
+        {{"--final-lr-frac"},
+         c_.schedule == LrSchedule::Cosine,
+         "with --schedule constant (it ends the cosine)"},
+        {{"--export-format"}, !c_.export_path.empty(), "without --export PATH"},
+    };
+    for (const Rule& r : rules)
+        for (const char* f : r.flags)
+            if (!r.applies && given(f)) return std::string(f) + ": has no effect " + r.because;
+    return "";
+}
+
+// CLI11's "The following argument was not expected: x" in our words: an unknown flag or a stray value.
+std::string unexpected_arguments(const CLI::App& app) {
+    const std::vector<std::string> rest = app.remaining();
+    if (rest.empty()) return "unexpected arguments (train_gpt --help lists the flags)";
+    if (looks_like_flag(rest[0])) return "unknown flag " + rest[0] + " (train_gpt --help lists the flags)";
+    return "unexpected argument '" + rest[0] +
+           "': a value must follow its flag (train_gpt --help lists the flags)";
+}
+
+}  // namespace
+
+CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
+    CliSpec spec(cfg, argc > 0 && argv[0] ? argv[0] : "train_gpt");
+    std::vector<std::string> args;
+    if (std::string e = spec.rewrite_args(argc, argv, &args); !e.empty()) return usage_error(e);
+    std::vector<const char*> cli11_argv = {argc > 0 && argv[0] ? argv[0] : "train_gpt"};
+    for (const std::string& a : args) cli11_argv.push_back(a.c_str());
     try {
-        app.parse((int)joined_argv.size(), joined_argv.data());
+        spec.app.parse((int)cli11_argv.size(), cli11_argv.data());
     } catch (const CLI::CallForHelp&) {
         CliResult r;
-        r.exit_code = 0;
-        r.message = app.help();
+        r.message = spec.app.help();
         return r;
+    } catch (const CLI::ExtrasError&) {
+        return usage_error(unexpected_arguments(spec.app));
     } catch (const CLI::ParseError& e) {
         return usage_error(e.what());
     }
-
-    std::string err;
-    if (err.empty()) err = precision.parse(precision_s, &c.precision);
-    if (err.empty()) err = gelu.parse(gelu_s, &m.gelu_tanh);
-    if (err.empty()) err = schedule.parse(schedule_s, &c.schedule);
-    if (err.empty()) err = fp8_format.parse(fp8_format_s, &c.fp8.format);
-    if (err.empty()) err = amax_algo.parse(amax_algo_s, &c.fp8.amax_algo);
-    if (err.empty()) err = export_format.parse(export_format_s, &c.export_hf);
-    int model_index = 0;
-    if (err.empty()) err = model.parse(model_s, &model_index);
-    if (!err.empty()) return usage_error(err);
-
-    bool gelu_tanh = m.gelu_tanh;  // the preset does not touch it, but keep it explicit
-    if (!model_preset(model_s, &m)) return usage_error("--model: unknown preset '" + model_s + "'");
-    m.gelu_tanh = gelu_tanh;
-    c.model_name = model_s;
-    if (o_layers->count()) m.num_layers = layers;
-    if (o_channels->count()) m.channels = channels;
-    if (o_heads->count()) m.num_heads = heads;
-    if (o_vocab->count()) m.vocab_size = vocab;
-    if (o_max_seq->count()) m.max_seq_len = max_seq;
-
-    std::string invalid = validate(c);
-    if (!invalid.empty()) return usage_error(invalid);
-
+    if (std::string e = spec.assemble(); !e.empty()) return usage_error(e);
+    if (std::string e = validate(*cfg); !e.empty()) return usage_error(e);
+    if (std::string e = spec.flag_without_effect(); !e.empty()) return usage_error(e);
     CliResult r;
     r.run = true;
-    r.exit_code = 0;
+    r.print_config = spec.print_config;
     return r;
 }

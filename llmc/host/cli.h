@@ -10,8 +10,9 @@
 #include "llmc/host/config.h"
 
 struct CliResult {
-    bool run = false;   // true: cfg is filled and valid, go train
-    int exit_code = 0;  // when !run: 0 for --help, 2 for a usage error
+    bool run = false;           // true: cfg is filled and valid, go on
+    bool print_config = false;  // with run: --print-config (print the resolved configuration, do not train)
+    int exit_code = 0;          // when !run: 0 for --help, 2 for a usage error
     std::string
         message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
 };
@@ -19,5 +20,8 @@ struct CliResult {
 // Parses argv into *cfg (defaults: TrainConfig's). The model preset (--model) is applied first, then the
 // explicit overrides (--layers, --channels, --heads, --vocab, --max-seq). Numeric flags take decimal numbers
 // of their field's type ("--steps -1" reads -1, which validate() then rejects by name); a flag given twice
-// keeps the last value. Never prints, never exits.
+// keeps the last value. Usage errors besides validate()'s: a value that looks like a flag ("--log-dir
+// --steps": write --log-dir=--steps to mean it), an unknown flag or stray argument, and a flag that has no
+// effect with the others (--prompt without --sample-every, an FP8 flag with bf16, ...). Never prints, never
+// exits.
 CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg);

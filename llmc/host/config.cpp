@@ -1,20 +1,26 @@
 #include "llmc/host/config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/parallel/launch.h"
 
+namespace {
+struct Preset {
+    const char* name;
+    int L, C, H;
+};
+constexpr Preset kPresets[] = {
+    {"124m", 12, 768, 12}, {"350m", 24, 1024, 16}, {"774m", 36, 1280, 20}, {"1.5b", 48, 1600, 25}};
+}  // namespace
+
 bool model_preset(const std::string& name, ModelConfig* out) {
-    struct Preset {
-        const char* name;
-        int L, C, H;
-    };
-    static const Preset presets[] = {
-        {"124m", 12, 768, 12}, {"350m", 24, 1024, 16}, {"774m", 36, 1280, 20}, {"1.5b", 48, 1600, 25}};
-    for (const Preset& p : presets) {
+    for (const Preset& p : kPresets) {
         if (name == p.name) {
             out->num_layers = p.L;
             out->channels = p.C;
@@ -25,6 +31,12 @@ bool model_preset(const std::string& name, ModelConfig* out) {
         }
     }
     return false;
+}
+
+std::vector<std::string> model_preset_names() {
+    std::vector<std::string> names;
+    for (const Preset& p : kPresets) names.push_back(p.name);
+    return names;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -40,7 +52,7 @@ bool model_preset(const std::string& name, ModelConfig* out) {
 //     keeps every such sum below 2^31.
 //   - 1-D grids of 8-element x 256-thread blocks over N*4C elements: gelu_forward / gelu_backward_inplace
 //     (llmc/kernels/gelu.cu, which CHECKs grid.x <= 2^31-1) and encoder_forward (N*C elements, implied).
-//   - FP8 cast+transpose kernels (llmc/fp8/cast.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
+//   - FP8 cast+transpose kernels (llmc/fp8/fp8.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
 //     fp8_gelu_cast_transpose) tile rows by 128 in grid.y, which is at most 65535.
 //   - cuDNN flash attention (llmc/kernels/attention.cu) gets int64 dims/strides, but flash-attention kernels
 //     commonly compute offsets in int32 and cuDNN documents no larger tensors: the packed qkv tensor
@@ -141,7 +153,10 @@ static std::string check_token_limits(const TrainConfig& cfg) {
     return e.str();
 }
 
-std::string validate(const TrainConfig& cfg) {
+namespace {
+
+// The integer settings' ranges and the multi-GPU and recompute settings (the first failure only).
+std::string validate_integers(const TrainConfig& cfg) {
     const ModelConfig& m = cfg.model;
     std::ostringstream e;
     // Ranges of the numeric settings: "--flag: must be >= lo, got v" (the first failure only).
@@ -181,7 +196,12 @@ std::string validate(const TrainConfig& cfg) {
         e << "--recompute: 0 (store everything backward needs) or 1, got " << cfg.recompute;
     if (e.str().empty() && cfg.recompute == 1 && cfg.precision != Precision::FP8)
         e << "--recompute 1 applies to --precision fp8 (bf16 already recomputes GELU in backward)";
-    if (!e.str().empty()) return e.str();
+    return e.str();
+}
+
+// The real-valued settings, then the combinations of flags that contradict each other.
+std::string validate_reals_and_combinations(const TrainConfig& cfg) {
+    const ModelConfig& m = cfg.model;
     auto num = [](double v) {
         std::ostringstream o;
         o << v;
@@ -218,7 +238,12 @@ std::string validate(const TrainConfig& cfg) {
         return "--init-from: not with --resume (the checkpoint has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
     if (cfg.log_dir.empty()) return "--log-dir: must not be empty";
+    return "";
+}
 
+// The shape rules of the kernels and their index limits.
+std::string validate_shapes(const TrainConfig& cfg) {
+    const ModelConfig& m = cfg.model;
     if (cfg.seq > m.max_seq_len)
         return "--seq " + std::to_string(cfg.seq) + " exceeds --max-seq " + std::to_string(m.max_seq_len);
     if (m.channels % m.num_heads != 0)
@@ -243,6 +268,16 @@ std::string validate(const TrainConfig& cfg) {
     return "";
 }
 
+}  // namespace
+
+std::string validate(const TrainConfig& cfg) {
+    std::string e = validate_integers(cfg);
+    if (e.empty()) e = validate_reals_and_combinations(cfg);
+    if (e.empty()) e = validate_shapes(cfg);
+    return e;
+}
+
+
 float learning_rate(const TrainConfig& cfg, int step) {
     if (step < cfg.warmup) return cfg.lr * (float)(step + 1) / (float)cfg.warmup;
     if (cfg.schedule == LrSchedule::Constant) return cfg.lr;
@@ -259,82 +294,112 @@ const char* to_string(LrSchedule s) { return s == LrSchedule::Cosine ? "cosine" 
 const char* to_string(Fp8Format f) { return f == Fp8Format::Hybrid ? "hybrid" : "e4m3"; }
 const char* to_string(AmaxAlgo a) { return a == AmaxAlgo::Max ? "max" : "most_recent"; }
 
-static std::string json_escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if ((unsigned char)c < 0x20) {
-            out += ' ';
-            continue;
-        }
-        out += c;
-    }
-    return out;
+std::string checkpoint_dir_of(const TrainConfig& cfg) {
+    return cfg.checkpoint_dir.empty() ? cfg.resume : cfg.checkpoint_dir;
 }
 
-std::string to_json(const TrainConfig& c, size_t parameters) {
+bool export_only(const TrainConfig& cfg) { return !cfg.export_path.empty() && !cfg.export_at_end; }
+
+namespace {
+
+// A float as the shortest decimal that reads back as the same float (6e-4f is 0.0006, not the double
+// 0.000600000028...); JSON has no inf or nan, so those are null.
+json::Value json_float(double v, bool is_float = true) {
+    if (!std::isfinite(v)) return json::Value();
+    char buf[64];
+    const char* end = is_float ? std::to_chars(buf, buf + sizeof buf, (float)v).ptr
+                               : std::to_chars(buf, buf + sizeof buf, v).ptr;
+    double shortest = 0;
+    std::from_chars(buf, end, shortest);  // locale-independent, unlike strtod
+    return json::Value::number(shortest);
+}
+
+// json.h's integers are int64: a seed above INT64_MAX is written as its decimal string.
+json::Value json_seed(uint64_t seed) {
+    if (seed <= (uint64_t)INT64_MAX) return json::Value::integer((int64_t)seed);
+    return json::Value::string(std::to_string(seed));
+}
+
+void add_model_json(const TrainConfig& c, size_t parameters, json::Value* o) {
     const ModelConfig& m = c.model;
-    std::ostringstream o;
-    o.precision(9);
-    o << "{\n"
-      << "  \"model\": \"" << json_escape(c.model_name) << "\",\n"
-      << "  \"layers\": " << m.num_layers << ",\n"
-      << "  \"channels\": " << m.channels << ",\n"
-      << "  \"heads\": " << m.num_heads << ",\n"
-      << "  \"vocab\": " << m.vocab_size << ",\n"
-      << "  \"max_seq\": " << m.max_seq_len << ",\n"
-      << "  \"gelu\": \"" << (m.gelu_tanh ? "tanh" : "erf") << "\",\n"
-      << "  \"parameters\": " << parameters << ",\n"
-      << "  \"precision\": \"" << to_string(c.precision) << "\",\n"
-      << "  \"fp8_format\": \"" << to_string(c.fp8.format) << "\",\n"
-      << "  \"fp8_history\": " << c.fp8.history_len << ",\n"
-      << "  \"fp8_amax_algo\": \"" << to_string(c.fp8.amax_algo) << "\",\n"
-      << "  \"fp8_margin\": " << c.fp8.margin << ",\n"
-      << "  \"batch\": " << c.batch << ",\n"
-      << "  \"seq\": " << c.seq << ",\n"
-      << "  \"total_batch\": " << c.total_batch << ",\n"
-      << "  \"steps\": " << c.steps << ",\n"
-      << "  \"train_data\": \"" << json_escape(c.train_data) << "\",\n"
-      << "  \"val_data\": \"" << json_escape(c.val_data) << "\",\n"
-      << "  \"val_every\": " << c.val_every << ",\n"
-      << "  \"val_batches\": " << c.val_batches << ",\n"
-      << "  \"lr\": " << c.lr << ",\n"
-      << "  \"warmup\": " << c.warmup << ",\n"
-      << "  \"schedule\": \"" << to_string(c.schedule) << "\",\n"
-      << "  \"final_lr_frac\": " << c.final_lr_frac << ",\n"
-      << "  \"weight_decay\": " << c.weight_decay << ",\n"
-      << "  \"grad_clip\": " << c.grad_clip << ",\n"
-      << "  \"beta1\": " << c.beta1 << ",\n"
-      << "  \"beta2\": " << c.beta2 << ",\n"
-      << "  \"adam_eps\": " << c.adam_eps << ",\n"
-      << "  \"seed\": " << c.seed << ",\n"
-      << "  \"log_dir\": \"" << json_escape(c.log_dir) << "\",\n"
-      << "  \"log_every\": " << c.log_every << ",\n"
-      << "  \"fp8_health_every\": " << c.fp8_health_every << ",\n"
-      << "  \"profile\": " << (c.profile ? "true" : "false") << ",\n"
-      << "  \"checkpoint_dir\": \"" << json_escape(c.checkpoint_dir) << "\",\n"
-      << "  \"checkpoint_every\": " << c.checkpoint_every << ",\n"
-      << "  \"keep_checkpoints\": " << c.keep_checkpoints << ",\n"
-      << "  \"checkpoint_required\": " << (c.checkpoint_required ? "true" : "false") << ",\n"
-      << "  \"resume\": \"" << json_escape(c.resume) << "\",\n"
-      << "  \"max_bad_steps\": " << c.max_bad_steps << ",\n"
-      << "  \"rendezvous\": \"" << json_escape(c.rendezvous) << "\",\n"
-      << "  \"comm_timeout\": " << c.comm_timeout << ",\n"
-      << "  \"recompute\": " << c.recompute << ",\n"
-      << "  \"deterministic\": " << (c.deterministic ? "true" : "false") << ",\n"
-      << "  \"cuda_graph\": " << (c.cuda_graph ? "true" : "false") << ",\n"
-      << "  \"sample_every\": " << c.sample_every << ",\n"
-      << "  \"sample_tokens\": " << c.sample_tokens << ",\n"
-      << "  \"prompt\": \"" << json_escape(c.prompt) << "\",\n"
-      << "  \"temperature\": " << c.temperature << ",\n"
-      << "  \"top_k\": " << c.top_k << ",\n"
-      << "  \"tokenizer\": \"" << json_escape(c.tokenizer) << "\",\n"
-      << "  \"init_from\": \"" << json_escape(c.init_from) << "\",\n"
-      << "  \"export\": \"" << json_escape(c.export_path) << "\",\n"
-      << "  \"export_format\": \"" << (c.export_hf ? "hf" : "seed") << "\",\n"
-      << "  \"export_at_end\": " << (c.export_at_end ? "true" : "false") << "\n"
-      << "}\n";
-    return o.str();
+    o->set("model", json::Value::string(c.model_name));
+    o->set("layers", json::Value::integer(m.num_layers));
+    o->set("channels", json::Value::integer(m.channels));
+    o->set("heads", json::Value::integer(m.num_heads));
+    o->set("vocab", json::Value::integer(m.vocab_size));
+    o->set("max_seq", json::Value::integer(m.max_seq_len));
+    o->set("gelu", json::Value::string(m.gelu_tanh ? "tanh" : "erf"));
+    o->set("parameters", json::Value::integer((int64_t)parameters));
+    o->set("precision", json::Value::string(to_string(c.precision)));
+    o->set("fp8_format", json::Value::string(to_string(c.fp8.format)));
+    o->set("fp8_history", json::Value::integer(c.fp8.history_len));
+    o->set("fp8_amax_algo", json::Value::string(to_string(c.fp8.amax_algo)));
+    o->set("fp8_margin", json::Value::integer(c.fp8.margin));
+}
+
+void add_training_json(const TrainConfig& c, json::Value* o) {
+    auto integer = [&](const char* k, int64_t v) { o->set(k, json::Value::integer(v)); };
+    auto str = [&](const char* k, const std::string& v) { o->set(k, json::Value::string(v)); };
+    auto real = [&](const char* k, float v) { o->set(k, json_float(v)); };
+    integer("batch", c.batch);
+    integer("seq", c.seq);
+    integer("total_batch", c.total_batch);
+    integer("steps", c.steps);
+    str("train_data", c.train_data);
+    str("val_data", c.val_data);
+    integer("val_every", c.val_every);
+    integer("val_batches", c.val_batches);
+    real("lr", c.lr);
+    integer("warmup", c.warmup);
+    str("schedule", to_string(c.schedule));
+    real("final_lr_frac", c.final_lr_frac);
+    real("weight_decay", c.weight_decay);
+    real("grad_clip", c.grad_clip);
+    real("beta1", c.beta1);
+    real("beta2", c.beta2);
+    real("adam_eps", c.adam_eps);
+    o->set("seed", json_seed(c.seed));
+}
+
+void add_run_json(const TrainConfig& c, json::Value* o) {
+    auto integer = [&](const char* k, int64_t v) { o->set(k, json::Value::integer(v)); };
+    auto str = [&](const char* k, const std::string& v) { o->set(k, json::Value::string(v)); };
+    auto flag = [&](const char* k, bool v) { o->set(k, json::Value::boolean(v)); };
+    str("log_dir", c.log_dir);
+    integer("log_every", c.log_every);
+    integer("fp8_health_every", c.fp8_health_every);
+    flag("profile", c.profile);
+    str("checkpoint_dir", c.checkpoint_dir);
+    integer("checkpoint_every", c.checkpoint_every);
+    integer("keep_checkpoints", c.keep_checkpoints);
+    flag("checkpoint_required", c.checkpoint_required);
+    str("resume", c.resume);
+    integer("max_bad_steps", c.max_bad_steps);
+    str("rendezvous", c.rendezvous);
+    o->set("comm_timeout", json_float(c.comm_timeout, /*is_float=*/false));
+    integer("recompute", c.recompute);
+    flag("deterministic", c.deterministic);
+    flag("cuda_graph", c.cuda_graph);
+    integer("sample_every", c.sample_every);
+    integer("sample_tokens", c.sample_tokens);
+    str("prompt", c.prompt);
+    o->set("temperature", json_float(c.temperature));
+    integer("top_k", c.top_k);
+    str("tokenizer", c.tokenizer);
+    str("init_from", c.init_from);
+    str("export", c.export_path);
+    str("export_format", c.export_hf ? "hf" : "seed");
+    flag("export_at_end", c.export_at_end);
+}
+
+}  // namespace
+
+std::string to_json(const TrainConfig& c, size_t parameters) {
+    json::Value o = json::Value::object();
+    add_model_json(c, parameters, &o);
+    add_training_json(c, &o);
+    add_run_json(c, &o);
+    return json::dump_pretty(o);
 }
 
 std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps) {
@@ -350,4 +415,101 @@ std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps) {
                std::to_string(per_micro_step) + " tokens";
     *steps = (int)(cfg.total_batch / per_micro_step);
     return "";
+}
+
+// ------------------------------------------------------------------------------------- summary for people
+namespace {
+
+std::string with_commas(uint64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (size_t i = 0; i < digits.size(); i++) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string plural(long n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string shortest(double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+}
+
+// "GPT-2 124m (12 layers, ...)", "GPT-2 124m with overrides (2 layers, ...)" after --layers and the like.
+std::string model_line(const TrainConfig& c, size_t parameters) {
+    const ModelConfig& m = c.model;
+    ModelConfig preset;
+    const bool is_preset = model_preset(c.model_name, &preset) && preset.num_layers == m.num_layers &&
+                           preset.channels == m.channels && preset.num_heads == m.num_heads &&
+                           preset.vocab_size == m.vocab_size && preset.max_seq_len == m.max_seq_len;
+    return "train_gpt: GPT-2 " + c.model_name + (is_preset ? "" : " with overrides") + " (" +
+           std::to_string(m.num_layers) + " layers, " + std::to_string(m.channels) + " channels, " +
+           std::to_string(m.num_heads) + " heads, vocab " + std::to_string(m.vocab_size) + ", max seq " +
+           std::to_string(m.max_seq_len) + ", GELU " + (m.gelu_tanh ? "tanh" : "erf") + "), " +
+           with_commas(parameters) + " parameters\n";
+}
+
+std::string precision_line(const TrainConfig& c) {
+    std::string s = "  precision    ";
+    if (c.precision == Precision::BF16) return s + "bf16 (BF16 GEMMs, FP32 master weights and AdamW)\n";
+    const Fp8Config& f = c.fp8;
+    return s + "fp8 " + to_string(f.format) +
+           (f.format == Fp8Format::Hybrid ? " (E4M3 forward, E5M2 gradients)" : " (E4M3 everywhere)") +
+           ", delayed scaling: amax " + to_string(f.amax_algo) + " over " + std::to_string(f.history_len) +
+           " steps, margin " + std::to_string(f.margin) + (c.recompute ? ", recompute 1" : "") + "\n";
+}
+
+std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {
+    const uint64_t tokens = (uint64_t)c.batch * c.seq * micro_steps * gpus;
+    std::string lr = "lr " + shortest(c.lr) + " " + to_string(c.schedule);
+    if (c.schedule == LrSchedule::Cosine) lr += " to " + shortest((float)(c.lr * c.final_lr_frac));
+    if (c.warmup > 0) lr += " after " + plural(c.warmup, "warmup step", "warmup steps");
+    return "  batch        " + std::to_string(c.batch) + " x " + std::to_string(c.seq) + " tokens x " +
+           plural(micro_steps, "micro-step", "micro-steps") + " x " + plural(gpus, "GPU", "GPUs") +
+           (gpus > 1 ? " (" + launcher + ")" : "") + " = " + with_commas(tokens) + " tokens per step; " +
+           plural(c.steps, "step", "steps") + ", " + lr + "\n";
+}
+
+std::string data_line(const TrainConfig& c) {
+    std::string s = "  data         ";
+    s += c.train_data == "random" ? "random tokens (seed " + std::to_string(c.seed) + ")"
+                                  : "train '" + c.train_data + "'";
+    if (!c.val_data.empty())
+        s += ", validation '" + c.val_data + "' every " + plural(c.val_every, "step", "steps") + " (" +
+             plural(c.val_batches, "batch", "batches") + ")";
+    if (c.sample_every > 0) s += ", a text sample every " + plural(c.sample_every, "step", "steps");
+    return s + "\n";
+}
+
+std::string output_lines(const TrainConfig& c) {
+    std::string s = "  logs         " + c.log_dir + "/config.json, " + c.log_dir + "/train.jsonl" +
+                    (c.resume.empty() ? "" : " (appended)") + "\n";
+    const std::string ckpt = checkpoint_dir_of(c);
+    s += "  checkpoints  ";
+    if (ckpt.empty())
+        s += "none (--checkpoint-dir DIR)";
+    else
+        s +=
+            ckpt + "/ " +
+            (c.checkpoint_every > 0 ? "every " + plural(c.checkpoint_every, "step", "steps") + " and " : "") +
+            "at the end, the newest " + std::to_string(c.keep_checkpoints) + " kept";
+    s += "\n";
+    if (!c.resume.empty()) s += "  resume       the newest valid checkpoint in " + c.resume + "\n";
+    if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
+    if (!c.export_path.empty())
+        s += "  export       " + c.export_path + " (" + (c.export_hf ? "Hugging Face GPT-2" : "seed") +
+             " layout) " + (export_only(c) ? "and exit, no training" : "after the last step") + "\n";
+    return s;
+}
+
+}  // namespace
+
+std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
+                        const std::string& launcher) {
+    return model_line(cfg, parameters) + precision_line(cfg) + batch_line(cfg, gpus, micro_steps, launcher) +
+           data_line(cfg) + output_lines(cfg);
 }

@@ -1,9 +1,11 @@
-// Model and training configuration: presets, validation, parameter/FLOP counts, LR schedule, JSON dump.
+// Model and training configuration: presets, validation, parameter/FLOP counts, LR schedule, its JSON and
+// its summary for people.
 // Host-only (no CUDA), so the host tests can exercise it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 struct ModelConfig {
     int num_layers = 48;     // L
@@ -86,6 +88,8 @@ struct TrainConfig {
 
 // Fills `out` with the GPT-2 family preset `name` (124m, 350m, 774m, 1.5b). False if unknown.
 bool model_preset(const std::string& name, ModelConfig* out);
+// The presets' names, smallest first: --model's choices.
+std::vector<std::string> model_preset_names();
 // Empty string if valid, else a one-line message naming the offending setting and what was expected: every
 // numeric setting's range, the shape rules of the kernels (head size, multiples of 16, C <= 8192), and the
 // sizes the kernels index with 32-bit ints or grid dimensions, computed in 64-bit (B*T, B*T*4C, B*T*3C,
@@ -102,12 +106,25 @@ int max_batch_for(const TrainConfig& cfg);
 // Returns an empty string and sets *steps, or a one-line error when it does not divide.
 std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 
+
 // Learning rate for 0-based `step`: linear warmup over `warmup` steps to `lr`, then constant or cosine
 // decay to lr * final_lr_frac at the last step.
 float learning_rate(const TrainConfig& cfg, int step);
+
+// Where checkpoints go: --checkpoint-dir, else the --resume directory, else "" (none).
+std::string checkpoint_dir_of(const TrainConfig& cfg);
+// --export without --export-at-end: write the weights of --resume or --init-from and exit, no training.
+bool export_only(const TrainConfig& cfg);
 
 const char* to_string(Precision p);
 const char* to_string(LrSchedule s);
 const char* to_string(Fp8Format f);
 const char* to_string(AmaxAlgo a);
+// The whole resolved configuration, one JSON member per line (config.json, --print-config); `parameters`
+// is the model's count (llmc/model/layout.h, above this folder).
 std::string to_json(const TrainConfig& cfg, size_t parameters);
+// What a person reads at start, '\n'-ended lines: the first "train_gpt: <model>, <parameters>", the others
+// indented by two spaces: precision and FP8 recipe, batch and accumulation over `gpus` GPUs (started by
+// `launcher`) and `micro_steps`, data, logs, checkpoints, weights in and out.
+std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
+                        const std::string& launcher);

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "llmc/host/check.h"
 #include "llmc/formats/json.h"
+#include "llmc/host/check.h"
 
 std::string prepare_log_dir(const std::string& dir) { return prepare_writable_dir(dir, "log directory"); }
 
@@ -47,6 +47,25 @@ std::string prepare_writable_dir(const std::string& dir, const std::string& labe
     close(fd);
     unlink(probe.c_str());
     return "";
+}
+
+std::string format_duration(double seconds) {
+    if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
+    const long s = std::lround(seconds);
+    char buf[32];
+    if (s < 60)
+        snprintf(buf, sizeof buf, "%lds", s);
+    else if (s < 3600)
+        snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+    else
+        snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+    return buf;
+}
+
+double Eta::after_step(double now_s, int steps_left) {
+    if (++steps_ == 1) first_end_s_ = now_s;
+    const double per_step = steps_ == 1 ? now_s - start_s_ : (now_s - first_end_s_) / (steps_ - 1);
+    return per_step * steps_left;
 }
 
 RunLogger::RunLogger(const std::string& log_dir, const std::string& config_json, bool append)

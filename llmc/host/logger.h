@@ -14,6 +14,24 @@ std::string prepare_log_dir(const std::string& dir);
 // The same for any directory the run writes to; `label` starts the message ("checkpoint directory").
 std::string prepare_writable_dir(const std::string& dir, const std::string& label);
 
+// "42s", "12m05s", "3h02m" (seconds rounded; "?" for a negative or non-finite value).
+std::string format_duration(double seconds);
+
+// Time left at the current rate, for the step line: wall time per step since the end of the run's first step
+// (which also builds the library plans, so it would overstate the rest) times the steps left; until a second
+// step has run, the first step's time stands in. Validation, samples and checkpoints count: it is the time
+// a person waits.
+class Eta {
+  public:
+    explicit Eta(double start_s) : start_s_(start_s) {}
+    // After a step, at wall time now_s (seconds, any fixed origin): the seconds the `steps_left` steps take.
+    double after_step(double now_s, int steps_left);
+
+  private:
+    double start_s_, first_end_s_ = 0;
+    int steps_ = 0;
+};
+
 class RunLogger {
   public:
     // prepare_log_dir(log_dir), then writes config.json; exits with a one-line error if either fails.

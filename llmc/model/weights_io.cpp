@@ -295,143 +295,209 @@ void export_weights(const std::string& path_or_dir, ExportFormat fmt, const Mode
     write_text_atomic(path_or_dir + "/config.json", hf_config_json(m));
 }
 
+// A folder that export_weights can create files in: "" or why not.
+std::string writable_folder(const std::string& dir) {
+    if (!is_dir(dir)) return "'" + dir + "' is not a folder";
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+        return "cannot write in '" + dir + "': " + std::strerror(errno);
+    return "";
+}
+
+std::string check_export_destination(const std::string& path_or_dir, ExportFormat fmt) {
+    const std::string what = "--export '" + path_or_dir + "': ";
+    if (path_or_dir.empty()) return what + "empty path";
+    if (fmt == ExportFormat::Seed) {
+        if (is_dir(path_or_dir))
+            return what + "is a folder (the seed layout is one file; --export-format hf writes a folder)";
+        const std::string why = writable_folder(parent_dir(path_or_dir));
+        return why.empty() ? "" : what + why;
+    }
+    if (exists(path_or_dir)) {
+        const std::string why = writable_folder(path_or_dir);
+        return why.empty() ? "" : what + why;
+    }
+    std::string above = parent_dir(path_or_dir);  // the nearest existing folder above creates the rest
+    while (!exists(above) && above != "." && above != "/") above = parent_dir(above);
+    const std::string why = writable_folder(above);
+    return why.empty() ? "" : what + why;
+}
+
 // ================================================================================================= Import
 
-std::vector<float> import_weights(const std::string& path, const ModelConfig& m) {
-    std::string file = path;
-    if (is_dir(path)) {
-        file = path + "/model.safetensors";
-        if (!exists(file)) {
-            if (exists(path + "/model.safetensors.index.json"))
-                throw std::runtime_error(path +
-                                         ": sharded checkpoints (model.safetensors.index.json) are not "
-                                         "supported: merge the shards into one model.safetensors");
-            throw std::runtime_error(path + ": directory has no model.safetensors");
-        }
-    }
-    const SafetensorsReader r(file);
-    auto fail = [&](const std::string& what) -> std::runtime_error {
-        return std::runtime_error(file + ": " + what);
-    };
+namespace {
 
-    // Names without the optional "transformer." prefix -> names in the file.
-    const std::string kPrefix = "transformer.";
-    std::map<std::string, std::string> names;
-    for (const std::string& n : r.names()) {
-        std::string key = n.compare(0, kPrefix.size(), kPrefix) == 0 ? n.substr(kPrefix.size()) : n;
-        auto ins = names.emplace(key, n);
-        if (!ins.second) throw fail("has both '" + ins.first->second + "' and '" + n + "'");
-    }
-    auto starts = [](const std::string& s, const char* p) { return s.compare(0, std::strlen(p), p) == 0; };
-    bool seed = false, hf = false;
-    for (const auto& kv : names) {
-        seed |= kv.first == "tok_embd.weight" || starts(kv.first, "tsfmr_blks.");
-        hf |= kv.first == "wte.weight" || starts(kv.first, "h.");
-    }
-    if (seed && hf)
-        throw fail(
-            "mixes seed names (tok_embd.weight, tsfmr_blks.*) and Hugging Face names (wte.weight, h.*)");
-    if (!seed && !hf)
-        throw fail(
-            "no GPT-2 weights found (expected seed names like tok_embd.weight or Hugging Face names like "
-            "transformer.wte.weight)");
-    const Layout layout = seed ? Layout::Seed : Layout::HF;
-    auto file_name = [&](const std::string& key) {
+// What import_weights learns from the file's header, before it reads any tensor data.
+struct ImportPlan {
+    std::string file;  // the .safetensors file (path itself, or path/model.safetensors)
+    SafetensorsReader reader;
+    Layout layout;
+    std::vector<Entry> entries;
+    std::map<std::string, std::string> names;  // name without "transformer." -> name in the file
+    bool has_lm_head = false;
+
+    std::string file_name(const std::string& key) const {
         auto it = names.find(key);
         return it == names.end() ? key : it->second;
-    };
+    }
+    std::runtime_error fail(const std::string& what) const { return std::runtime_error(file + ": " + what); }
+};
 
-    // Number of layers: the block indices present must be exactly 0 .. L-1.
-    const std::string bp = block_prefix(layout);
+// `path`, or the model.safetensors of the folder `path`.
+std::string import_file(const std::string& path) {
+    if (!is_dir(path)) return path;
+    const std::string file = path + "/model.safetensors";
+    if (exists(file)) return file;
+    if (exists(path + "/model.safetensors.index.json"))
+        throw std::runtime_error(path +
+                                 ": sharded checkpoints (model.safetensors.index.json) are not "
+                                 "supported: merge the shards into one model.safetensors");
+    throw std::runtime_error(path + ": directory has no model.safetensors");
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Fills plan->names (without the optional "transformer." prefix) and plan->layout from the names.
+void detect_layout(ImportPlan* plan) {
+    const std::string kPrefix = "transformer.";
+    for (const std::string& n : plan->reader.names()) {
+        const std::string key = starts_with(n, kPrefix) ? n.substr(kPrefix.size()) : n;
+        auto ins = plan->names.emplace(key, n);
+        if (!ins.second) throw plan->fail("has both '" + ins.first->second + "' and '" + n + "'");
+    }
+    bool seed = false, hf = false;
+    for (const auto& kv : plan->names) {
+        seed |= kv.first == "tok_embd.weight" || starts_with(kv.first, "tsfmr_blks.");
+        hf |= kv.first == "wte.weight" || starts_with(kv.first, "h.");
+    }
+    if (seed && hf)
+        throw plan->fail(
+            "mixes seed names (tok_embd.weight, tsfmr_blks.*) and Hugging Face names (wte.weight, h.*)");
+    if (!seed && !hf)
+        throw plan->fail(
+            "no GPT-2 weights found (expected seed names like tok_embd.weight or Hugging Face names like "
+            "transformer.wte.weight)");
+    plan->layout = seed ? Layout::Seed : Layout::HF;
+}
+
+// The block indices present must be exactly 0 .. L-1.
+void check_layer_count(const ImportPlan& plan, const ModelConfig& m) {
+    const std::string bp = block_prefix(plan.layout);
     int max_layer = -1;
-    for (const auto& kv : names) {
-        if (!starts(kv.first, bp.c_str())) continue;
+    for (const auto& kv : plan.names) {
+        if (!starts_with(kv.first, bp)) continue;
         size_t i = bp.size(), j = i;
         while (j < kv.first.size() && j - i < 9 && isdigit((unsigned char)kv.first[j])) j++;
-        if (j == i || j >= kv.first.size() || kv.first[j] != '.') continue;  // reported as unexpected below
+        if (j == i || j >= kv.first.size() || kv.first[j] != '.') continue;  // reported as unexpected later
         max_layer = std::max(max_layer, std::stoi(kv.first.substr(i, j - i)));
     }
     if (max_layer + 1 != m.num_layers)
-        throw fail("wrong number of layers: the file has " +
-                   (max_layer < 0 ? std::string("no transformer layers (") + bp + "*)"
-                                  : std::to_string(max_layer + 1) + " transformer layers (" + bp + "0.." +
-                                        std::to_string(max_layer) + ")") +
-                   ", this model has " + std::to_string(m.num_layers) +
-                   ": the file is for a different model size (use --model/--layers)");
+        throw plan.fail("wrong number of layers: the file has " +
+                        (max_layer < 0 ? std::string("no transformer layers (") + bp + "*)"
+                                       : std::to_string(max_layer + 1) + " transformer layers (" + bp +
+                                             "0.." + std::to_string(max_layer) + ")") +
+                        ", this model has " + std::to_string(m.num_layers) +
+                        ": the file is for a different model size (use --model/--layers)");
+}
 
-    // Every expected tensor present, nothing unexpected.
-    const std::vector<Entry> entries = layout_entries(layout, m);
+// Every expected tensor present, nothing unexpected (HF's causal-mask buffers and lm_head.weight aside).
+void check_tensor_names(ImportPlan* plan, const ModelConfig& m) {
     std::set<std::string> known;
-    for (const Entry& e : entries) {
-        if (!names.count(e.name))
-            throw fail("missing tensor '" + (layout == Layout::HF ? kPrefix : std::string()) + e.name +
-                       "' (" + layout_name(layout) + " layout)");
+    for (const Entry& e : plan->entries) {
+        if (!plan->names.count(e.name))
+            throw plan->fail("missing tensor '" +
+                             (plan->layout == Layout::HF ? "transformer." : std::string()) + e.name + "' (" +
+                             layout_name(plan->layout) + " layout)");
         known.insert(e.name);
     }
-    if (layout == Layout::HF)
+    if (plan->layout == Layout::HF)
         for (int l = 0; l < m.num_layers; l++) {  // causal-mask buffers of older transformers versions
             known.insert("h." + std::to_string(l) + ".attn.bias");
             known.insert("h." + std::to_string(l) + ".attn.masked_bias");
         }
-    const bool has_lm_head = names.count("lm_head.weight") != 0;
-    for (const auto& kv : names)
+    plan->has_lm_head = plan->names.count("lm_head.weight") != 0;
+    for (const auto& kv : plan->names)
         if (!known.count(kv.first) && kv.first != "lm_head.weight")
-            throw fail("unexpected tensor '" + kv.second + "' (not part of a " + layout_name(layout) +
-                       " GPT-2 model)");
+            throw plan->fail("unexpected tensor '" + kv.second + "' (not part of a " +
+                             layout_name(plan->layout) + " GPT-2 model)");
+}
 
-    // Shapes and dtypes, before reading anything.
-    for (const Entry& e : entries) {
-        const SafeTensor& t = r.tensor(file_name(e.name));
+// Dtypes and shapes (a smaller vocabulary is padded), then the head count the file records, if any.
+void check_shapes(const ImportPlan& plan, const ModelConfig& m) {
+    for (const Entry& e : plan.entries) {
+        const SafeTensor& t = plan.reader.tensor(plan.file_name(e.name));
         if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
-            throw fail(t.name + " has dtype " + t.dtype + ": only F32, F16 and BF16 are supported");
+            throw plan.fail(t.name + " has dtype " + t.dtype + ": only F32, F16 and BF16 are supported");
         bool ok = t.shape == e.fshape;
         if (e.tensor == 0 && t.shape.size() == 2 && t.shape[1] == e.fshape[1] && t.shape[0] >= 1) {
             if (t.shape[0] > e.fshape[0])
-                throw fail(t.name + " has " + std::to_string(t.shape[0]) +
-                           " vocabulary rows, this model has " + std::to_string(e.fshape[0]) +
-                           ": the file's vocabulary is larger (use --vocab)");
+                throw plan.fail(t.name + " has " + std::to_string(t.shape[0]) +
+                                " vocabulary rows, this model has " + std::to_string(e.fshape[0]) +
+                                ": the file's vocabulary is larger (use --vocab)");
             ok = true;
         }
         if (!ok)
-            throw fail(
+            throw plan.fail(
                 t.name + " has shape " + shape_str(t.shape) + ", this model needs " + shape_str(e.fshape) +
                 (e.tensor == 1
                      ? ": the file has another maximum sequence length (use --max-seq)"
                      : ": the file is for a different model size (use --model/--layers/--channels...)"));
     }
     std::string where;
-    const int64_t heads = recorded_num_heads(r, file, layout, &where);
+    const int64_t heads = recorded_num_heads(plan.reader, plan.file, plan.layout, &where);
     if (heads != 0 && heads != m.num_heads)
-        throw fail("the model was saved with " + std::to_string(heads) + " attention heads (" + where +
-                   "), this model has " + std::to_string(m.num_heads) + " (use --heads)");
+        throw plan.fail("the model was saved with " + std::to_string(heads) + " attention heads (" + where +
+                        "), this model has " + std::to_string(m.num_heads) + " (use --heads)");
+}
 
-    // Data. The vocabulary rows past the file's (50257..50303 for GPT-2) stay zero: those padded token ids
-    // never occur in the data, so the rows only ever see weight decay; llm.c pads the same way.
+ImportPlan plan_import(const std::string& path, const ModelConfig& m) {
+    const std::string file = import_file(path);
+    ImportPlan plan{file, SafetensorsReader(file), Layout::Seed, {}, {}, false};
+    detect_layout(&plan);
+    check_layer_count(plan, m);
+    plan.entries = layout_entries(plan.layout, m);
+    check_tensor_names(&plan, m);
+    check_shapes(plan, m);
+    return plan;
+}
+
+// An lm_head.weight must equal wte (tied): the model's output projection is the token embedding.
+void check_lm_head_tied(const ImportPlan& plan, const std::vector<float>& params) {
+    const SafeTensor& head = plan.reader.tensor(plan.file_name("lm_head.weight"));
+    const SafeTensor& wte = plan.reader.tensor(plan.file_name(plan.entries[0].name));
+    bool tied =
+        head.shape == wte.shape && (head.dtype == "F32" || head.dtype == "F16" || head.dtype == "BF16");
+    if (tied) {
+        std::vector<float> tmp((size_t)head.numel());
+        read_as_float(plan.reader, head, tmp.data());
+        tied = std::memcmp(tmp.data(), params.data(), tmp.size() * sizeof(float)) == 0;
+    }
+    if (!tied)
+        throw plan.fail(head.name + " differs from " + wte.name +
+                        ": untied lm_head is not supported (the output projection is the token embedding)");
+}
+
+}  // namespace
+
+void check_import(const std::string& path, const ModelConfig& m) { plan_import(path, m); }
+
+std::vector<float> import_weights(const std::string& path, const ModelConfig& m) {
+    const ImportPlan plan = plan_import(path, m);
+    // The vocabulary rows past the file's (50257..50303 for GPT-2) stay zero: those padded token ids never
+    // occur in the data, so the rows only ever see weight decay; llm.c pads the same way.
     std::vector<float> params(num_parameters(m), 0.0f);
     std::vector<float> tmp;
-    for (const Entry& e : entries) {
-        const SafeTensor& t = r.tensor(file_name(e.name));
+    for (const Entry& e : plan.entries) {
+        const SafeTensor& t = plan.reader.tensor(plan.file_name(e.name));
         if (e.transposed) {
             tmp.resize(e.numel);
-            read_as_float(r, t, tmp.data());
+            read_as_float(plan.reader, t, tmp.data());
             transpose(tmp.data(), params.data() + e.offset, (size_t)e.fshape[0], (size_t)e.fshape[1]);
         } else {
-            read_as_float(r, t, params.data() + e.offset);
+            read_as_float(plan.reader, t, params.data() + e.offset);
         }
     }
-    if (has_lm_head) {
-        const SafeTensor& head = r.tensor(file_name("lm_head.weight"));
-        const SafeTensor& wte = r.tensor(file_name(entries[0].name));
-        bool tied =
-            head.shape == wte.shape && (head.dtype == "F32" || head.dtype == "F16" || head.dtype == "BF16");
-        if (tied) {
-            tmp.resize((size_t)head.numel());
-            read_as_float(r, head, tmp.data());
-            tied = std::memcmp(tmp.data(), params.data(), tmp.size() * sizeof(float)) == 0;
-        }
-        if (!tied)
-            throw fail(head.name + " differs from " + wte.name +
-                       ": untied lm_head is not supported (the output projection is the token embedding)");
-    }
+    if (plan.has_lm_head) check_lm_head_tied(plan, params);
     return params;
 }

@@ -46,6 +46,10 @@ enum class ExportFormat { Seed, HF };
 // Every file is written atomically (temporary file, fsync, rename). Errors: std::runtime_error, one line.
 void export_weights(const std::string& path_or_dir, ExportFormat fmt, const ModelConfig& m,
                     const std::vector<float>& params);
+// "" if export_weights can write `path_or_dir`, else a one-line message: Seed needs an existing, writable
+// folder to hold the file and a path that is not a folder; HF needs a writable folder there or a writable
+// folder above it to create it in. Creates nothing (for the checks before the GPU).
+std::string check_export_destination(const std::string& path_or_dir, ExportFormat fmt);
 
 // The config.json of an HF export (pretty-printed JSON text, ending with a newline).
 std::string hf_config_json(const ModelConfig& m);
@@ -60,3 +64,8 @@ std::string hf_config_json(const ModelConfig& m);
 // vs found), wrong number of layers, vocabulary larger than the model's, another dtype, a head count in the
 // file's config that differs from m.num_heads.
 std::vector<float> import_weights(const std::string& path, const ModelConfig& m);
+// The checks import_weights makes before it reads any tensor data, alone (the same code, so they cannot
+// disagree): the file opens, its header parses, the names, shapes, dtypes and recorded head count fit `m`.
+// Throws what import_weights would throw. Reads only the header, so it is fast on a multi-GB file; only the
+// tied lm_head comparison (data) is left to import_weights.
+void check_import(const std::string& path, const ModelConfig& m);

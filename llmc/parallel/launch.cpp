@@ -180,9 +180,9 @@ std::string peer_name(const sockaddr_in& a) {
     return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
-void tcp_rank0(const Rendezvous& r, const std::string& where, int world_size, const void* data, size_t bytes,
-               Clock::time_point deadline, double timeout_s) {
-    // Any address, not HOST's: a host name often maps to a loopback address in /etc/hosts on its own machine.
+// Rank 0's listening socket on PORT. Any address, not HOST's: a host name often maps to a loopback address
+// in /etc/hosts on its own machine.
+Fd listen_on(const Rendezvous& r, const std::string& where) {
     Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (listener.fd < 0) fail(where + ": rank 0 could not create a socket (" + errno_text(errno) + ")");
     const int one = 1;
@@ -197,79 +197,98 @@ void tcp_rank0(const Rendezvous& r, const std::string& where, int world_size, co
     if (listen(listener.fd, SOMAXCONN) != 0)
         fail(where + ": rank 0 could not listen on port " + std::to_string(r.port) + " (" +
              errno_text(errno) + ")");
+    return listener;
+}
 
-    // Connections that have not sent their 4-byte rank yet, and the peers that have (by rank). Polled
-    // together so that a silent connection cannot hold up the others.
-    struct Pending {
-        Fd fd;
-        std::string from;
-        unsigned char buf[4];
-        size_t got = 0;
-    };
-    std::vector<Pending> pending;
-    std::vector<Fd> peers(world_size);
-    std::vector<std::string> peer_from(world_size);
-    int joined = 0;
-    while (joined < world_size - 1) {
-        std::vector<pollfd> fds{{listener.fd, POLLIN, 0}};
-        for (const Pending& p : pending) fds.push_back({p.fd.fd, POLLIN, 0});
-        const int n = poll(fds.data(), fds.size(), ms_left(deadline));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail(where + ": rank 0: poll failed (" + errno_text(errno) + ")");
-        if (n == 0) {
-            std::string missing;
-            int shown = 0;
-            for (int i = 1; i < world_size && shown < 8; i++)
-                if (peers[i].fd < 0) missing += (shown++ ? ", " : "") + std::to_string(i);
-            if (world_size - 1 - joined > shown) missing += ", ...";
-            fail(where + ": rank 0 heard from " + std::to_string(joined) + " of " +
-                 std::to_string(world_size - 1) + " other ranks within " + seconds_text(timeout_s) +
-                 " (missing: " + missing + ")");
+// A connection that has not sent its 4-byte rank yet.
+struct PendingRank {
+    Fd fd;
+    std::string from;
+    unsigned char buf[4];
+    size_t got = 0;
+};
+
+// The other ranks that have said who they are: a socket and an address per rank (index = rank).
+struct JoinedRanks {
+    explicit JoinedRanks(int world_size) : peers(world_size), from(world_size) {}
+    std::vector<Fd> peers;
+    std::vector<std::string> from;
+    int count = 0;
+};
+
+[[noreturn]] void fail_missing_ranks(const JoinedRanks& joined, int world_size, const std::string& where,
+                                     double timeout_s) {
+    std::string missing;
+    int shown = 0;
+    for (int i = 1; i < world_size && shown < 8; i++)
+        if (joined.peers[i].fd < 0) missing += (shown++ ? ", " : "") + std::to_string(i);
+    if (world_size - 1 - joined.count > shown) missing += ", ...";
+    fail(where + ": rank 0 heard from " + std::to_string(joined.count) + " of " +
+         std::to_string(world_size - 1) + " other ranks within " + seconds_text(timeout_s) +
+         " (missing: " + missing + ")");
+}
+
+// Reads the pending connections that poll found ready (fds[i + 1] is pending[i]); one that has sent its
+// whole rank joins, one that closes first (not one of ours: a port scan) is forgotten.
+void read_pending_ranks(std::vector<PendingRank>* pending, std::vector<pollfd>* fds, JoinedRanks* joined,
+                        int world_size, const std::string& where) {
+    for (size_t i = 0; i < pending->size();) {
+        if (!((*fds)[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            i++;
+            continue;
         }
-        // Read the pending connections first (the vector grows below).
-        for (size_t i = 0; i < pending.size();) {
-            if (!(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) {
-                i++;
-                continue;
-            }
-            Pending& p = pending[i];
-            const ssize_t got = recv(p.fd.fd, p.buf + p.got, 4 - p.got, 0);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
-                i++;
-                continue;
-            }
-            if (got <= 0) {  // closed before saying who it is: not one of ours (a port scan), forget it
-                pending.erase(pending.begin() + i);
-                fds.erase(fds.begin() + i + 1);
-                continue;
-            }
-            p.got += (size_t)got;
-            if (p.got < 4) {
-                i++;
-                continue;
-            }
+        PendingRank& p = (*pending)[i];
+        const ssize_t got = recv(p.fd.fd, p.buf + p.got, 4 - p.got, 0);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
+            i++;
+            continue;
+        }
+        if (got > 0) p.got += (size_t)got;
+        if (got > 0 && p.got < 4) {
+            i++;
+            continue;
+        }
+        if (got > 0) {
             uint32_t be;
             memcpy(&be, p.buf, 4);
             const int peer = (int)ntohl(be);
             if (peer < 1 || peer >= world_size)
                 fail(where + ": rank 0 got rank " + std::to_string(peer) + " from " + p.from +
                      " (expected 1.." + std::to_string(world_size - 1) + ")");
-            if (peers[peer].fd >= 0)
-                fail(where + ": rank " + std::to_string(peer) + " joined twice (from " + peer_from[peer] +
+            if (joined->peers[peer].fd >= 0)
+                fail(where + ": rank " + std::to_string(peer) + " joined twice (from " + joined->from[peer] +
                      " and " + p.from + "; another run on the same port?)");
-            peers[peer] = std::move(p.fd);
-            peer_from[peer] = p.from;
-            joined++;
-            pending.erase(pending.begin() + i);
-            fds.erase(fds.begin() + i + 1);
+            joined->peers[peer] = std::move(p.fd);
+            joined->from[peer] = p.from;
+            joined->count++;
         }
+        pending->erase(pending->begin() + i);
+        fds->erase(fds->begin() + i + 1);
+    }
+}
+
+void tcp_rank0(const Rendezvous& r, const std::string& where, int world_size, const void* data, size_t bytes,
+               Clock::time_point deadline, double timeout_s) {
+    Fd listener = listen_on(r, where);
+    // Connections that have not sent their rank yet are polled with the listener, so that a silent
+    // connection cannot hold up the others.
+    std::vector<PendingRank> pending;
+    JoinedRanks joined(world_size);
+    while (joined.count < world_size - 1) {
+        std::vector<pollfd> fds{{listener.fd, POLLIN, 0}};
+        for (const PendingRank& p : pending) fds.push_back({p.fd.fd, POLLIN, 0});
+        const int n = poll(fds.data(), fds.size(), ms_left(deadline));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail(where + ": rank 0: poll failed (" + errno_text(errno) + ")");
+        if (n == 0) fail_missing_ranks(joined, world_size, where, timeout_s);
+        read_pending_ranks(&pending, &fds, &joined, world_size, where);  // first: the vector grows below
         if (fds[0].revents & POLLIN) {
             for (;;) {  // drain the backlog
                 sockaddr_in from{};
                 socklen_t len = sizeof from;
                 const int c = accept4(listener.fd, (sockaddr*)&from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (c < 0) break;  // EAGAIN, or a connection that went away meanwhile
-                pending.push_back(Pending{Fd(c), peer_name(from), {}, 0});
+                pending.push_back(PendingRank{Fd(c), peer_name(from), {}, 0});
             }
         }
     }
@@ -277,9 +296,9 @@ void tcp_rank0(const Rendezvous& r, const std::string& where, int world_size, co
     // start.
     for (int i = 1; i < world_size; i++) {
         std::string err;
-        if (!send_all(peers[i].fd, data, bytes, deadline, &err))
+        if (!send_all(joined.peers[i].fd, data, bytes, deadline, &err))
             fail(where + ": rank 0 could not send the id to rank " + std::to_string(i) + " at " +
-                 peer_from[i] + " (" + err + ")");
+                 joined.from[i] + " (" + err + ")");
     }
 }
 

@@ -1,0 +1,141 @@
+#include "llmc/run/preflight.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "llmc/formats/checkpoint.h"
+#include "llmc/model/weights_io.h"
+#include "llmc/host/logger.h"
+#include "llmc/run/train_state.h"
+
+namespace {
+
+// `msg` led by the flag it is about (unless it already is).
+std::string about(const std::string& flag, const std::string& msg) {
+    return msg.compare(0, flag.size(), flag) == 0 ? msg : flag + ": " + msg;
+}
+
+std::string check_export_has_weights(const TrainConfig& cfg, bool allow_export_of_init) {
+    if (!export_only(cfg) || !cfg.resume.empty() || !cfg.init_from.empty() || allow_export_of_init) return "";
+    return "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write the "
+           "random "
+           "initialization), or --export-at-end to export after training";
+}
+
+std::string check_launch(const TrainConfig& cfg, RunPlan* plan) {
+    try {
+        plan->launch = detect_launch();
+        plan->rendezvous = cfg.rendezvous.empty()
+                               ? default_rendezvous(plan->launch, [](const char* k) { return getenv(k); })
+                               : parse_rendezvous(cfg.rendezvous);
+    } catch (const std::exception& e) {
+        return e.what();  // names the variable or --rendezvous
+    }
+    return grad_accum_steps(cfg, plan->launch.world_size, &plan->micro_steps);
+}
+
+// --init-from, --resume and --export: headers only, however large the files.
+std::string check_weight_files(const TrainConfig& cfg) {
+    if (!cfg.init_from.empty()) try {
+            check_import(cfg.init_from, cfg.model);
+        } catch (const std::exception& e) {
+            return about("--init-from", e.what());
+        }
+    if (!cfg.resume.empty()) try {
+            CheckpointMeta expect;
+            expect.model = model_signature(cfg.model);
+            expect.recipe = recipe_signature(cfg);
+            find_resumable_checkpoint(cfg.resume, expect);
+        } catch (const std::exception& e) {
+            return about("--resume", e.what());
+        }
+    if (!cfg.export_path.empty())
+        return check_export_destination(cfg.export_path,
+                                        cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed);
+    return "";
+}
+
+// The tokenizer for text samples: --tokenizer, else tokenizer.bin next to the training shards, else bytes
+// when the vocabulary is 256. The prompt must encode, and the ids must fit the model's vocabulary.
+std::string load_sample_tokenizer(const TrainConfig& cfg, Tokenizer* out) {
+    if (cfg.sample_every <= 0) return "";
+    std::string path = cfg.tokenizer;
+    if (path.empty() && cfg.train_data != "random") {
+        const size_t slash = cfg.train_data.rfind('/');
+        const std::string next_to_shards =
+            (slash == std::string::npos ? std::string(".") : cfg.train_data.substr(0, slash)) +
+            "/tokenizer.bin";
+        if (access(next_to_shards.c_str(), R_OK) == 0) path = next_to_shards;
+    }
+    const char* flag = cfg.tokenizer.empty() ? "--sample-every" : "--tokenizer";
+    try {
+        if (!path.empty())
+            *out = Tokenizer::load(path);
+        else if (cfg.model.vocab_size == 256)
+            *out = Tokenizer::bytes();
+        else
+            return "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/prepare_data.py writes "
+                   "tokenizer.bin next to the shards)";
+    } catch (const std::exception& e) {  // "tokenizer 'PATH': ..." -> "--tokenizer 'PATH': ..."
+        const std::string what = e.what(), lead = "tokenizer '";
+        if (!cfg.tokenizer.empty() && what.compare(0, lead.size(), lead) == 0) return "--" + what;
+        return about(flag, what);
+    }
+    if (out->vocab_size() > cfg.model.vocab_size)
+        return std::string(flag) + ": tokenizer '" + path + "' has " + std::to_string(out->vocab_size()) +
+               " tokens, more than the model's --vocab " + std::to_string(cfg.model.vocab_size);
+    try {
+        out->encode(cfg.prompt);
+    } catch (const std::exception& e) {
+        return about("--prompt", e.what());
+    }
+    return "";
+}
+
+// A data error as the flag's: "--val-data: data file 'x': ...", "--train-data: no file matches ...".
+std::string data_error(const char* flag, const std::string& what) {
+    const std::string generic = "data: ";
+    return about(flag, what.compare(0, generic.size(), generic) == 0 ? what.substr(generic.size()) : what);
+}
+
+// Every shard's header and size, and the first shard's tokens (DataLoader's constructor); these sources are
+// the run's.
+std::string open_token_sources(const TrainConfig& cfg, RunPlan* plan) {
+    const int world = plan->launch.world_size;
+    const int train_rows = cfg.batch * plan->micro_steps * world;  // GlobalBatch::rows()
+    try {
+        plan->train_data =
+            make_token_source(cfg.train_data, train_rows, cfg.seq, cfg.model.vocab_size, cfg.seed);
+    } catch (const std::exception& e) {
+        return data_error("--train-data", e.what());
+    }
+    if (cfg.val_data.empty()) return "";
+    try {
+        plan->val_data =
+            make_token_source(cfg.val_data, cfg.batch * world, cfg.seq, cfg.model.vocab_size, cfg.seed + 1);
+    } catch (const std::exception& e) {
+        return data_error("--val-data", e.what());
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan) {
+    std::string e = check_export_has_weights(cfg, allow_export_of_init);
+    if (e.empty()) e = check_launch(cfg, plan);
+    if (e.empty()) e = check_weight_files(cfg);
+    if (e.empty()) e = load_sample_tokenizer(cfg, &plan->tokenizer);
+    if (e.empty()) e = open_token_sources(cfg, plan);
+    return e;
+}
+
+std::string prepare_output_dirs(const TrainConfig& cfg, int rank) {
+    if (rank != 0) return "";  // rank 0 writes the logs and the checkpoints
+    if (std::string e = prepare_writable_dir(cfg.log_dir, "--log-dir"); !e.empty()) return e;
+    const std::string ckpt = checkpoint_dir_of(cfg);
+    if (ckpt.empty()) return "";
+    return prepare_writable_dir(ckpt, cfg.checkpoint_dir.empty() ? "--resume" : "--checkpoint-dir");
+}

@@ -1,0 +1,34 @@
+// The checks before the GPU: everything the flags name that can be checked without a GPU, before the CUDA
+// context exists, so that a mistake costs well under a second on any machine and ends with one line and
+// exit code 2. Host code: no CUDA call. What the checks open (the token sources, the tokenizer) is what the
+// run then uses, and the weight and checkpoint checks are the loaders' own header checks, so the check and
+// the load cannot disagree.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "llmc/host/config.h"
+#include "llmc/host/dataloader.h"
+#include "llmc/host/tokenizer.h"
+#include "llmc/parallel/launch.h"
+
+// What the checks found, for the run to use as it is.
+struct RunPlan {
+    LaunchInfo launch;  // this process's rank, the world size, the launcher
+    Rendezvous rendezvous;
+    int micro_steps = 1;                       // per optimizer step, from --total-batch
+    std::unique_ptr<TokenSource> train_data;   // reads the global batch (B x micro-steps x GPUs rows)
+    std::unique_ptr<TokenSource> val_data;     // B x GPUs rows; null without --val-data
+    Tokenizer tokenizer = Tokenizer::bytes();  // for text samples
+};
+
+// The read-only checks, cheapest first: flag combinations the CLI cannot judge alone (--export with nothing
+// to export unless `allow_export_of_init`, a test hook), the launcher's environment and --rendezvous, the
+// gradient accumulation on this many GPUs, --init-from's header against the model, --resume's newest
+// readable checkpoint against the model and recipe, the --export destination, the tokenizer and --prompt
+// (with --sample-every), and the train and val shards (every header, the first shard's tokens). Creates
+// nothing. Returns "" and fills *plan, or the one-line error naming the flag.
+std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan);
+// Creates the log directory (rank 0) and the checkpoint directory (rank 0) and checks that files can be
+// written in them. "" or the one-line error naming the flag.
+std::string prepare_output_dirs(const TrainConfig& cfg, int rank);
