@@ -2,7 +2,7 @@
 // flush. Each test includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new
 // seed every run, printed so a failure can be replayed with DEV_SEED=...), compares against a CPU reference
 // computed from the same (rounded) inputs, and prints max abs/rel error. Timings are benchmarks, not tests:
-// BENCH(name) and DEV_MAIN() of dev/bench.h (run a binary with --bench).
+// BENCH(name) of dev/bench.h (run a binary with --bench).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

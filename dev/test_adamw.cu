@@ -276,4 +276,4 @@ BENCH(adamw_update_gpt1p5b) {
         CHECK_CUDA(cudaFree(ptr));
 }
 
-DEV_MAIN()
+TEST_MAIN()

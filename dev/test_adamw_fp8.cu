@@ -164,4 +164,4 @@ BENCH(adamw_fp8_weight_gpt1p5b_fc) {
     fp8_scale_state_destroy(&st);
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -384,4 +384,4 @@ BENCH(attention_gpt1p5b) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

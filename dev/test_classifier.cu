@@ -200,4 +200,4 @@ BENCH(fused_classifier_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_losses));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -261,4 +261,4 @@ BENCH(encoder_backward_gpt1p5b) {
         CHECK_CUDA(cudaFree(p));
 }
 
-DEV_MAIN()
+TEST_MAIN()

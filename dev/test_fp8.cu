@@ -583,4 +583,4 @@ BENCH(update_scales) {
     fp8_scale_state_destroy(&big);
 }
 
-DEV_MAIN()
+TEST_MAIN()

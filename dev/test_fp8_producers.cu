@@ -561,4 +561,4 @@ BENCH(fp8_gelu_amax) {
     bench::report_bandwidth("fp8_gelu_amax", "12288x6400,erf", ms, 2 * nc4);
 }
 
-DEV_MAIN()
+TEST_MAIN()

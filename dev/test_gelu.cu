@@ -178,4 +178,4 @@ BENCH(gelu_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_d));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -185,4 +185,4 @@ BENCH(global_norm_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_out));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -323,4 +323,4 @@ BENCH(layernorm_backward) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -755,4 +755,4 @@ BENCH(gemm_fp8_gpt1p5b) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -55,4 +55,4 @@ TEST(restore_if_skipped_copies_only_when_skipped) {
 
 }  // namespace
 
-DEV_MAIN()
+TEST_MAIN()
