@@ -1,5 +1,5 @@
-// Host tests for llmc/formats/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with damaged
-// files (truncated, flipped byte, garbage), and one-line errors for mismatched model/recipe/tensors.
+// Host tests for llmc/formats/checkpoint: write/read round trip, keep-K pruning, newest-valid fallback with
+// damaged files (truncated, flipped byte, garbage), and one-line errors for mismatched model/recipe/tensors.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
-// Host tests for llmc/host/logger: prepare_log_dir (create with parents, probe for writability, one-line errors on
-// a path under a regular file or in an unwritable directory) and RunLogger's files.
+// Host tests for llmc/host/logger: prepare_log_dir (create with parents, probe for writability, one-line
+// errors on a path under a regular file or in an unwritable directory) and RunLogger's files.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
-// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every kind of corrupt
-// file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's safetensors
-// writes it. Files go to a fresh mkdtemp directory.
+// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every
+// kind of corrupt file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's
+// safetensors writes it. Files go to a fresh mkdtemp directory.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>

@@ -1,6 +1,6 @@
-// Host tests for llmc/formats/weights_io: the parameter table, seed and Hugging Face exports (names, shapes, layout,
-// config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix, mask
-// buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
+// Host tests for llmc/formats/weights_io: the parameter table, seed and Hugging Face exports (names, shapes,
+// layout, config.json), import round trips (bitwise), vocabulary padding, hand-built HF files (no prefix,
+// mask buffers, lm_head), F16/BF16 conversion and every import error. Files go to a fresh mkdtemp directory.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "llmc/host/config.h"
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
 #include "llmc/formats/weights_io.h"
-#include "test/temp_dir.h"
+#include "llmc/host/config.h"
 #include "test/numeric.h"
+#include "test/temp_dir.h"
 #include "test/testing.h"
 
 using testing::error_of;
