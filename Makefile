@@ -50,7 +50,7 @@ HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
 GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
              $(patsubst test/%.cu,$(BUILD)/test/%,$(wildcard test/gpu_*.cu))
 
-.PHONY: all deps test sanitize clean format
+.PHONY: all deps test sanitize clean format format-check
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
 all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS)
@@ -90,16 +90,28 @@ $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-# Host tests always; GPU tests (dev/ kernels, test/ model) only where a CUDA device is present.
+# Host tests and the formatting check always; GPU tests (dev/ kernels, test/ model) only where a CUDA device
+# is present.
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
+	@bash scripts/run_tests.sh $(HOST_TESTS) scripts/check_format.sh -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
 
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all
 	@bash scripts/sanitize.sh
 
+# Formats every file scripts/check_format.sh checks (clang-format 14, the CI's; CLANG_FORMAT= picks one).
+CLANG_FORMAT ?= $(firstword $(shell command -v clang-format-14 clang-format 2>/dev/null) clang-format)
 format:
-	clang-format -i train_gpt.cu llmc/*.h llmc/*.cuh llmc/*.cu llmc/*.cpp dev/*.cu dev/*.h test/*.cpp test/*.cu test/*.h fuzz/*.cpp 2>/dev/null || true
+	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || { echo "make format: $(CLANG_FORMAT) not found;" \
+	  "install clang-format 14 (e.g. apt-get install clang-format-14) or set CLANG_FORMAT=" >&2; exit 1; }
+	@bash scripts/check_format.sh --files | xargs $(CLANG_FORMAT) --style=file -i
+	@echo "formatted $$(bash scripts/check_format.sh --files | wc -l) files with $$($(CLANG_FORMAT) --version)"
+	@if [ -f scripts/format_pending.txt ]; then echo "the pending files are formatted too: delete" \
+	  "scripts/format_pending.txt when they are committed"; fi
+
+# The formatting check alone (make test runs it too, counted as one test).
+format-check:
+	@CLANG_FORMAT=$(CLANG_FORMAT) bash scripts/check_format.sh
 
 clean:
 	rm -rf $(BUILD) train_gpt

@@ -1,6 +1,6 @@
 // Kernel benchmarks of the dev/ binaries. A benchmark is registered with BENCH(name) { ... } next to the
-// tests (TEST(name)) of the same kernels; DEV_MAIN() runs the tests by default (an optional name filter as
-// argv[1]) and only the benchmarks with `--bench` (an optional name filter after it). Benchmarks assert
+// tests (TEST(name)) of the same kernels, in the one registry of test/testing.h; TEST_MAIN() runs the tests
+// by default and only the benchmarks with `--bench` (an optional name filter after it). Benchmarks assert
 // nothing and are never counted as tests: each timing prints one tab-separated line
 //   BENCH <kernel> <shape> <ms> <throughput> <unit> <fraction of ceiling>
 // (never [PASS]/[FAIL]/[SKIP], which scripts/run_tests.sh counts). `make bench-kernels` collects them into a
@@ -10,10 +10,8 @@
 
 #include <cstdarg>
 #include <cstdio>
-#include <cstring>
-#include <functional>
+#include <cstdlib>
 #include <string>
-#include <vector>
 
 #include "llmc/host/check.h"
 #include "test/testing.h"
@@ -27,18 +25,6 @@ namespace bench {
 constexpr double kPeakGBs = 4200.0;        // device copy, 4.2 TB/s
 constexpr double kPeakBf16Tflops = 700.0;  // dense BF16 GEMM, large shapes
 constexpr double kPeakFp8Tflops = 1255.0;  // FP8 E4M3 GEMM
-
-struct Case {
-    const char* name;
-    std::function<void()> fn;
-};
-inline std::vector<Case>& registry() {
-    static std::vector<Case> cases;
-    return cases;
-}
-struct Register {
-    Register(const char* name, std::function<void()> fn) { registry().push_back({name, std::move(fn)}); }
-};
 
 // printf-style std::string (for the shape column).
 inline std::string fmt(const char* f, ...) {
@@ -67,35 +53,32 @@ inline void report_flops(const std::string& kernel, const std::string& shape, do
     report(kernel, shape, ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s", peak_tflops);
 }
 
-// Runs every benchmark whose name contains `filter` (argv[1] after "--bench", optional).
-inline int run_all(int argc, char** argv) {
-    const char* filter = argc > 1 ? argv[1] : "";
+// Every benchmark needs a GPU: without one, the first benchmark to run exits the binary (status 1).
+inline void require_device() {
+    static bool checked = false;
+    if (checked) return;
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
         fprintf(stderr, "error: --bench needs a CUDA device (%s)\n",
                 err != cudaSuccess ? cudaGetErrorString(err) : "none found");
-        return 1;
+        exit(1);
     }
-    for (const Case& c : registry()) {
-        if (std::string(c.name).find(filter) == std::string::npos) continue;
-        fprintf(stderr, "bench: %s\n", c.name);
-        c.fn();
-        CHECK_CUDA(cudaDeviceSynchronize());
-    }
-    return 0;
+    checked = true;
 }
 
 }  // namespace bench
 
-#define BENCH(name)                                                                  \
-    static void bench_##name();                                                      \
-    static bench::Register TEST_CONCAT_(bench_register_, name)(#name, bench_##name); \
+// Registers a benchmark (testing::Kind::Bench): run with --bench, after the device check, and synchronized
+// after it so that an asynchronous error is reported by the benchmark that caused it.
+#define BENCH(name)                                               \
+    static void bench_##name();                                   \
+    static testing::Register TEST_CONCAT_(bench_register_, name)( \
+        #name,                                                    \
+        [] {                                                      \
+            bench::require_device();                              \
+            bench_##name();                                       \
+            CHECK_CUDA(cudaDeviceSynchronize());                  \
+        },                                                        \
+        testing::Kind::Bench);                                    \
     static void bench_##name()
-
-// main() of a dev binary: `--bench [filter]` runs the benchmarks, anything else the tests.
-#define DEV_MAIN()                                                                                  \
-    int main(int argc, char** argv) {                                                               \
-        if (argc > 1 && strcmp(argv[1], "--bench") == 0) return bench::run_all(argc - 1, argv + 1); \
-        return testing::run_all(argc, argv);                                                        \
-    }

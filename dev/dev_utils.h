@@ -1,8 +1,8 @@
-// Helpers for the kernel tests in dev/: random inputs, bf16 conversion, error report, timing with an L2
-// flush. Each test includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new
-// seed every run, printed so a failure can be replayed with DEV_SEED=...), compares against a CPU reference
-// computed from the same (rounded) inputs, and prints max abs/rel error. Timings are benchmarks, not tests:
-// BENCH(name) and DEV_MAIN() of dev/bench.h (run a binary with --bench).
+// Helpers for the kernel tests in dev/: random inputs, device buffers, timing with an L2 flush. Each test
+// includes the shipped llmc/ launcher (never a copy), runs it on fresh random inputs (a new seed every run,
+// printed so a failure can be replayed with DEV_SEED=...) and compares against a CPU reference
+// (test/reference/, ref_*) computed from the same (rounded) inputs with the checks of test/numeric.h.
+// Timings are benchmarks, not tests: BENCH(name) of dev/bench.h (run a binary with --bench).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -20,6 +20,8 @@
 
 #include "dev/bench.h"
 #include "llmc/host/check.h"
+#include "test/numeric.h"
+#include "test/reference/bf16.h"
 #include "test/testing.h"
 
 namespace dev {
@@ -58,12 +60,6 @@ inline std::vector<int> random_ints(size_t n, int lo, int hi_exclusive) {
     return v;
 }
 
-inline float bf16_round(float x) { return __bfloat162float(__float2bfloat16(x)); }
-// Rounds in place to bf16-representable values, so the CPU reference sees exactly what the GPU sees.
-inline void round_to_bf16(std::vector<float>& v) {
-    for (auto& x : v) x = bf16_round(x);
-}
-
 // Device buffer helpers. Each allocation is poisoned (0xFF bytes = NaN in bf16/fp32) so unwritten outputs
 // fail.
 template <class T>
@@ -99,54 +95,9 @@ std::vector<T> from_device(const T* d, size_t n) {
     CHECK_CUDA(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
 }
-
-// Elementwise check |got - ref| <= atol + rtol * |ref|. Prints max abs/rel error; records a test failure
-// (with the first offending index) if any element is out of tolerance or not finite.
-inline bool expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& ref,
-                         double atol, double rtol) {
-    double max_abs = 0, max_rel = 0;
-    long first_bad = -1;
-    if (got.size() != ref.size()) {
-        testing::fail(__FILE__, __LINE__, std::string(what) + ": size mismatch");
-        return false;
-    }
-    for (size_t i = 0; i < got.size(); i++) {
-        double g = got[i], r = ref[i], err = std::fabs(g - r);
-        if (!std::isfinite(g) || err > atol + rtol * std::fabs(r)) {
-            if (first_bad < 0) first_bad = (long)i;
-        }
-        if (std::isfinite(err)) {
-            max_abs = std::fmax(max_abs, err);
-            max_rel = std::fmax(max_rel, err / (std::fabs(r) + 1e-6));
-        }
-    }
-    printf("  %-28s max abs err %.3e  max rel err %.3e  (atol %.1e rtol %.1e)\n", what, max_abs, max_rel,
-           atol, rtol);
-    if (first_bad >= 0) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g", what, first_bad, got[first_bad],
-                 ref[first_bad]);
-        testing::fail(__FILE__, __LINE__, buf);
-        return false;
-    }
-    return true;
-}
-
-// Normwise relative error ||got - ref|| / ||ref||, for reductions where elementwise tolerances are too noisy.
-// Bitwise equality of two float vectors (NaNs compare by their bits).
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-inline double rel_l2_error(const std::vector<float>& got, const std::vector<float>& ref) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < got.size(); i++) {
-        double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    if (!std::isfinite(num)) return INFINITY;
-    return std::sqrt(num / (den + 1e-30));
+// The raw bits of n bf16 values.
+inline std::vector<uint16_t> from_device_bf16_bits(const __nv_bfloat16* d, size_t n) {
+    return from_device(reinterpret_cast<const uint16_t*>(d), n);
 }
 
 // Median time in ms of `fn` over `repeats` runs, each after flushing L2 (writes a buffer larger than L2).

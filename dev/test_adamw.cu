@@ -1,34 +1,16 @@
-// Tests for llmc/kernels/adamw.cuh: several AdamW steps against a float64 CPU reference (each step from the GPU's
-// previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale != 1, a P that is
-// not a multiple of 8, misaligned views (head peeling and the element fallback). Benchmark (--bench): the
-// bandwidth at 1.5B.
+// Tests for llmc/kernels/adamw.cuh: several AdamW steps against the float64 CPU reference (each step from the
+// GPU's previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale != 1, a P
+// that is not a multiple of 8, misaligned views (head peeling and the element fallback). Benchmark (--bench):
+// the bandwidth at 1.5B.
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "llmc/kernels/adamw.cuh"
+#include "test/reference/adamw.h"
 
 namespace {
 
-struct Hyper {
-    float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
-};
-
-// float64 reference of one step from fp32 state, with g = grad * scale.
-void reference_step(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v,
-                    const std::vector<float>& grads, float scale, const Hyper& h, int t) {
-    const double b1 = h.beta1, b2 = h.beta2;
-    const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
-    for (size_t i = 0; i < grads.size(); i++) {
-        const double g = (double)grads[i] * scale;
-        const double mi = b1 * (*m)[i] + (1.0 - b1) * g;
-        const double vi = b2 * (*v)[i] + (1.0 - b2) * g * g;
-        double p = (double)(*master)[i] * (1.0 - (double)h.lr * h.weight_decay);
-        p -= (double)h.lr * (mi / bc1) / (std::sqrt(vi / bc2) + (double)h.eps);
-        (*master)[i] = (float)p;
-        (*m)[i] = (float)mi;
-        (*v)[i] = (float)vi;
-    }
-}
+using Hyper = RefAdamW;  // lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1
 
 // Runs `steps` steps on views that start `offset_*` elements into their allocations and checks each one.
 // grad_scale_value < 0: pass nullptr (scale 1).
@@ -61,14 +43,14 @@ void check_adamw(size_t P, Hyper h, float grad_scale_value, size_t offset_master
 
     for (int t = 1; t <= steps; t++) {
         std::vector<float> grads = dev::random_normal(P);
-        dev::round_to_bf16(grads);
+        ref_round_to_bf16(grads);
         std::vector<__nv_bfloat16> gh(P);
         for (size_t i = 0; i < P; i++) gh[i] = __float2bfloat16(grads[i]);
         CHECK_CUDA(cudaMemcpy(d_grads, gh.data(), P * sizeof(bf16), cudaMemcpyHostToDevice));
         // Reference from the GPU's current state.
         std::vector<float> ref_master = dev::from_device(d_master, P), ref_m = dev::from_device(d_m, P),
                            ref_v = dev::from_device(d_v, P);
-        reference_step(&ref_master, &ref_m, &ref_v, grads, scale, h, t);
+        ref_adamw_step(&ref_master, &ref_m, &ref_v, grads, scale, h, t);
 
         adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay,
                      t, d_scale, 0);
@@ -81,21 +63,21 @@ void check_adamw(size_t P, Hyper h, float grad_scale_value, size_t offset_master
         // relative of |p| each; the update u (|u| <~ 10 lr here) carries ~8 roundings (g*scale, m, v, sqrt,
         // two divisions, eps add, the fp32 step_size/bc2_sqrt) ~ 5e-7 relative, plus a cancellation in m of
         // at most 2^-24 * (|m| + |g|) absolute. -> rtol 1e-6 (8 ulp of p), atol 1e-5 * lr.
-        dev::expect_close("master", got_master, ref_master, 1e-5 * h.lr, 1e-6);
+        testing::expect_close("master", got_master, ref_master, 1e-5 * h.lr, 1e-6);
         // m = lerp(m, g, 0.1): the fma rounds once at 2^-24 of |m| and g - m rounds at 2^-24 of |g - m|
         // scaled by 0.1; |m|, |g| <~ 4 -> absolute <= ~3e-7 where m cancels -> atol 1e-6, rtol 1e-6.
-        dev::expect_close("m", got_m, ref_m, 1e-6, 1e-6);
+        testing::expect_close("m", got_m, ref_m, 1e-6, 1e-6);
         // v = 0.95 v + 0.05 g^2: positive terms, no cancellation, <= 4 roundings -> rtol 1e-6.
-        dev::expect_close("v", got_v, ref_v, 1e-12, 1e-6);
+        testing::expect_close("v", got_v, ref_v, 1e-12, 1e-6);
         // params must be exactly bf16_rn(new master) ...
         size_t mismatches = 0;
         for (size_t i = 0; i < P; i++)
-            if (!(got_params[i] == dev::bf16_round(got_master[i]))) mismatches++;
+            if (!(got_params[i] == ref_bf16_round(got_master[i]))) mismatches++;
         if (mismatches)
             testing::fail(__FILE__, __LINE__, std::to_string(mismatches) + " params != bf16(master)");
         // ... hence within one bf16 rounding (2^-8 relative) of the reference master.
-        dev::expect_close("params vs ref master", got_params, ref_master, 1e-5 * h.lr,
-                          std::ldexp(1.0, -8) + 2e-6);
+        testing::expect_close("params vs ref master", got_params, ref_master, 1e-5 * h.lr,
+                              testing::kBf16Eps + 2e-6);
     }
     for (void* ptr : {(void*)d_master_alloc, (void*)d_m_alloc, (void*)d_v_alloc, (void*)d_params_alloc,
                       (void*)d_grads_alloc, (void*)d_scale})
@@ -112,28 +94,28 @@ void check_adamw_shard(size_t slices, size_t slice, int world, int rank) {
     Hyper h;
     std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
                        v = dev::random_uniform(P, 0.01f, 0.1f), grads_full = dev::random_normal(full);
-    dev::round_to_bf16(grads_full);
+    ref_round_to_bf16(grads_full);
     std::vector<float> grads(P);
     for (size_t i = 0; i < P; i++) grads[i] = grads_full[view.map(i)];
     float *d_master = dev::to_device(master), *d_m = dev::to_device(m), *d_v = dev::to_device(v);
     bf16* d_grads = dev::to_device_bf16(grads_full);
     bf16* d_params = dev::device_alloc<bf16>(full);  // 0xFFFF everywhere
-    reference_step(&master, &m, &v, grads, 1.0f, h, 1);
+    ref_adamw_step(&master, &m, &v, grads, 1.0f, h, 1);
     adamw_update(d_master, d_params, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 1,
                  nullptr, 0, view);
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::vector<float> got_master = dev::from_device(d_master, P);
     // tolerances as in check_adamw
-    dev::expect_close("master (shard)", got_master, master, 1e-5 * h.lr, 1e-6);
-    dev::expect_close("m (shard)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
-    dev::expect_close("v (shard)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
+    testing::expect_close("master (shard)", got_master, master, 1e-5 * h.lr, 1e-6);
+    testing::expect_close("m (shard)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
+    testing::expect_close("v (shard)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
     std::vector<uint16_t> params(full);
     CHECK_CUDA(cudaMemcpy(params.data(), d_params, full * sizeof(bf16), cudaMemcpyDeviceToHost));
     std::vector<bool> mine(full, false);
     size_t wrong = 0;
     for (size_t i = 0; i < P; i++) {
         mine[view.map(i)] = true;
-        const float want = dev::bf16_round(got_master[i]);
+        const float want = ref_bf16_round(got_master[i]);
         uint32_t bits = (uint32_t)params[view.map(i)] << 16;
         float got;
         memcpy(&got, &bits, 4);
@@ -172,25 +154,23 @@ TEST(adamw_offset_views) { check_adamw(100003, Hyper(), 0.5f, 3, 3, 2); }
 // The master view is misaligned relative to the others: every element on the scalar path.
 TEST(adamw_misaligned_views) { check_adamw(100003, Hyper(), 0.5f, 1, 0, 2); }
 
-// Tiny P: fewer elements than one vector.
-// vector path (chunk 2400), element path (chunk 125: not a multiple of 8), one big slice (wte-like)
 // params_P == nullptr (FP8 on one GPU keeps no BF16 copy of the block weights): the same master/m/v.
 TEST(adamw_without_bf16_copy) {
     const size_t P = 100003;
     Hyper h;
     std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
                        v = dev::random_uniform(P, 0.01f, 0.1f), grads = dev::random_normal(P);
-    dev::round_to_bf16(grads);
+    ref_round_to_bf16(grads);
     float *d_master = dev::to_device(master), *d_m = dev::to_device(m), *d_v = dev::to_device(v);
     bf16* d_grads = dev::to_device_bf16(grads);
-    reference_step(&master, &m, &v, grads, 1.0f, h, 1);
+    ref_adamw_step(&master, &m, &v, grads, 1.0f, h, 1);
     adamw_update(d_master, nullptr, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, 1,
                  nullptr, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     // tolerances as in check_adamw
-    dev::expect_close("master (no bf16 copy)", dev::from_device(d_master, P), master, 1e-5 * h.lr, 1e-6);
-    dev::expect_close("m (no bf16 copy)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
-    dev::expect_close("v (no bf16 copy)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
+    testing::expect_close("master (no bf16 copy)", dev::from_device(d_master, P), master, 1e-5 * h.lr, 1e-6);
+    testing::expect_close("m (no bf16 copy)", dev::from_device(d_m, P), m, 1e-6, 1e-6);
+    testing::expect_close("v (no bf16 copy)", dev::from_device(d_v, P), v, 1e-12, 1e-6);
     for (void* p : {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_grads}) CHECK_CUDA(cudaFree(p));
 }
 
@@ -204,7 +184,7 @@ TEST(adamw_device_scalars_and_skip) {
     for (float wd : {h.weight_decay, 0.0f}) {
         std::vector<float> master = dev::random_normal(P, 0.0f, 0.1f), m = dev::random_normal(P, 0.0f, 0.01f),
                            v = dev::random_uniform(P, 0.01f, 0.1f), grads = dev::random_normal(P);
-        dev::round_to_bf16(grads);
+        ref_round_to_bf16(grads);
         bf16* d_grads = dev::to_device_bf16(grads);
         float* d_scale = dev::to_device(std::vector<float>{0.5f});
         const AdamWStepScalars host_scalars = adamw_step_scalars(h.lr, h.beta1, h.beta2, wd, t);
@@ -230,23 +210,25 @@ TEST(adamw_device_scalars_and_skip) {
                 CHECK_CUDA(cudaFree(p));
         }
         std::vector<float> params0 = master;
-        dev::round_to_bf16(params0);
+        ref_round_to_bf16(params0);
         const std::vector<std::vector<float>> start = {master, m, v, params0};
         for (int i = 0; i < 4; i++) {
-            EXPECT_TRUE(dev::same_bits(results[4 + i], results[i]));  // device scalars == host scalars
-            EXPECT_TRUE(dev::same_bits(results[8 + i], start[i]));    // skipped: untouched
-            EXPECT_TRUE(!dev::same_bits(results[i], start[i]));       // and the update did change them
+            EXPECT_TRUE(testing::same_bits(results[4 + i], results[i]));  // device scalars == host scalars
+            EXPECT_TRUE(testing::same_bits(results[8 + i], start[i]));    // skipped: untouched
+            EXPECT_TRUE(!testing::same_bits(results[i], start[i]));       // and the update did change them
         }
         for (void* p : {(void*)d_grads, (void*)d_scale, (void*)d_scalars}) CHECK_CUDA(cudaFree(p));
     }
 }
 
+// Vector path (chunk 2400), element path (chunk 125: not a multiple of 8), one big slice (wte-like).
 TEST(adamw_shard_view) {
     check_adamw_shard(48, 4800, 2, 1);
     check_adamw_shard(3, 1000, 8, 5);
     check_adamw_shard(1, 50304 * 16, 4, 3);
 }
 
+// Tiny P: fewer elements than one vector.
 TEST(adamw_tiny) { check_adamw(5, Hyper(), 2.0f, 0, 0, 2); }
 
 // GPT-2 1.5B-size update (P = 1.5e9). Bytes per parameter: read master, m, v (fp32) and grad (bf16), write
@@ -276,4 +258,4 @@ BENCH(adamw_update_gpt1p5b) {
         CHECK_CUDA(cudaFree(ptr));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -11,6 +11,7 @@
 // the 1.5B fc shape.
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/adamw_fp8.cuh"
+#include "test/reference/adamw.h"
 
 using namespace fp8_test;
 
@@ -18,6 +19,7 @@ namespace {
 
 constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kWd = 0.1f;
 constexpr int kStep = 3;
+constexpr float kGradScale = 0.75f;
 
 struct Inputs {
     std::vector<float> master, m, v, grads;  // grads rounded to bf16
@@ -25,7 +27,7 @@ struct Inputs {
 Inputs random_inputs(size_t n) {
     Inputs in{dev::random_normal(n, 0.0f, 0.02f), dev::random_normal(n, 0.0f, 0.01f),
               dev::random_uniform(n, 0.01f, 0.1f), dev::random_normal(n)};
-    dev::round_to_bf16(in.grads);
+    ref_round_to_bf16(in.grads);
     return in;
 }
 
@@ -44,7 +46,7 @@ Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused)
     bf16* d_grads = A(dev::to_device_bf16(in.grads));
     fp8b *d_w = A(dev::device_alloc<fp8b>(n)), *d_wT = A(dev::device_alloc<fp8b>(n));
     float* d_scale_inv = A(dev::device_alloc<float>(1));
-    float* d_grad_scale = A(dev::to_device(std::vector<float>{0.75f}));
+    float* d_grad_scale = A(dev::to_device(std::vector<float>{kGradScale}));
     int* d_apply = A(dev::to_device(std::vector<int>{apply}));
     const AdamWStepScalars scalars = adamw_step_scalars(kLr, kBeta1, kBeta2, kWd, kStep);
     AdamWStepScalars* d_scalars = A(dev::device_alloc<AdamWStepScalars>(1));
@@ -71,21 +73,6 @@ Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused)
     return o;
 }
 
-// float64 reference of one AdamW step (PyTorch semantics), g = grad * 0.75.
-void reference_adamw(Inputs* r) {
-    const double bc1 = 1.0 - std::pow((double)kBeta1, kStep), bc2 = 1.0 - std::pow((double)kBeta2, kStep);
-    for (size_t i = 0; i < r->master.size(); i++) {
-        const double g = (double)r->grads[i] * 0.75;
-        const double m = kBeta1 * (double)r->m[i] + (1.0 - kBeta1) * g;
-        const double v = kBeta2 * (double)r->v[i] + (1.0 - kBeta2) * g * g;
-        double p = (double)r->master[i] * (1.0 - (double)kLr * kWd);
-        p -= (double)kLr * (m / bc1) / (std::sqrt(v / bc2) + (double)kEps);
-        r->master[i] = (float)p;
-        r->m[i] = (float)m;
-        r->v[i] = (float)v;
-    }
-}
-
 void check_shape(int OC, int C) {
     const size_t n = (size_t)OC * C;
     printf("  OC = %d, C = %d\n", OC, C);
@@ -95,37 +82,38 @@ void check_shape(int OC, int C) {
     const float scale = 448.0f / amax0 * 0.5f;  // delayed scaling: last step's amax, some headroom
 
     const Outputs fused = run(in, OC, C, scale, 1, true), unfused = run(in, OC, C, scale, 1, false);
-    EXPECT_TRUE(dev::same_bits(fused.master, unfused.master));
-    EXPECT_TRUE(dev::same_bits(fused.m, unfused.m));
-    EXPECT_TRUE(dev::same_bits(fused.v, unfused.v));
+    EXPECT_TRUE(testing::same_bits(fused.master, unfused.master));
+    EXPECT_TRUE(testing::same_bits(fused.m, unfused.m));
+    EXPECT_TRUE(testing::same_bits(fused.v, unfused.v));
     EXPECT_TRUE(fused.w == unfused.w);
     EXPECT_TRUE(fused.wT == unfused.wT);
-    EXPECT_TRUE(dev::same_bits({fused.scale_inv, fused.amax}, {unfused.scale_inv, unfused.amax}));
+    EXPECT_TRUE(testing::same_bits({fused.scale_inv, fused.amax}, {unfused.scale_inv, unfused.amax}));
 
     // Against the CPU: AdamW tolerances of dev/test_adamw.cu (fp32 rounding of a handful of ops relative to
     // |p| ~ 0.02 and the update ~ lr), then the exact quantization of what the GPU computed.
     Inputs ref = in;
-    reference_adamw(&ref);
-    dev::expect_close("master", fused.master, ref.master, 1e-5 * kLr, 1e-6);
-    dev::expect_close("m", fused.m, ref.m, 1e-6, 1e-6);
-    dev::expect_close("v", fused.v, ref.v, 1e-12, 1e-6);
+    const RefAdamW h{kLr, kBeta1, kBeta2, kEps, kWd};
+    ref_adamw_step(&ref.master, &ref.m, &ref.v, ref.grads, kGradScale, h, kStep);
+    testing::expect_close("master", fused.master, ref.master, 1e-5 * kLr, 1e-6);
+    testing::expect_close("m", fused.m, ref.m, 1e-6, 1e-6);
+    testing::expect_close("v", fused.v, ref.v, 1e-12, 1e-6);
     std::vector<uint8_t> q, qT;
-    quantize_ref(fused.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
-    expect_bytes("W", fused.w, q);
-    expect_bytes("W^T", fused.wT, qT);
+    ref_fp8_quantize_transpose(fused.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
+    testing::expect_same_bits("W", fused.w, q);
+    testing::expect_same_bits("W^T", fused.wT, qT);
     uint32_t got_amax = 0;
     memcpy(&got_amax, &fused.amax, 4);
-    EXPECT_EQ(got_amax, amax_bits(fused.master));
+    EXPECT_EQ(got_amax, ref_amax_bits(fused.master));
     EXPECT_TRUE(fused.scale_inv == fp8_compute_scale_inv(scale));
 
     // A skipped step: nothing moves, W is the old master quantized.
     const Outputs skipped = run(in, OC, C, scale, 0, true);
-    EXPECT_TRUE(dev::same_bits(skipped.master, in.master));
-    EXPECT_TRUE(dev::same_bits(skipped.m, in.m));
-    EXPECT_TRUE(dev::same_bits(skipped.v, in.v));
-    quantize_ref(in.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
-    expect_bytes("W (skipped step)", skipped.w, q);
-    expect_bytes("W^T (skipped step)", skipped.wT, qT);
+    EXPECT_TRUE(testing::same_bits(skipped.master, in.master));
+    EXPECT_TRUE(testing::same_bits(skipped.m, in.m));
+    EXPECT_TRUE(testing::same_bits(skipped.v, in.v));
+    ref_fp8_quantize_transpose(in.master, OC, C, scale, Fp8Dtype::E4M3, q, qT);
+    testing::expect_same_bits("W (skipped step)", skipped.w, q);
+    testing::expect_same_bits("W^T (skipped step)", skipped.wT, qT);
 }
 
 }  // namespace
@@ -164,4 +152,4 @@ BENCH(adamw_fp8_weight_gpt1p5b_fc) {
     fp8_scale_state_destroy(&st);
 }
 
-DEV_MAIN()
+TEST_MAIN()

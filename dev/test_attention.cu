@@ -1,174 +1,25 @@
-// Tests for llmc/kernels/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats, backward
-// dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; the GPT-1.5B
-// attention shape (B=12, H=25, T=1024, D=64), also a benchmark (--bench).
+// Tests for llmc/kernels/attention.h (cuDNN causal flash attention): forward output and log-sum-exp stats,
+// backward dQ/dK/dV, against a float64 CPU reference on the same bf16-rounded inputs; determinism; the
+// GPT-1.5B attention shape (B=12, H=25, T=1024, D=64), also a benchmark (--bench).
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/kernels/attention.h"
 #include "llmc/gpu/context.h"
+#include "llmc/kernels/attention.h"
+#include "test/reference/attention.h"
+#include "test/require_gpu.h"
 
 namespace {
-
-// bf16 unit roundoff: 8 significant bits, round-to-nearest -> relative error <= 2^-8.
-constexpr double kBf16Unit = 1.0 / 256.0;
-// Worst-case relative error of an fp32 dot product of D terms (linear growth, D * 2^-24), per unit of sum
-// |a||b|.
-inline double fp32_dot_error(int D) { return D * std::ldexp(1.0, -24); }
 
 GpuContext* test_context() {
     static GpuContext ctx = create_gpu_context(0, 90);
     return &ctx;
 }
 
-struct Shape {
-    int B, T, H, D;
-};
-
-// Float64 reference for one (b, h) head plus a rigorous per-element error bound for the GPU result. u = 2^-8.
-//   Forward: flash attention rounds the (unnormalized) probabilities P to bf16 before the P V product and
-//   rounds O to bf16: |dO_td| <= u * (sum_j p_tj |v_jd| + |o_td|). Stats: lse = max_j s + log sum_j exp(s -
-//   max) is 1-Lipschitz in the scores, so |d lse| <= max_j |d s_tj|, with |d s| <= D 2^-24 * scale * sum_d
-//   |q||k| (fp32 dot), plus exp2/log2 approximations (~2^-21 (1+|lse|)). Backward: D_t = dO_t . O_t uses the
-//   bf16-rounded O, so |d D_t| <= u sum_d |dO_td| (sum_j p_tj|v_jd| + |o_td|)
-//   (+ fp32 dot error); dS = P (dP - D) is rounded to bf16 before the dQ = dS K and dK = dS^T Q products, and
-//   P is rounded to bf16 before dV = P^T dO; every output is rounded to bf16. Per dS element the error is
-//   e_tj = p_tj (|d D_t| + D 2^-24 sum_d |dO_td||v_jd|) + u |dS_tj|; |d dQ_td| <= scale sum_j e_tj |k_jd| +
-//   u|dQ|, |d dK_jd| <= scale sum_t e_tj |q_td| + u|dK|, |d dV_jd| <= u (sum_t p_tj |dO_td| + |dV_jd|). The
-//   checks allow 2x these bounds, covering the fp32 accumulation terms over T (T 2^-24 << u) left out.
-struct HeadReference {
-    std::vector<double> o, o_bound, dq, dq_bound, dk, dk_bound, dv, dv_bound;  // [T][D]
-    std::vector<double> lse, lse_bound, row_max;                               // [T]
-};
-
-void reference_head(const std::vector<float>& qkv, const std::vector<float>& dout, const Shape& s, int b,
-                    int h, HeadReference* r) {
-    const int T = s.T, D = s.D;
-    const size_t C = (size_t)s.H * D;
-    const double scale = 1.0 / std::sqrt((double)D), u = kBf16Unit, e32 = fp32_dot_error(D);
-    std::vector<double> q(T * D), k(T * D), v(T * D), dO(T * D);
-    for (int t = 0; t < T; t++)
-        for (int d = 0; d < D; d++) {
-            const size_t row = ((size_t)b * T + t) * 3 * C + (size_t)h * D + d;
-            q[t * D + d] = qkv[row];
-            k[t * D + d] = qkv[row + C];
-            v[t * D + d] = qkv[row + 2 * C];
-            dO[t * D + d] = dout[((size_t)b * T + t) * C + (size_t)h * D + d];
-        }
-    auto zeros = [&](std::vector<double>& x, size_t n) { x.assign(n, 0.0); };
-    zeros(r->o, T * D), zeros(r->o_bound, T * D), zeros(r->dq, T * D), zeros(r->dq_bound, T * D);
-    zeros(r->dk, T * D), zeros(r->dk_bound, T * D), zeros(r->dv, T * D), zeros(r->dv_bound, T * D);
-    zeros(r->lse, T), zeros(r->lse_bound, T), zeros(r->row_max, T);
-    std::vector<double> P((size_t)T * T, 0.0), dS((size_t)T * T, 0.0), dS_err((size_t)T * T, 0.0);
-    std::vector<double> A(T * D, 0.0);  // sum_j p_tj |v_jd|
-    std::vector<double> srow(T);
-    for (int t = 0; t < T; t++) {
-        double m = -INFINITY, max_abs_dot = 0;
-        for (int j = 0; j <= t; j++) {
-            double dot = 0, abs_dot = 0;
-            for (int d = 0; d < D; d++) {
-                dot += q[t * D + d] * k[j * D + d];
-                abs_dot += std::fabs(q[t * D + d] * k[j * D + d]);
-            }
-            srow[j] = scale * dot;
-            max_abs_dot = std::fmax(max_abs_dot, scale * abs_dot);
-            m = std::fmax(m, srow[j]);
-        }
-        double l = 0;
-        for (int j = 0; j <= t; j++) l += std::exp(srow[j] - m);
-        for (int j = 0; j <= t; j++) P[(size_t)t * T + j] = std::exp(srow[j] - m) / l;
-        r->row_max[t] = m;
-        r->lse[t] = m + std::log(l);
-        r->lse_bound[t] = 2 * (e32 * max_abs_dot + std::ldexp(1.0, -21) * (1 + std::fabs(r->lse[t])));
-        for (int j = 0; j <= t; j++) {
-            const double p = P[(size_t)t * T + j];
-            for (int d = 0; d < D; d++) {
-                r->o[t * D + d] += p * v[j * D + d];
-                A[t * D + d] += p * std::fabs(v[j * D + d]);
-            }
-        }
-        for (int d = 0; d < D; d++)
-            r->o_bound[t * D + d] = 2 * u * (A[t * D + d] + std::fabs(r->o[t * D + d]));
-    }
-    // Backward.
-    for (int t = 0; t < T; t++) {
-        double Dt = 0, dDt = 0;
-        for (int d = 0; d < D; d++) {
-            Dt += dO[t * D + d] * r->o[t * D + d];
-            dDt += std::fabs(dO[t * D + d]) *
-                   (u * (A[t * D + d] + std::fabs(r->o[t * D + d])) + e32 * std::fabs(r->o[t * D + d]));
-        }
-        for (int j = 0; j <= t; j++) {
-            double dP = 0, abs_dP = 0;
-            for (int d = 0; d < D; d++) {
-                dP += dO[t * D + d] * v[j * D + d];
-                abs_dP += std::fabs(dO[t * D + d] * v[j * D + d]);
-            }
-            const double p = P[(size_t)t * T + j], ds = p * (dP - Dt);
-            dS[(size_t)t * T + j] = ds;
-            dS_err[(size_t)t * T + j] = p * (dDt + e32 * abs_dP) + u * std::fabs(ds);
-        }
-    }
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j <= t; j++) {
-            const double p = P[(size_t)t * T + j], ds = dS[(size_t)t * T + j], de = dS_err[(size_t)t * T + j];
-            for (int d = 0; d < D; d++) {
-                r->dq[t * D + d] += scale * ds * k[j * D + d];
-                r->dq_bound[t * D + d] += scale * de * std::fabs(k[j * D + d]);
-                r->dk[j * D + d] += scale * ds * q[t * D + d];
-                r->dk_bound[j * D + d] += scale * de * std::fabs(q[t * D + d]);
-                r->dv[j * D + d] += p * dO[t * D + d];
-                r->dv_bound[j * D + d] += u * p * std::fabs(dO[t * D + d]);
-            }
-        }
-    for (int i = 0; i < T * D; i++) {
-        r->dq_bound[i] = 2 * (r->dq_bound[i] + u * std::fabs(r->dq[i]));
-        r->dk_bound[i] = 2 * (r->dk_bound[i] + u * std::fabs(r->dk[i]));
-        r->dv_bound[i] = 2 * (r->dv_bound[i] + u * std::fabs(r->dv[i]));
-    }
-}
-
-// Accumulates |got - ref| against a per-element bound, and the normwise error, over the checked heads.
-struct ErrorCheck {
-    const char* what;
-    double max_err = 0, max_ratio = 0, num = 0, den = 0;
-    long first_bad = -1;
-    double bad_got = 0, bad_ref = 0, bad_bound = 0;
-    explicit ErrorCheck(const char* w) : what(w) {}
-    void add(long index, double got, double ref, double bound) {
-        const double err = std::fabs(got - ref);
-        if (!std::isfinite(got) || !(err <= bound)) {
-            if (first_bad < 0) first_bad = index, bad_got = got, bad_ref = ref, bad_bound = bound;
-        }
-        if (std::isfinite(err)) {
-            max_err = std::fmax(max_err, err);
-            max_ratio = std::fmax(max_ratio, err / bound);
-        }
-        num += std::isfinite(err) ? err * err : INFINITY;
-        den += ref * ref;
-    }
-    // max_rel_l2 <= 0 disables the normwise check.
-    bool report(double max_rel_l2) {
-        const double rel_l2 = std::sqrt(num / (den + 1e-300));
-        printf("  %-22s max abs err %.3e  max err/bound %.3f  rel l2 err %.3e\n", what, max_err, max_ratio,
-               rel_l2);
-        char buf[256];
-        if (first_bad >= 0) {
-            snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g, bound %.3g", what, first_bad,
-                     bad_got, bad_ref, bad_bound);
-            testing::fail(__FILE__, __LINE__, buf);
-            return false;
-        }
-        if (max_rel_l2 > 0 && !(rel_l2 <= max_rel_l2)) {
-            snprintf(buf, sizeof buf, "%s: normwise relative error %.3e > %.1e", what, rel_l2, max_rel_l2);
-            testing::fail(__FILE__, __LINE__, buf);
-            return false;
-        }
-        return true;
-    }
-};
+using Shape = RefAttentionShape;
 
 // Normwise limit for O, dQ, dK, dV: bf16 output rounding alone gives ~u/sqrt(3) = 2.3e-3 (uniform rounding
 // error), the bf16 P / dS operands add about as much again; 1e-2 leaves margin yet catches any layout
@@ -184,12 +35,6 @@ struct DeviceBuffers {
     }
 };
 
-std::vector<uint16_t> raw_bf16(const bf16* d, size_t n) {
-    std::vector<uint16_t> h(n);
-    CHECK_CUDA(cudaMemcpy(h.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    return h;
-}
-
 bool all_finite(const std::vector<float>& v) {
     for (float x : v)
         if (!std::isfinite(x)) return false;
@@ -202,11 +47,11 @@ void check_heads(const Shape& s, const std::vector<float>& qkv, const std::vecto
                  const std::vector<float>& dqkv, const std::vector<std::pair<int, int>>& heads) {
     const int T = s.T, D = s.D, H = s.H;
     const size_t C = (size_t)H * D;
-    ErrorCheck c_o("out"), c_lse("stats (log-sum-exp)"), c_dq("dq"), c_dk("dk"), c_dv("dv");
-    HeadReference r;
+    testing::ErrorStats c_o, c_lse, c_dq, c_dk, c_dv;
+    RefAttentionHead r;
     long lse_diag_shown = 0;
     for (auto [b, h] : heads) {
-        reference_head(qkv, dout, s, b, h, &r);
+        ref_attention_head(qkv, dout, s, b, h, &r);
         for (int t = 0; t < T; t++) {
             const long si = ((long)b * H + h) * T + t;
             c_lse.add(si, stats[si], r.lse[t], r.lse_bound[t]);
@@ -224,11 +69,11 @@ void check_heads(const Shape& s, const std::vector<float>& qkv, const std::vecto
             }
         }
     }
-    c_o.report(kMaxRelL2);
-    c_lse.report(0);
-    c_dq.report(kMaxRelL2);
-    c_dk.report(kMaxRelL2);
-    c_dv.report(kMaxRelL2);
+    c_o.check("out", kMaxRelL2);
+    c_lse.check("stats (log-sum-exp)");
+    c_dq.check("dq", kMaxRelL2);
+    c_dk.check("dk", kMaxRelL2);
+    c_dv.check("dv", kMaxRelL2);
 }
 
 // Determinism (bitwise-equal reruns of forward and the deterministic backward), and the inference graph
@@ -244,8 +89,9 @@ void check_extras(AttentionGraphs* graphs, GpuContext* ctx, const Shape& s, cons
     attention_forward(graphs, ctx, out2, stats2, d.qkv, B, T, H, D, ctx->stream);
     attention_backward(graphs, ctx, dqkv2, d.dout, d.qkv, out2, stats2, B, T, H, D, ctx->stream);
     CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
-    const bool same_fwd = raw_bf16(out2, N * C) == raw_bf16(d.out, N * C);
-    const bool same_bwd = raw_bf16(dqkv2, N * 3 * C) == raw_bf16(d.dqkv, N * 3 * C);
+    const bool same_fwd = dev::from_device_bf16_bits(out2, N * C) == dev::from_device_bf16_bits(d.out, N * C);
+    const bool same_bwd =
+        dev::from_device_bf16_bits(dqkv2, N * 3 * C) == dev::from_device_bf16_bits(d.dqkv, N * 3 * C);
     printf("  reruns bitwise identical: forward %s, backward %s\n", same_fwd ? "yes" : "NO",
            same_bwd ? "yes" : "NO");
     EXPECT_TRUE(same_fwd);
@@ -258,18 +104,18 @@ void check_extras(AttentionGraphs* graphs, GpuContext* ctx, const Shape& s, cons
     attention_forward(graphs, ctx, out2, nullptr, d.qkv, B, T, H, D, other);
     CHECK_CUDA(cudaStreamSynchronize(other));
     std::vector<float> out_inf = dev::from_device_bf16(out2, N * C);
-    ErrorCheck c_inf("out (inference graph)");
-    HeadReference r;
+    testing::ErrorStats c_inf;
+    RefAttentionHead r;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            reference_head(qkv, dout, s, b, h, &r);
+            ref_attention_head(qkv, dout, s, b, h, &r);
             for (int t = 0; t < T; t++)
                 for (int dd = 0; dd < D; dd++) {
                     const size_t oi = ((size_t)b * T + t) * C + (size_t)h * D + dd;
                     c_inf.add(oi, out_inf[oi], r.o[t * D + dd], r.o_bound[t * D + dd]);
                 }
         }
-    c_inf.report(kMaxRelL2);
+    c_inf.check("out (inference graph)", kMaxRelL2);
     CHECK_CUDA(cudaStreamDestroy(other));
     CHECK_CUDA(cudaFree(out2));
     CHECK_CUDA(cudaFree(dqkv2));
@@ -283,8 +129,8 @@ void make_inputs(const Shape& s, float qk_std, std::vector<float>* qkv, std::vec
     *dout = dev::random_normal(N * C);
     for (size_t n = 0; n < N; n++)
         for (size_t c = 0; c < 2 * C; c++) (*qkv)[n * 3 * C + c] *= qk_std;
-    dev::round_to_bf16(*qkv);
-    dev::round_to_bf16(*dout);
+    ref_round_to_bf16(*qkv);
+    ref_round_to_bf16(*dout);
 }
 
 // Device copies of the inputs, and poisoned (NaN) outputs.
@@ -303,8 +149,7 @@ void upload(const Shape& s, const std::vector<float>& qkv, const std::vector<flo
 // (score standard deviation ~ qk_std^2): 1 gives a spread softmax, 2 a peaked one. heads empty = check
 // every head. extras: check_extras() too.
 void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> heads, bool extras) {
-    std::string why;
-    if (!cuda_device_available(&why)) SKIP("no CUDA device: " + why);
+    REQUIRE_GPU();
     GpuContext* ctx = test_context();
     const int B = s.B, T = s.T, H = s.H, D = s.D;
     const size_t C = (size_t)H * D, N = (size_t)B * T;
@@ -384,4 +229,4 @@ BENCH(attention_gpt1p5b) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -1,10 +1,11 @@
-// Tests for llmc/kernels/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU reference on
-// the same bf16 logits, the read-only mode, determinism, mean_loss. Benchmark (--bench): the bandwidth at
-// GPT-2 size.
+// Tests for llmc/kernels/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU
+// reference on the same bf16 logits, the read-only mode, determinism, mean_loss. Benchmark (--bench): the
+// bandwidth at GPT-2 size.
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "llmc/kernels/classifier.cuh"
+#include "test/reference/classifier.h"
 
 namespace {
 
@@ -21,26 +22,8 @@ void make_inputs(int N, int V, std::vector<float>* logits, std::vector<int>* tar
         const float scale = scales[n % 4] * (1.0f + 0.05f * (n % 5));
         for (int v = 0; v < V; v++) row[v] *= scale;
         for (int k = 0; k < 3; k++) row[spikes[3 * n + k]] = (k == 1 ? -4.0f : 4.0f) * scale;
-        for (int v = 0; v < V; v++) row[v] = dev::bf16_round(row[v]);
+        for (int v = 0; v < V; v++) row[v] = ref_bf16_round(row[v]);
         if (n % 4 == 3) (*targets)[n] = (int)(std::max_element(row, row + V) - row);
-    }
-}
-
-// float64 reference: loss_n = lse - x_t, dlogits = (exp(x - lse) - onehot) * dloss.
-void reference(const std::vector<float>& logits, const std::vector<int>& targets, float dloss, int N, int V,
-               std::vector<float>* losses, std::vector<float>* dlogits) {
-    losses->resize(N);
-    dlogits->resize((size_t)N * V);
-    for (int n = 0; n < N; n++) {
-        const float* x = logits.data() + (size_t)n * V;
-        double mx = -INFINITY, sum = 0;
-        for (int v = 0; v < V; v++) mx = std::max(mx, (double)x[v]);
-        for (int v = 0; v < V; v++) sum += std::exp((double)x[v] - mx);
-        const double lse = mx + std::log(sum);
-        (*losses)[n] = (float)(lse - x[targets[n]]);
-        for (int v = 0; v < V; v++)
-            (*dlogits)[(size_t)n * V + v] =
-                (float)((std::exp((double)x[v] - lse) - (v == targets[n] ? 1.0 : 0.0)) * (double)dloss);
     }
 }
 
@@ -51,7 +34,7 @@ void check_classifier(int N, int V) {
     make_inputs(N, V, &logits, &targets);
     const float dloss = 1.0f / N;
     std::vector<float> ref_losses, ref_dlogits;
-    reference(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+    ref_classifier(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
 
     bf16* d_logits = dev::to_device_bf16(logits);
     int* d_targets = dev::to_device(targets);
@@ -61,7 +44,7 @@ void check_classifier(int N, int V) {
     fused_classifier(d_logits, d_losses, d_targets, dloss, N, V, false, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::vector<float> untouched = dev::from_device_bf16(d_logits, (size_t)N * V);
-    EXPECT_TRUE(memcmp(untouched.data(), logits.data(), logits.size() * sizeof(float)) == 0);
+    EXPECT_TRUE(testing::same_bits(untouched, logits));
     const std::vector<float> losses_ro = dev::from_device(d_losses, N);
 
     CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
@@ -78,10 +61,10 @@ void check_classifier(int N, int V) {
     // = 3e-6 here
     // (|logit| <= ~110). Worst-case sum < 1.5e-5 -> atol 3e-5; the final rounding of a loss up to ~110
     // is covered by rtol 1e-5.
-    dev::expect_close("loss (read-only)", losses_ro, ref_losses, 3e-5, 1e-5);
-    dev::expect_close("loss", losses, ref_losses, 3e-5, 1e-5);
+    testing::expect_close("loss (read-only)", losses_ro, ref_losses, 3e-5, 1e-5);
+    testing::expect_close("loss", losses, ref_losses, 3e-5, 1e-5);
     // The losses must not depend on whether dlogits are written (same code path up to the loss).
-    EXPECT_TRUE(memcmp(losses.data(), losses_ro.data(), N * sizeof(float)) == 0);
+    EXPECT_TRUE(testing::same_bits(losses, losses_ro));
     // dlogits tolerance: bf16 output rounding is <= 2^-8 relative; the fp32 value before rounding carries
     // <= ~1e-5 relative error (see above + the 1/S and *dloss roundings), so rtol = 2^-8 + 2e-5. Non-target
     // entries: atol 1e-37 only covers fp32 flush-to-zero (exp2 of arguments below -126, products below
@@ -94,8 +77,8 @@ void check_classifier(int N, int V) {
             (v == targets[n] ? got_t : got_o).push_back(dlogits[i]);
             (v == targets[n] ? ref_t : ref_o).push_back(ref_dlogits[i]);
         }
-    dev::expect_close("dlogits (non-target)", got_o, ref_o, 1e-37, std::ldexp(1.0, -8) + 2e-5);
-    dev::expect_close("dlogits (target)", got_t, ref_t, 2e-5 * dloss, std::ldexp(1.0, -8) + 2e-5);
+    testing::expect_close("dlogits (non-target)", got_o, ref_o, 1e-37, testing::kBf16Eps + 2e-5);
+    testing::expect_close("dlogits (target)", got_t, ref_t, 2e-5 * dloss, testing::kBf16Eps + 2e-5);
 
     // mean_loss over the GPU losses: fp32 sum of N positive terms, <= N/1024 sequential adds + 10 tree levels
     // -> rel err <= ~(N/1024 + 10) * 2^-24 < 2e-6 for the N used here.
@@ -105,7 +88,7 @@ void check_classifier(int N, int V) {
     double ref_mean = 0;
     for (float l : losses) ref_mean += l;
     ref_mean /= N;
-    dev::expect_close("mean_loss", {mean}, {(float)ref_mean}, 0.0, 2e-6);
+    testing::expect_close("mean_loss", {mean}, {(float)ref_mean}, 0.0, 2e-6);
     mean_loss(d_mean, d_losses, N, 0);
     const float mean2 = dev::from_device(d_mean, 1)[0];
     EXPECT_TRUE(memcmp(&mean, &mean2, sizeof(float)) == 0);
@@ -143,8 +126,8 @@ TEST(classifier_deterministic) {
         CHECK_CUDA(cudaFree(d_logits));
         CHECK_CUDA(cudaFree(d_losses));
     }
-    EXPECT_TRUE(memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
-    EXPECT_TRUE(memcmp(loss[0].data(), loss[1].data(), N * sizeof(float)) == 0);
+    EXPECT_TRUE(testing::same_bits(out[0], out[1]));
+    EXPECT_TRUE(testing::same_bits(loss[0], loss[1]));
     CHECK_CUDA(cudaFree(d_targets));
 }
 
@@ -200,4 +183,4 @@ BENCH(fused_classifier_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_losses));
 }
 
-DEV_MAIN()
+TEST_MAIN()

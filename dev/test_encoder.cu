@@ -5,10 +5,11 @@
 
 #include "dev/dev_utils.h"
 #include "llmc/kernels/encoder.cuh"
+#include "test/reference/encoder.h"
 
 namespace {
 
-constexpr double kBf16Rel = 1.0 / 256;  // 2^-8: covers one bf16 rounding (<= 2^-9 relative)
+using testing::kBf16Eps;  // one bf16 rounding of the output
 
 // `used` distinct token ids drawn from [0, V) (a random subset, so absent rows are interleaved with present
 // ones), or a Zipf-like heavy-headed distribution over all of V when `zipf` (frequent tokens give long
@@ -29,27 +30,14 @@ std::vector<int> make_tokens(int N, int V, int used, bool zipf) {
     return tokens;
 }
 
-std::vector<uint16_t> bits_of(const std::vector<float>& v) {
-    std::vector<uint16_t> b(v.size());
-    for (size_t i = 0; i < v.size(); i++) {
-        const __nv_bfloat16 h = __float2bfloat16(v[i]);
-        memcpy(&b[i], &h, 2);
-    }
-    return b;
-}
-
 void check_forward(int B, int T, int C, int V) {
     printf("  B = %d, T = %d, C = %d, V = %d\n", B, T, C, V);
     const int N = B * T, maxT = T + 5;
     std::vector<float> wte = dev::random_normal((size_t)V * C), wpe = dev::random_normal((size_t)maxT * C);
-    dev::round_to_bf16(wte);
-    dev::round_to_bf16(wpe);
+    ref_round_to_bf16(wte);
+    ref_round_to_bf16(wpe);
     const std::vector<int> inp = dev::random_ints(N, 0, V);
-    std::vector<float> ref((size_t)N * C);
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++)
-            ref[(size_t)n * C + c] =
-                (float)((double)wte[(size_t)inp[n] * C + c] + wpe[(size_t)(n % T) * C + c]);
+    const std::vector<float> ref = ref_encoder_forward(wte, wpe, inp, T, C);
     int* d_inp = dev::to_device(inp);
     bf16* d_wte = dev::to_device_bf16(wte);
     bf16* d_wpe = dev::to_device_bf16(wpe);
@@ -58,7 +46,7 @@ void check_forward(int B, int T, int C, int V) {
     CHECK_CUDA(cudaDeviceSynchronize());
     // The sum of two bf16 values is exact in fp32 (or rounded at 2^-24), then rounded once to bf16: rtol
     // 2^-8. An exactly cancelling sum is exactly 0 on both sides: atol 0.
-    dev::expect_close("encoder forward", dev::from_device_bf16(d_out, (size_t)N * C), ref, 0.0, kBf16Rel);
+    testing::expect_close("encoder forward", dev::from_device_bf16(d_out, (size_t)N * C), ref, 0.0, kBf16Eps);
     for (void* p : {(void*)d_inp, (void*)d_wte, (void*)d_wpe, (void*)d_out}) CHECK_CUDA(cudaFree(p));
 }
 
@@ -77,19 +65,13 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     // dwte starts with random values (the LM head's gradient); dwpe too (its rows >= T must survive).
     std::vector<float> dout = dev::random_normal((size_t)N * C), dwte0 = dev::random_normal((size_t)V * C),
                        dwpe0 = dev::random_normal((size_t)maxT * C);
-    dev::round_to_bf16(dout);
-    dev::round_to_bf16(dwte0);
-    dev::round_to_bf16(dwpe0);
+    ref_round_to_bf16(dout);
+    ref_round_to_bf16(dwte0);
+    ref_round_to_bf16(dwpe0);
 
-    std::vector<double> acc_wte((size_t)V * C, 0.0), acc_wpe((size_t)T * C, 0.0);
-    std::vector<char> present(V, 0);
-    for (int n = 0; n < N; n++) {
-        present[inp[n]] = 1;
-        for (int c = 0; c < C; c++) {
-            acc_wte[(size_t)inp[n] * C + c] += dout[(size_t)n * C + c];
-            acc_wpe[(size_t)(n % T) * C + c] += dout[(size_t)n * C + c];
-        }
-    }
+    const RefEncoderGrads ref = ref_encoder_backward(dout, inp, T, C, V);
+    const std::vector<double>&acc_wte = ref.dwte, &acc_wpe = ref.dwpe;
+    const std::vector<char>& present = ref.present;
     std::vector<float> ref_wpe((size_t)T * C);
     for (size_t i = 0; i < ref_wpe.size(); i++) ref_wpe[i] = (float)acc_wpe[i];
     double sq = 0;
@@ -125,24 +107,25 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
             }
         }
     }
-    dev::expect_close("dwte (present rows)", got_p, ref_p, 8.0 * (longest + 1) * std::ldexp(rms, -24),
-                      kBf16Rel);
+    testing::expect_close("dwte (present rows)", got_p, ref_p, 8.0 * (longest + 1) * std::ldexp(rms, -24),
+                          kBf16Eps);
     // Absent rows are not touched: bit-exact.
     printf("  dwte absent rows: %zu values must be unchanged\n", got_abs.size());
-    EXPECT_TRUE(bits_of(got_abs) == bits_of(init_abs));
+    EXPECT_TRUE(testing::same_bits(got_abs, init_abs));
     // dwpe rows < T: sum over B terms (same reasoning); rows >= T untouched (bit-exact).
-    dev::expect_close("dwpe (rows < T)", std::vector<float>(got_wpe.begin(), got_wpe.begin() + (size_t)T * C),
-                      ref_wpe, 8.0 * B * std::ldexp(rms, -24), kBf16Rel);
-    EXPECT_TRUE(bits_of(std::vector<float>(got_wpe.begin() + (size_t)T * C, got_wpe.end())) ==
-                bits_of(std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
+    testing::expect_close("dwpe (rows < T)",
+                          std::vector<float>(got_wpe.begin(), got_wpe.begin() + (size_t)T * C), ref_wpe,
+                          8.0 * B * std::ldexp(rms, -24), kBf16Eps);
+    EXPECT_TRUE(testing::same_bits(std::vector<float>(got_wpe.begin() + (size_t)T * C, got_wpe.end()),
+                                   std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
 
     // Determinism: from the same initial state, a second run gives bitwise identical results.
     bf16* d_dwte2 = dev::to_device_bf16(dwte0);
     bf16* d_dwpe2 = dev::to_device_bf16(dwpe0);
     encoder_backward(d_dwte2, d_dwpe2, d_dout, d_off, d_pos, d_tok, d_count, N, B, T, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
-    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte2, (size_t)V * C)) == bits_of(got_wte));
-    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C)) == bits_of(got_wpe));
+    EXPECT_TRUE(testing::same_bits(dev::from_device_bf16(d_dwte2, (size_t)V * C), got_wte));
+    EXPECT_TRUE(testing::same_bits(dev::from_device_bf16(d_dwpe2, (size_t)maxT * C), got_wpe));
 
     // Gradient accumulation: dwpe rows < T become dwpe0 + sum (one bf16 rounding; same tolerances), rows >= T
     // still untouched.
@@ -154,12 +137,12 @@ void check_backward(int B, int T, int C, int V, int used, bool zipf) {
     const std::vector<float> got_wpe3 = dev::from_device_bf16(d_dwpe3, (size_t)maxT * C);
     std::vector<float> ref_wpe_acc(ref_wpe);
     for (size_t i = 0; i < ref_wpe_acc.size(); i++) ref_wpe_acc[i] = (float)((double)acc_wpe[i] + dwpe0[i]);
-    dev::expect_close("dwpe (accumulate, rows < T)",
-                      std::vector<float>(got_wpe3.begin(), got_wpe3.begin() + (size_t)T * C), ref_wpe_acc,
-                      8.0 * (B + 1) * std::ldexp(rms, -24), kBf16Rel);
-    EXPECT_TRUE(bits_of(std::vector<float>(got_wpe3.begin() + (size_t)T * C, got_wpe3.end())) ==
-                bits_of(std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
-    EXPECT_TRUE(bits_of(dev::from_device_bf16(d_dwte3, (size_t)V * C)) == bits_of(got_wte));
+    testing::expect_close("dwpe (accumulate, rows < T)",
+                          std::vector<float>(got_wpe3.begin(), got_wpe3.begin() + (size_t)T * C), ref_wpe_acc,
+                          8.0 * (B + 1) * std::ldexp(rms, -24), kBf16Eps);
+    EXPECT_TRUE(testing::same_bits(std::vector<float>(got_wpe3.begin() + (size_t)T * C, got_wpe3.end()),
+                                   std::vector<float>(dwpe0.begin() + (size_t)T * C, dwpe0.end())));
+    EXPECT_TRUE(testing::same_bits(dev::from_device_bf16(d_dwte3, (size_t)V * C), got_wte));
     CHECK_CUDA(cudaFree(d_dwte3));
     CHECK_CUDA(cudaFree(d_dwpe3));
 
@@ -261,4 +244,4 @@ BENCH(encoder_backward_gpt1p5b) {
         CHECK_CUDA(cudaFree(p));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -1,13 +1,14 @@
 // Tests for llmc/fp8/cast.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
 // round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
-// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8/fp8_scale_math.h plus
-// hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
+// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8/fp8_scale_math.h
+// plus hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
 #include <cfloat>
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/cast.cuh"
+#include "test/reference/gelu.h"
 
 using namespace fp8_test;
 
@@ -19,7 +20,7 @@ std::vector<float> wide_values(size_t n, bool bf16) {
     std::vector<float> v = dev::random_normal(n);
     std::vector<int> k = dev::random_ints(n, -12, 2);
     for (size_t i = 0; i < n; i++) v[i] = std::ldexp(v[i], k[i]);
-    if (bf16) dev::round_to_bf16(v);
+    if (bf16) ref_round_to_bf16(v);
     return v;
 }
 
@@ -46,7 +47,7 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     Fixture f;
     Allocs A;
     std::vector<float> x = wide_values((size_t)N * C, bf16_in);
-    const uint32_t ref_amax = amax_bits(x);
+    const uint32_t ref_amax = ref_amax_bits(x);
     float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
     if (saturate) scale *= 4.0f;
     f.set_scale(d, scale);
@@ -64,9 +65,9 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     CHECK_CUDA(cudaDeviceSynchronize());
 
     std::vector<uint8_t> ref, refT;
-    quantize_ref(x, N, C, scale, d, ref, refT);
-    if (rowwise) expect_bytes("row-wise", dev::from_device(d_out, ref.size()), ref);
-    expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
+    ref_fp8_quantize_transpose(x, N, C, scale, d, ref, refT);
+    if (rowwise) testing::expect_same_bits("row-wise", dev::from_device(d_out, ref.size()), ref);
+    testing::expect_same_bits("transposed", dev::from_device(d_outT, refT.size()), refT);
     EXPECT_EQ(f.staged_bits(d), ref_amax);  // amax of the pre-scale input, exact
     EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
     if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);  // the case must exercise saturation
@@ -101,7 +102,7 @@ TEST(amax_only) {
         for (long n : {8L, 48L * 80, 8L * 100003, 12288L * 1600}) {
             for (int fp32 = 0; fp32 < 2; fp32++) {
                 std::vector<float> x = wide_values(n, !fp32);
-                const uint32_t ref_amax = amax_bits(x);
+                const uint32_t ref_amax = ref_amax_bits(x);
                 Allocs A;
                 void* d_in = fp32 ? (void*)A(dev::to_device(x)) : (void*)A(dev::to_device_bf16(x));
                 printf(" n=%ld slot %d %s\n", n, f.slot(d), fp32 ? "fp32" : "bf16");
@@ -147,10 +148,10 @@ TEST(cast_transpose_dbias) {
                 const int N = s[0], OC = s[1];
                 printf(" N=%d OC=%d %s%s\n", N, OC, name(d), accumulate ? " accumulate" : "");
                 std::vector<float> dy = dev::random_normal((size_t)N * OC);
-                dev::round_to_bf16(dy);
+                ref_round_to_bf16(dy);
                 std::vector<float> db0 = dev::random_normal(OC);
-                dev::round_to_bf16(db0);
-                const uint32_t ref_amax = amax_bits(dy);
+                ref_round_to_bf16(db0);
+                const uint32_t ref_amax = ref_amax_bits(dy);
                 const float scale =
                     3.0f * fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
                 f.set_scale(d, scale);
@@ -169,7 +170,7 @@ TEST(cast_transpose_dbias) {
                 for (int n = 0; n < N; n++)
                     for (int c = 0; c < OC; c++) {
                         const float v = dy[(size_t)n * OC + c];
-                        ref[(size_t)n * OC + c] = refT[(size_t)c * N + n] = quantize(v, scale, d);
+                        ref[(size_t)n * OC + c] = refT[(size_t)c * N + n] = ref_fp8_quantize(v, scale, d);
                         sum[c] += v;
                         abs_sum[c] += std::fabs(v);
                     }
@@ -178,35 +179,22 @@ TEST(cast_transpose_dbias) {
                     ref_db[c] = (float)(sum[c] + (accumulate ? db0[c] : 0.0));
                     abs_sum[c] += accumulate ? std::fabs(db0[c]) : 0.0;
                 }
-                expect_bytes("row-wise", dev::from_device(d_out, ref.size()), ref);
-                expect_bytes("transposed", dev::from_device(d_outT, refT.size()), refT);
+                testing::expect_same_bits("row-wise", dev::from_device(d_out, ref.size()), ref);
+                testing::expect_same_bits("transposed", dev::from_device(d_outT, refT.size()), refT);
                 EXPECT_EQ(f.staged_bits(d), ref_amax);
                 EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
                           fp8_float_bits(fp8_compute_scale_inv(scale)));
                 EXPECT_TRUE(check_saturation(dy, ref, scale, d) > 0);
-                dev::expect_close("dbias", dev::from_device_bf16(d_db, OC), ref_db, dbias_atol(abs_sum, N),
-                                  std::ldexp(1.0, -8));
+                testing::expect_close("dbias", dev::from_device_bf16(d_db, OC), ref_db,
+                                      dbias_atol(abs_sum, N), testing::kBf16Eps);
             }
 }
 
-namespace {
-
-// gelu'(x) in float64, in forms without cancellation so the left tail (gelu' -> 0, which E5M2 still resolves)
-// keeps full relative accuracy: Phi(x) = 0.5 erfc(-x/sqrt2) rather than 0.5 (1 + erf(...)); for the tanh
-// form s = sigmoid(2u) = 0.5 (1 + tanh u) and s (1 - s) = (1 - tanh^2 u) / 4 from e = exp(-2|u|) rather
-// than from t = tanh u, whose 1 + t and 1 - t^2 are multiples of 2^-53 even in float64 (no correct digit
-// left at x < -7, exactly 0 below -7.2).
-double gelu_grad_ref(double x, bool tanh_form) {
-    if (!tanh_form)
-        return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
-    const double k0 = std::sqrt(2.0 / M_PI), k1 = 0.044715;
-    const double u = k0 * (x + k1 * x * x * x), du = k0 * (1.0 + 3.0 * k1 * x * x);
-    const double e = std::exp(-2.0 * std::fabs(u)), s = (u >= 0.0 ? 1.0 : e) / (1.0 + e);
-    return s + 2.0 * x * e / ((1.0 + e) * (1.0 + e)) * du;
-}
-
-}  // namespace
-
+// gelu'(x): ref_gelu_grad (test/reference/gelu.h), in forms without cancellation so the left tail (gelu' ->
+// 0, which E5M2 still resolves) keeps full relative accuracy: Phi(x) = 0.5 erfc(-x/sqrt2) rather than 0.5 (1
+// + erf(...)); for the tanh form s (1 - s) from e = exp(-2|u|) rather than from t = tanh u, whose 1 + t and
+// 1 - t^2 are multiples of 2^-53 even in float64 (no correct digit left at x < -7, exactly 0 below -7.2).
+//
 // dGELU. The kernel evaluates gelu' in fp32 with llmc/kernels/gelu_math.cuh (erf form: one ex2.approx, one
 // rcp.approx + Newton step and a degree-7 polynomial for erfc(x/sqrt2) exp(x^2/2); tanh form: __expf =
 // ex2.approx of a rounded argument, approximate division), in cancellation-free forms like the reference.
@@ -243,22 +231,22 @@ TEST(cast_transpose_dbias_dgelu) {
                 std::vector<float> pre = dev::random_normal((size_t)N * C4, 0.0f, 2.0f);
                 const size_t sweep = std::min<size_t>(pre.size() / 4, 8192);
                 for (size_t i = 0; i < sweep; i++) pre[i] = -12.0f + 24.0f * (float)i / (float)sweep;
-                dev::round_to_bf16(dout);
-                dev::round_to_bf16(pre);
+                ref_round_to_bf16(dout);
+                ref_round_to_bf16(pre);
                 std::vector<float> g((size_t)N * C4);
                 std::vector<double> sum(C4, 0.0), abs_sum(C4, 0.0), sq_dout(C4, 0.0);
                 double max_dout = 0;
                 for (int n = 0; n < N; n++)
                     for (int c = 0; c < C4; c++) {
                         const size_t i = (size_t)n * C4 + c;
-                        const double gd = dout[i] * gelu_grad_ref(pre[i], tanh_form);
+                        const double gd = dout[i] * ref_gelu_grad(pre[i], tanh_form);
                         g[i] = (float)gd;
                         sum[c] += gd;
                         abs_sum[c] += std::fabs(gd);
                         sq_dout[c] += (double)dout[i] * dout[i];
                         max_dout = std::max(max_dout, (double)std::fabs(dout[i]));
                     }
-                const float ref_amax = fp8_bits_float(amax_bits(g));
+                const float ref_amax = fp8_bits_float(ref_amax_bits(g));
                 const float scale = 2.0f * fp8_compute_scale(ref_amax, fp8_dtype_max(d), 0, 1.0f);
                 f.set_scale(d, scale);
                 f.reset_staging();
@@ -279,7 +267,7 @@ TEST(cast_transpose_dbias_dgelu) {
                 for (int n = 0; n < N; n++)
                     for (int c = 0; c < C4; c++) {
                         const size_t i = (size_t)n * C4 + c;
-                        ref[i] = quantize(g[i], scale, d);
+                        ref[i] = ref_fp8_quantize(g[i], scale, d);
                         differ += got[i] != ref[i];
                         far += std::abs(ordinal(got[i]) - ordinal(ref[i])) > 1;
                         tail += pre[i] < -4.9f && ordinal(ref[i]) != 0;  // the old tanh form gave 0 there
@@ -304,8 +292,8 @@ TEST(cast_transpose_dbias_dgelu) {
                     ref_db[c] = (float)sum[c];
                     sq = std::max(sq, sq_dout[c]);
                 }
-                dev::expect_close("dbias", dev::from_device_bf16(d_db, C4), ref_db,
-                                  dbias_atol(abs_sum, N) + 4 * eps_g * std::sqrt(sq), std::ldexp(1.0, -8));
+                testing::expect_close("dbias", dev::from_device_bf16(d_db, C4), ref_db,
+                                      dbias_atol(abs_sum, N) + 4 * eps_g * std::sqrt(sq), testing::kBf16Eps);
                 // Calibration pass over the same g: same amax within the same error.
                 f.reset_staging();
                 fp8_amax_dgelu(&f.st, f.slot(d), d_dout, d_pre, (long)g.size(), tanh_form, 0);
@@ -339,7 +327,8 @@ std::vector<float> download_all(const Fp8ScaleState& st) {
     return dev::from_device(st.storage, st.storage_floats);
 }
 
-bool same_bits(const float* a, const float* b, size_t n, const char* what, int step) {
+// Bitwise equal to the host model, else one failure naming the step and the first differing element.
+bool same_as_model(const float* a, const float* b, size_t n, const char* what, int step) {
     if (memcmp(a, b, n * sizeof(float)) == 0) return true;
     for (size_t i = 0; i < n; i++)
         if (fp8_float_bits(a[i]) != fp8_float_bits(b[i])) {
@@ -376,10 +365,10 @@ void update_vs_model(int S, int H, AmaxAlgo algo, int margin, int steps, bool co
         }
         if (compare_every_step || step == steps - 1) {
             std::vector<float> all = download_all(st);
-            same_bits(all.data(), hist.data(), hist.size(), "history", step);
-            same_bits(all.data() + hist.size(), scale.data(), S, "scale", step);
-            same_bits(all.data() + hist.size() + S, scale_inv.data(), S, "scale_inv", step);
-            same_bits(all.data() + hist.size() + 2 * S, fmax.data(), S, "fp8_max", step);
+            same_as_model(all.data(), hist.data(), hist.size(), "history", step);
+            same_as_model(all.data() + hist.size(), scale.data(), S, "scale", step);
+            same_as_model(all.data() + hist.size() + S, scale_inv.data(), S, "scale_inv", step);
+            same_as_model(all.data() + hist.size() + 2 * S, fmax.data(), S, "fp8_max", step);
         }
     }
     EXPECT_TRUE(saw_normal);
@@ -583,4 +572,4 @@ BENCH(update_scales) {
     fp8_scale_state_destroy(&big);
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -1,19 +1,20 @@
-// GELU forward/backward (exact erf form and tanh approximation) against float64 CPU references; benchmarks
-// (--bench) at the GPT-1.5B MLP size.
+// GELU forward/backward (exact erf form and tanh approximation) against the float64 CPU references of
+// test/reference/gelu.h; benchmarks (--bench) at the GPT-1.5B MLP size.
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "llmc/kernels/gelu.cuh"
+#include "test/reference/gelu.h"
 
 namespace {
 
 // rtol for a bf16 result computed in fp32: bf16 rounding (8 significant bits: up to 2^-8 relative, just
-// above a power of two) + the fp32 evaluation (llmc/kernels/gelu_math.cuh). The latter, from CPU emulations of the
-// compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with ex2/rcp errors at 4x
-// their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5, except gelu' within
-// 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form <= 1.2e-4; bf16 inputs keep
-// |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
-constexpr double kRtol = 1.0 / 256 + 1.0 / 4096;
+// above a power of two) + the fp32 evaluation (llmc/kernels/gelu_math.cuh). The latter, from CPU emulations
+// of the compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with ex2/rcp errors
+// at 4x their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5, except gelu'
+// within 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form <= 1.2e-4; bf16
+// inputs keep |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
+constexpr double kRtol = testing::kBf16Eps + 0x1p-12;
 // atol: only for results the fp32 flush-to-zero of --use_fast_math drops. Tanh form: exp(-2|u|) (x < -9.9)
 // is flushed once below 2^-126, so the lost forward values are |x| 2^-126 / (1 or 2) < 16 * 2^-126 =
 // 2^-122 (~1.9e-37), and the lost gradients |d| |gelu'| with |gelu'| < |1 + 2 x u'| 2^-126 < 230 * 2^-126 <
@@ -24,34 +25,13 @@ constexpr double kRtol = 1.0 / 256 + 1.0 / 4096;
 // fp32, which is 0 for x < -4.9) exceeds these by many orders of magnitude.
 const double kFwdAtol = std::ldexp(1.0, -122);
 const double kBwdAtolPerUnitD = std::ldexp(1.0, -116);
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-
-// float64 references in forms without cancellation, accurate far into the tails where the kernels keep
-// relative accuracy: Phi(x) = 0.5 erfc(-x/sqrt2); 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + exp(-2u)), whose
-// s (1 - s) = (1 - tanh^2 u) / 4 is e / (1 + e)^2 with e = exp(-2|u|). (0.5 x (1 + tanh u) cancels to exactly
-// 0 for x < -7.2 even in float64, while the kernel correctly returns e.g. -1.0e-24 at x = -8.5.)
-double gelu_ref(double x, bool tanh_approx) {
-    if (tanh_approx) return x / (1.0 + std::exp(-2.0 * kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-    return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
-}
-double gelu_grad_ref(double x, bool tanh_approx) {
-    if (tanh_approx) {
-        const double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
-        const double du = kSqrt2OverPi * (1.0 + 3 * 0.044715 * x * x);
-        const double e = std::exp(-2.0 * std::fabs(u)), s = (u >= 0.0 ? 1.0 : e) / (1.0 + e);
-        return s + 2.0 * x * e / ((1.0 + e) * (1.0 + e)) * du;  // s + 0.5 x (1 - tanh^2 u) u'
-    }
-    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
-    return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * phi;
-}
-
 // Inputs: a dense sweep of [-12, 12] (the tails, where 1 + erf(x) or 1 + tanh(u) would cancel, and the
 // flush-to-zero boundaries) followed by N(0, 3^2) samples; all bf16-exact.
 std::vector<float> gelu_inputs(size_t n) {
     std::vector<float> x = dev::random_normal(n, 0.0f, 3.0f);
     const size_t sweep = std::min<size_t>(n, 8192);
     for (size_t i = 0; i < sweep; i++) x[i] = -12.0f + 24.0f * (float)i / (float)sweep;
-    dev::round_to_bf16(x);
+    ref_round_to_bf16(x);
     return x;
 }
 
@@ -59,13 +39,13 @@ void check_gelu(size_t n, bool tanh_approx) {
     printf("  n = %zu, %s form\n", n, tanh_approx ? "tanh" : "erf");
     const std::vector<float> x = gelu_inputs(n);
     std::vector<float> d = dev::random_normal(n);
-    dev::round_to_bf16(d);
+    ref_round_to_bf16(d);
 
     std::vector<float> ref_y(n), ref_dx(n);
     double max_d = 0;
     for (size_t i = 0; i < n; i++) {
-        ref_y[i] = (float)gelu_ref(x[i], tanh_approx);
-        ref_dx[i] = (float)(d[i] * gelu_grad_ref(x[i], tanh_approx));
+        ref_y[i] = (float)ref_gelu(x[i], tanh_approx);
+        ref_dx[i] = (float)(d[i] * ref_gelu_grad(x[i], tanh_approx));
         max_d = std::max(max_d, (double)std::fabs(d[i]));
     }
 
@@ -74,19 +54,19 @@ void check_gelu(size_t n, bool tanh_approx) {
     gelu_forward(d_y, d_x, n, tanh_approx, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     // Tolerances: see kRtol / kFwdAtol above.
-    dev::expect_close("gelu forward", dev::from_device_bf16(d_y, n), ref_y, kFwdAtol, kRtol);
+    testing::expect_close("gelu forward", dev::from_device_bf16(d_y, n), ref_y, kFwdAtol, kRtol);
 
     bf16* d_d = dev::to_device_bf16(d);
     gelu_backward_inplace(d_d, d_x, n, tanh_approx, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
-    dev::expect_close("gelu backward (d * gelu')", dev::from_device_bf16(d_d, n), ref_dx,
-                      kBwdAtolPerUnitD * max_d, kRtol);
+    testing::expect_close("gelu backward (d * gelu')", dev::from_device_bf16(d_d, n), ref_dx,
+                          kBwdAtolPerUnitD * max_d, kRtol);
 
     // In place forward (out aliases inp) gives the same result.
     bf16* d_z = dev::to_device_bf16(x);
     gelu_forward(d_z, d_z, n, tanh_approx, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
-    dev::expect_close("gelu forward in place", dev::from_device_bf16(d_z, n), ref_y, kFwdAtol, kRtol);
+    testing::expect_close("gelu forward in place", dev::from_device_bf16(d_z, n), ref_y, kFwdAtol, kRtol);
 
     CHECK_CUDA(cudaFree(d_x));
     CHECK_CUDA(cudaFree(d_y));
@@ -117,8 +97,8 @@ void check_gelu_all_bf16(bool tanh_approx) {
     printf("  %zu bf16 inputs in [-13, 13], %s form\n", n, tanh_approx ? "tanh" : "erf");
     std::vector<float> ref_y(n), ref_g(n);
     for (size_t i = 0; i < n; i++) {
-        ref_y[i] = (float)gelu_ref(x[i], tanh_approx);
-        ref_g[i] = (float)gelu_grad_ref(x[i], tanh_approx);
+        ref_y[i] = (float)ref_gelu(x[i], tanh_approx);
+        ref_g[i] = (float)ref_gelu_grad(x[i], tanh_approx);
     }
     bf16* d_x = dev::to_device_bf16(x);
     bf16* d_y = dev::device_alloc<bf16>(n);
@@ -127,14 +107,14 @@ void check_gelu_all_bf16(bool tanh_approx) {
     gelu_backward_inplace(d_g, d_x, n, tanh_approx, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     const std::vector<float> y = dev::from_device_bf16(d_y, n), g = dev::from_device_bf16(d_g, n);
-    dev::expect_close("gelu forward, all bf16", y, ref_y, kFwdAtol, kRtol);
-    dev::expect_close("gelu', all bf16", g, ref_g, kBwdAtolPerUnitD, kRtol);
+    testing::expect_close("gelu forward, all bf16", y, ref_y, kFwdAtol, kRtol);
+    testing::expect_close("gelu', all bf16", g, ref_g, kBwdAtolPerUnitD, kRtol);
     size_t diff_y = 0, diff_g = 0, counted = 0;
     for (size_t i = 0; i < n; i++) {
         if (std::fabs(x[i]) <= std::ldexp(1.0f, -125)) continue;
         counted++;
-        if (std::fabs(ref_y[i]) >= std::ldexp(1.0f, -126)) diff_y += y[i] != dev::bf16_round(ref_y[i]);
-        if (std::fabs(ref_g[i]) >= std::ldexp(1.0f, -126)) diff_g += g[i] != dev::bf16_round(ref_g[i]);
+        if (std::fabs(ref_y[i]) >= std::ldexp(1.0f, -126)) diff_y += y[i] != ref_bf16_round(ref_y[i]);
+        if (std::fabs(ref_g[i]) >= std::ldexp(1.0f, -126)) diff_g += g[i] != ref_bf16_round(ref_g[i]);
     }
     printf("  outputs != correctly rounded float64: forward %zu, gelu' %zu (of %zu)\n", diff_y, diff_g,
            counted);
@@ -178,4 +158,4 @@ BENCH(gelu_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_d));
 }
 
-DEV_MAIN()
+TEST_MAIN()

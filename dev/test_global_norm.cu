@@ -1,10 +1,11 @@
-// Tests for llmc/kernels/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients, both clip
-// branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P, and a
-// GPT-2 1.5B-size buffer; its bandwidth is a benchmark (--bench).
+// Tests for llmc/kernels/global_norm.cuh: the norm against a float64 reference on the same bf16 gradients,
+// both clip branches and "no clipping", NaN/inf propagation, bitwise determinism, unaligned views and tiny P,
+// and a GPT-2 1.5B-size buffer; its bandwidth is a benchmark (--bench).
 #include <cstring>
 
 #include "dev/dev_utils.h"
 #include "llmc/kernels/global_norm.cuh"
+#include "test/reference/norm.h"
 
 namespace {
 
@@ -30,14 +31,8 @@ NormResult run_norm(const bf16* d_grads, size_t P, float max_norm) {
 std::vector<float> make_grads(size_t P) {
     std::vector<float> g = dev::random_normal(P);
     for (size_t i = 0; i < P; i++) g[i] *= std::ldexp(1.0f, -(int)((i / 4099) % 12));
-    dev::round_to_bf16(g);
+    ref_round_to_bf16(g);
     return g;
-}
-
-double reference_norm(const std::vector<float>& g, size_t begin, size_t P) {
-    double sum = 0;
-    for (size_t i = begin; i < begin + P; i++) sum += (double)g[i] * g[i];
-    return std::sqrt(sum);
 }
 
 // Norm tolerance: the squares are exact in fp32 (8-bit significands); a vector's 8 squares are summed in fp32
@@ -52,10 +47,10 @@ TEST(global_norm_matches_reference) {
     const size_t P = 10000019;
     const std::vector<float> g = make_grads(P);
     bf16* d_grads = dev::to_device_bf16(g);
-    const double ref = reference_norm(g, 0, P);
+    const double ref = ref_l2_norm(g, 0, P);
     const NormResult r = run_norm(d_grads, P, 0.0f);
     printf("  P=%zu norm %.9g reference %.9g\n", P, r.norm, ref);
-    dev::expect_close("norm", {r.norm}, {(float)ref}, 0.0, kNormRtol);
+    testing::expect_close("norm", {r.norm}, {(float)ref}, 0.0, kNormRtol);
     EXPECT_EQ(r.scale, 1.0f);  // max_norm 0: no clipping
 
     // Clipping: max_norm below the norm -> max_norm / (norm + 1e-6), computed here in fp32 from the GPU's
@@ -63,12 +58,12 @@ TEST(global_norm_matches_reference) {
     const float max_norm = (float)(ref * 0.25);
     const NormResult c = run_norm(d_grads, P, max_norm);
     const float expect_scale = max_norm / (c.norm + 1e-6f);
-    dev::expect_close("clip scale", {c.scale}, {expect_scale}, 0.0, 1e-6);
+    testing::expect_close("clip scale", {c.scale}, {expect_scale}, 0.0, 1e-6);
     EXPECT_TRUE(c.scale < 0.26f && c.scale > 0.24f);
     // max_norm above the norm -> exactly 1.
     const NormResult n = run_norm(d_grads, P, (float)(ref * 2.0));
     EXPECT_EQ(n.scale, 1.0f);
-    EXPECT_TRUE(memcmp(&n.norm, &r.norm, sizeof(float)) == 0);
+    EXPECT_TRUE(testing::same_bits({n.norm}, {r.norm}));
     CHECK_CUDA(cudaFree(d_grads));
 }
 
@@ -77,9 +72,8 @@ TEST(global_norm_deterministic) {
     const size_t P = 10000019;
     bf16* d_grads = dev::to_device_bf16(make_grads(P));
     const NormResult a = run_norm(d_grads, P, 1.0f), b = run_norm(d_grads, P, 1.0f);
-    EXPECT_TRUE(memcmp(&a.norm, &b.norm, sizeof(float)) == 0);
-    EXPECT_TRUE(memcmp(&a.scale, &b.scale, sizeof(float)) == 0);
-    EXPECT_TRUE(memcmp(a.partials.data(), b.partials.data(), a.partials.size() * sizeof(float)) == 0);
+    EXPECT_TRUE(testing::same_bits({a.norm, a.scale}, {b.norm, b.scale}));
+    EXPECT_TRUE(testing::same_bits(a.partials, b.partials));
     CHECK_CUDA(cudaFree(d_grads));
 }
 
@@ -112,16 +106,16 @@ TEST(global_norm_views_and_tiny) {
     bf16* d_grads = dev::to_device_bf16(g);
     for (size_t offset : {1, 3, 7}) {
         for (size_t P : {(size_t)100003, (size_t)5, (size_t)1}) {
-            const double ref = reference_norm(g, offset, P);
+            const double ref = ref_l2_norm(g, offset, P);
             const NormResult r = run_norm(d_grads + offset, P, 0.0f);
-            dev::expect_close("norm (view)", {r.norm}, {(float)ref}, 0.0, kNormRtol);
+            testing::expect_close("norm (view)", {r.norm}, {(float)ref}, 0.0, kNormRtol);
         }
     }
     CHECK_CUDA(cudaFree(d_grads));
 }
 
-// ZeRO-1 shard views (llmc/parallel/shard_view.h): the norm over rank r's chunk of every slice equals the reference
-// over exactly those elements (vector path: chunk a multiple of 8; element path: chunk 125).
+// ZeRO-1 shard views (llmc/parallel/shard_view.h): the norm over rank r's chunk of every slice equals the
+// reference over exactly those elements (vector path: chunk a multiple of 8; element path: chunk 125).
 TEST(global_norm_shard_view) {
     struct Case {
         size_t slices, slice, world, rank;
@@ -140,7 +134,7 @@ TEST(global_norm_shard_view) {
         const float norm = dev::from_device(d_out, 1)[0];
         printf("  slices %zu x %zu, rank %zu of %zu: norm %.6g, reference %.6g\n", c.slices, c.slice, c.rank,
                c.world, norm, std::sqrt(sum));
-        dev::expect_close("norm (shard view)", {norm}, {(float)std::sqrt(sum)}, 0.0, kNormRtol);
+        testing::expect_close("norm (shard view)", {norm}, {(float)std::sqrt(sum)}, 0.0, kNormRtol);
         for (void* p : {(void*)d_grads, (void*)d_partials, (void*)d_out}) CHECK_CUDA(cudaFree(p));
     }
 }
@@ -164,7 +158,8 @@ TEST(global_norm_gpt1p5b_constant) {
     bf16* d_grads = constant_grads_1p5b();
     const NormResult r = run_norm(d_grads, kP1p5B, 0.0f);
     const float x = __bfloat162float(__ushort_as_bfloat16((unsigned short)0x3C3C));
-    dev::expect_close("norm (constant)", {r.norm}, {(float)(x * std::sqrt((double)kP1p5B))}, 0.0, kNormRtol);
+    testing::expect_close("norm (constant)", {r.norm}, {(float)(x * std::sqrt((double)kP1p5B))}, 0.0,
+                          kNormRtol);
     CHECK_CUDA(cudaFree(d_grads));
 }
 
@@ -185,4 +180,4 @@ BENCH(global_norm_gpt1p5b) {
     CHECK_CUDA(cudaFree(d_out));
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -2,44 +2,17 @@
 // references; benchmarks (--bench) at GPT-2 1.5B and small widths.
 #include "dev/dev_utils.h"
 #include "llmc/kernels/layernorm.cuh"
+#include "test/reference/layernorm.h"
 
 namespace {
 
-constexpr double kBf16Rel = 1.0 / 256;  // 2^-8: covers one bf16 rounding of the output (<= 2^-9 relative)
-
-// Relative error bound we allow for an fp32 sum of C terms of one sign-consistent scale: random-walk growth
-// sqrt(C) * 2^-24, times 4 for margin.
-double fp32_sum_rel(int n) { return 4.0 * std::sqrt((double)n) * std::ldexp(1.0, -24); }
+using testing::fp32_sum_rel;
+using testing::kBf16Eps;
 
 double max_abs(const std::vector<float>& v) {
     double m = 0;
     for (float x : v) m = std::max(m, (double)std::fabs(x));
     return m;
-}
-
-struct LnRef {
-    std::vector<float> out, mean, rstd;
-};
-// float64 reference of the forward from bf16-exact inputs.
-LnRef layernorm_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
-                    int N, int C) {
-    LnRef r;
-    r.out.resize((size_t)N * C);
-    r.mean.resize(N);
-    r.rstd.resize(N);
-    for (int n = 0; n < N; n++) {
-        const float* xr = &x[(size_t)n * C];
-        double m = 0, v = 0;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-        v /= C;
-        const double s = 1.0 / std::sqrt(v + 1e-5);
-        for (int c = 0; c < C; c++) r.out[(size_t)n * C + c] = (float)((xr[c] - m) * s * w[c] + b[c]);
-        r.mean[n] = (float)m;
-        r.rstd[n] = (float)s;
-    }
-    return r;
 }
 
 struct LnInputs {
@@ -50,15 +23,16 @@ struct LnInputs {
 LnInputs make_inputs(int N, int C) {
     LnInputs in{dev::random_normal((size_t)N * C, 1.5f, 2.0f), dev::random_normal(C, 1.0f, 0.2f),
                 dev::random_normal(C, 0.0f, 0.2f)};
-    dev::round_to_bf16(in.x);
-    dev::round_to_bf16(in.w);
-    dev::round_to_bf16(in.b);
+    ref_round_to_bf16(in.x);
+    ref_round_to_bf16(in.w);
+    ref_round_to_bf16(in.b);
     return in;
 }
 
 // Tolerances of the forward (see fp32_sum_rel): mean is an fp32 sum over C; rstd adds rsqrtf's ~2 ulp;
-// the output's absolute error is |w| * (rstd * dmean + |xhat| * drstd/rstd), plus the bf16 rounding (rtol).
-void check_forward_outputs(const char* what, const LnRef& ref, const LnInputs& in,
+// the output's absolute error is |w| * (rstd * dmean + |xhat| * drstd/rstd), plus one bf16 rounding (rtol
+// 2^-8).
+void check_forward_outputs(const char* what, const RefLayerNorm& ref, const LnInputs& in,
                            const std::vector<float>& x, bf16* d_out, float* d_mean, float* d_rstd, int N,
                            int C) {
     const double xmax = max_abs(x);
@@ -67,17 +41,17 @@ void check_forward_outputs(const char* what, const LnRef& ref, const LnInputs& i
     const double out_atol =
         max_abs(in.w) * (rstd_max * fp32_sum_rel(C) * xmax + 2 * xmax * rstd_max * rstd_rel);
     std::string s(what);
-    dev::expect_close((s + " out").c_str(), dev::from_device_bf16(d_out, (size_t)N * C), ref.out, out_atol,
-                      kBf16Rel);
-    dev::expect_close((s + " mean").c_str(), dev::from_device(d_mean, N), ref.mean, fp32_sum_rel(C) * xmax,
-                      0.0);
-    dev::expect_close((s + " rstd").c_str(), dev::from_device(d_rstd, N), ref.rstd, 0.0, rstd_rel);
+    testing::expect_close((s + " out").c_str(), dev::from_device_bf16(d_out, (size_t)N * C), ref.out,
+                          out_atol, kBf16Eps);
+    testing::expect_close((s + " mean").c_str(), dev::from_device(d_mean, N), ref.mean,
+                          fp32_sum_rel(C) * xmax, 0.0);
+    testing::expect_close((s + " rstd").c_str(), dev::from_device(d_rstd, N), ref.rstd, 0.0, rstd_rel);
 }
 
 void check_forward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);
-    const LnRef ref = layernorm_ref(in.x, in.w, in.b, N, C);
+    const RefLayerNorm ref = ref_layernorm_forward(in.x, in.w, in.b, N, C);
     bf16* d_x = dev::to_device_bf16(in.x);
     bf16* d_w = dev::to_device_bf16(in.w);
     bf16* d_b = dev::to_device_bf16(in.b);
@@ -103,15 +77,13 @@ void check_residual_forward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);  // in.x plays inp1
     std::vector<float> x2 = dev::random_normal((size_t)N * C, 0.0f, 1.0f);
-    dev::round_to_bf16(x2);
+    ref_round_to_bf16(x2);
     // The residual as the GPU must store it: fp32 add of two bf16 values, one rounding (bit-exact on the
     // host); and its float64 sum for the tolerance check.
-    std::vector<float> res((size_t)N * C), res_exact((size_t)N * C);
-    for (size_t i = 0; i < res.size(); i++) {
-        res[i] = dev::bf16_round(in.x[i] + x2[i]);
-        res_exact[i] = (float)((double)in.x[i] + (double)x2[i]);
-    }
-    const LnRef ref = layernorm_ref(res, in.w, in.b, N, C);  // LN of the ROUNDED residual
+    const std::vector<float> res = ref_residual_add(in.x, x2);
+    std::vector<float> res_exact((size_t)N * C);
+    for (size_t i = 0; i < res.size(); i++) res_exact[i] = (float)((double)in.x[i] + (double)x2[i]);
+    const RefLayerNorm ref = ref_layernorm_forward(res, in.w, in.b, N, C);  // LN of the ROUNDED residual
     bf16* d_x1 = dev::to_device_bf16(in.x);
     bf16* d_x2 = dev::to_device_bf16(x2);
     bf16* d_w = dev::to_device_bf16(in.w);
@@ -123,7 +95,7 @@ void check_residual_forward(int N, int C) {
     residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, d_x1, d_x2, d_w, d_b, N, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
     // The residual is one bf16 rounding of an exact (or fp32-rounded) sum: rtol 2^-8; a zero sum is exact.
-    dev::expect_close("residual", dev::from_device_bf16(d_res, (size_t)N * C), res_exact, 0.0, kBf16Rel);
+    testing::expect_close("residual", dev::from_device_bf16(d_res, (size_t)N * C), res_exact, 0.0, kBf16Eps);
     check_forward_outputs("residual_layernorm", ref, in, res, d_out, d_mean, d_rstd, N, C);
 
     for (void* p : {(void*)d_x1, (void*)d_x2, (void*)d_w, (void*)d_b, (void*)d_res, (void*)d_out,
@@ -134,37 +106,18 @@ void check_residual_forward(int N, int C) {
 void check_backward(int N, int C) {
     printf("  N = %d, C = %d\n", N, C);
     const LnInputs in = make_inputs(N, C);
-    const LnRef fwd = layernorm_ref(in.x, in.w, in.b, N, C);  // mean/rstd as the forward would save them
+    // mean/rstd as the forward would save them
+    const RefLayerNorm fwd = ref_layernorm_forward(in.x, in.w, in.b, N, C);
     std::vector<float> dout = dev::random_normal((size_t)N * C), dinp0 = dev::random_normal((size_t)N * C);
-    dev::round_to_bf16(dout);
-    dev::round_to_bf16(dinp0);
+    ref_round_to_bf16(dout);
+    ref_round_to_bf16(dinp0);
 
     // float64 reference using the same fp32 mean/rstd the kernel reads.
-    std::vector<float> ref_dinp((size_t)N * C), ref_dw(C), ref_db(C);
-    std::vector<double> dw(C, 0.0), db(C, 0.0), xhat(C), dn(C);
-    double term_sq_w = 0, term_sq_b = 0, dinp_scale = 0;
-    for (int n = 0; n < N; n++) {
-        const size_t o = (size_t)n * C;
-        const double m = fwd.mean[n], r = fwd.rstd[n];
-        double s1 = 0, s2 = 0, dn_max = 0, xh_max = 0;
-        for (int c = 0; c < C; c++) {
-            xhat[c] = (in.x[o + c] - m) * r;
-            dn[c] = (double)in.w[c] * dout[o + c];
-            s1 += dn[c];
-            s2 += dn[c] * xhat[c];
-            dw[c] += dout[o + c] * xhat[c];
-            db[c] += dout[o + c];
-            term_sq_w += dout[o + c] * xhat[c] * dout[o + c] * xhat[c];
-            term_sq_b += (double)dout[o + c] * dout[o + c];
-            dn_max = std::max(dn_max, std::fabs(dn[c]));
-            xh_max = std::max(xh_max, std::fabs(xhat[c]));
-        }
-        s1 /= C;
-        s2 /= C;
-        for (int c = 0; c < C; c++) ref_dinp[o + c] = (float)(dinp0[o + c] + r * (dn[c] - s1 - xhat[c] * s2));
-        dinp_scale = std::max(dinp_scale, r * (dn_max + std::fabs(s1) + xh_max * std::fabs(s2)));
-    }
-    for (int c = 0; c < C; c++) ref_dw[c] = (float)dw[c], ref_db[c] = (float)db[c];
+    const RefLayerNormGrads ref = ref_layernorm_backward(in.x, in.w, dout, dinp0, fwd.mean, fwd.rstd, N, C);
+    const std::vector<float>& ref_dinp = ref.dinp;
+    std::vector<float> ref_dw(C), ref_db(C);
+    for (int c = 0; c < C; c++) ref_dw[c] = (float)ref.dweight[c], ref_db[c] = (float)ref.dbias[c];
+    const double dinp_scale = ref.dinp_scale;
 
     bf16* d_x = dev::to_device_bf16(in.x);
     bf16* d_w = dev::to_device_bf16(in.w);
@@ -182,18 +135,17 @@ void check_backward(int N, int C) {
 
     // dinp: bf16 rounding of the result (rtol); the fp32 row sums over C of dnorm and dnorm*xhat and the fp32
     // xhat carry fp32_sum_rel(C) (+ rsqrt's 2^-21) relative to the size of the terms (dinp_scale).
-    dev::expect_close("dinp (accumulated)", got_dinp, ref_dinp,
-                      dinp_scale * (fp32_sum_rel(C) + std::ldexp(1.0, -21)), kBf16Rel);
+    testing::expect_close("dinp (accumulated)", got_dinp, ref_dinp,
+                          dinp_scale * (fp32_sum_rel(C) + std::ldexp(1.0, -21)), kBf16Eps);
     // dweight/dbias: sums over N rows. rtol: the final bf16 rounding. atol: the fp32 accumulation error of N
     // terms of rms r is ~ N * 2^-24 * r = sqrt(N) * (sqrt(N) 2^-24) r <= sqrt(N) * 2^-17 r for N <= 16384;
     // atol = sqrt(N) * 2^-14 * r (8x margin), small against the typical |sum| ~ sqrt(N) r.
-    const double rms_w = std::sqrt(term_sq_w / ((double)N * C)),
-                 rms_b = std::sqrt(term_sq_b / ((double)N * C));
-    dev::expect_close("dweight", got_dw, ref_dw, std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Rel);
-    dev::expect_close("dbias", got_db, ref_db, std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Rel);
-    const double l2_w = dev::rel_l2_error(got_dw, ref_dw), l2_b = dev::rel_l2_error(got_db, ref_db);
+    const double rms_w = ref.dweight_term_rms, rms_b = ref.dbias_term_rms;
+    testing::expect_close("dweight", got_dw, ref_dw, std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Eps);
+    testing::expect_close("dbias", got_db, ref_db, std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Eps);
+    const double l2_w = testing::rel_l2_error(got_dw, ref_dw), l2_b = testing::rel_l2_error(got_db, ref_db);
     printf("  dweight rel l2 %.3e  dbias rel l2 %.3e (bound 2^-8)\n", l2_w, l2_b);
-    EXPECT_TRUE(l2_w <= kBf16Rel && l2_b <= kBf16Rel);
+    EXPECT_TRUE(l2_w <= kBf16Eps && l2_b <= kBf16Eps);
 
     // Determinism: the same inputs again (outputs and scratch poisoned again) give bitwise identical results.
     CHECK_CUDA(cudaMemset(d_scratch, 0xFF, layernorm_backward_scratch_bytes(N, C)));
@@ -209,21 +161,21 @@ void check_backward(int N, int C) {
     // Gradient accumulation: dweight/dbias += the sums (one bf16 rounding of base + sum: the same tolerances
     // relative to the new reference).
     std::vector<float> dw0 = dev::random_normal(C, 0.0f, 4.0f), db0 = dev::random_normal(C, 0.0f, 4.0f);
-    dev::round_to_bf16(dw0);
-    dev::round_to_bf16(db0);
+    ref_round_to_bf16(dw0);
+    ref_round_to_bf16(db0);
     std::vector<float> ref_dw_acc(C), ref_db_acc(C);
     for (int c = 0; c < C; c++)
-        ref_dw_acc[c] = (float)(dw[c] + dw0[c]), ref_db_acc[c] = (float)(db[c] + db0[c]);
+        ref_dw_acc[c] = (float)(ref.dweight[c] + dw0[c]), ref_db_acc[c] = (float)(ref.dbias[c] + db0[c]);
     bf16* d_dw_acc = dev::to_device_bf16(dw0);
     bf16* d_db_acc = dev::to_device_bf16(db0);
     bf16* d_dinp3 = dev::to_device_bf16(dinp0);
     layernorm_backward(d_dinp3, d_dw_acc, d_db_acc, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0,
                        /*accumulate=*/true);
     CHECK_CUDA(cudaDeviceSynchronize());
-    dev::expect_close("dweight (accumulate)", dev::from_device_bf16(d_dw_acc, C), ref_dw_acc,
-                      std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Rel);
-    dev::expect_close("dbias (accumulate)", dev::from_device_bf16(d_db_acc, C), ref_db_acc,
-                      std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Rel);
+    testing::expect_close("dweight (accumulate)", dev::from_device_bf16(d_dw_acc, C), ref_dw_acc,
+                          std::sqrt((double)N) * std::ldexp(rms_w, -14), kBf16Eps);
+    testing::expect_close("dbias (accumulate)", dev::from_device_bf16(d_db_acc, C), ref_db_acc,
+                          std::sqrt((double)N) * std::ldexp(rms_b, -14), kBf16Eps);
     EXPECT_TRUE(dev::from_device_bf16(d_dinp3, (size_t)N * C) == got_dinp);  // dinp unaffected by the flag
     for (void* p : {(void*)d_dw_acc, (void*)d_db_acc, (void*)d_dinp3}) CHECK_CUDA(cudaFree(p));
 
@@ -323,4 +275,4 @@ BENCH(layernorm_backward) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -1,8 +1,8 @@
-// Tests for llmc/kernels/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random inputs and
-// compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded inputs, or
-// the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of every GEMM.
-// Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad, GB/s of dbias, at GPT-1.5B
-// shapes.
+// Tests for llmc/kernels/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random
+// inputs and compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded
+// inputs, or the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of
+// every GEMM. Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad, GB/s of dbias,
+// at GPT-1.5B shapes.
 //
 // Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i
 // and b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <=
@@ -19,6 +19,9 @@
 #include "dev/dev_utils.h"
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/matmul.cuh"
+#include "test/reference/fp8.h"
+#include "test/reference/gemm.h"
+#include "test/require_gpu.h"
 
 namespace {
 
@@ -26,11 +29,6 @@ GpuContext* gpu() {
     static GpuContext ctx = create_gpu_context(0, 90);
     return &ctx;
 }
-#define REQUIRE_GPU()                                               \
-    do {                                                            \
-        std::string why_;                                           \
-        if (!cuda_device_available(&why_)) SKIP("no GPU: " + why_); \
-    } while (0)
 
 const cudaStream_t kStream = 0;  // the legacy stream, which dev::time_ms records its events on
 
@@ -42,18 +40,18 @@ struct Tol {
 // 2^-22 for the biased worst case at large K (K = 12288: 3.9e-3 in total). Normwise the error is the BF16
 // output rounding, ~2^-9 / sqrt(3) rms; 2^-8 bounds it.
 Tol bf16_tol(int K) {
-    return {std::ldexp(1.0, -8), std::ldexp(1.0, -10) + K * std::ldexp(1.0, -22), std::ldexp(1.0, -8)};
+    return {testing::kBf16Eps, std::ldexp(1.0, -10) + K * std::ldexp(1.0, -22), testing::kBf16Eps};
 }
 // FP8 without fast accumulation (dgrad, wgrad): FP8 products are exact; the tensor core adds the 32 products
 // of one instruction with a ~2^-13 relative alignment error, and cuBLASLt promotes partial sums to true FP32
 // every few instructions, so the error is a few 2^-13 of the typical output; 2^-7 leaves a wide margin.
-Tol fp8_tol() { return {std::ldexp(1.0, -8), std::ldexp(1.0, -7), std::ldexp(1.0, -7)}; }
+Tol fp8_tol() { return {testing::kBf16Eps, std::ldexp(1.0, -7), std::ldexp(1.0, -7)}; }
 // FP8 with fast accumulation (forward): no promotion, so the ~2^-13 error of every one of the K/32
 // instruction steps lands in the running sum (biased toward zero in the worst case): tau = max(2^-7, K/32 *
 // 2^-12). Normwise, K/32 * 2^-13 (K = 1600: 6e-3, K = 6400: 2.4e-2; Transformer Engine accepts ~1e-2 for
 // this).
 Tol fp8_fast_tol(int K) {
-    return {std::ldexp(1.0, -8), std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -12)),
+    return {testing::kBf16Eps, std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -12)),
             std::max(std::ldexp(1.0, -7), K / 32.0 * std::ldexp(1.0, -13))};
 }
 
@@ -68,120 +66,49 @@ std::vector<T> transpose(const std::vector<T>& a, int rows, int cols) {
     return t;
 }
 
-// out[i, j] = sum_k A[i, k] B[j, k] (A [M, K], B [Nn, K], rows dot rows) in float64, with each element's atol
-// unit |a_i| |b_j| / sqrt(K).
-struct Ref {
-    Mat val, unit;
-};
-Ref ref_gemm(const Mat& A, const Mat& B, int M, int Nn, int K) {
-    Ref r;
-    r.val.resize((size_t)M * Nn);
-    r.unit.resize((size_t)M * Nn);
-    std::vector<double> an(M), bn(Nn);
-    for (int i = 0; i < M; i++) {
-        double s = 0;
-        for (int k = 0; k < K; k++) s += A[(size_t)i * K + k] * A[(size_t)i * K + k];
-        an[i] = std::sqrt(s);
-    }
-    for (int j = 0; j < Nn; j++) {
-        double s = 0;
-        for (int k = 0; k < K; k++) s += B[(size_t)j * K + k] * B[(size_t)j * K + k];
-        bn[j] = std::sqrt(s);
-    }
-    for (int i = 0; i < M; i++) {
-        const double* a = &A[(size_t)i * K];
-        for (int j = 0; j < Nn; j++) {
-            const double* b = &B[(size_t)j * K];
-            double s = 0;
-            for (int k = 0; k < K; k++) s += a[k] * b[k];
-            r.val[(size_t)i * Nn + j] = s;
-            r.unit[(size_t)i * Nn + j] = an[i] * bn[j] / std::sqrt((double)K);
-        }
-    }
-    return r;
-}
-
 // Elementwise |got - ref| <= tol.rel * |ref| + tol.tau * unit, and normwise rel_l2 <= tol.l2.
 bool check(const char* what, const std::vector<float>& got, const Mat& ref, const Mat& unit, Tol tol) {
     if (got.size() != ref.size()) {
         testing::fail(__FILE__, __LINE__, std::string(what) + ": size mismatch");
         return false;
     }
-    double max_abs = 0, max_ratio = 0;
-    long first_bad = -1;
-    for (size_t i = 0; i < got.size(); i++) {
-        const double err = std::fabs((double)got[i] - ref[i]);
-        const double bound = tol.rel * std::fabs(ref[i]) + tol.tau * unit[i];
-        if (!std::isfinite((double)got[i]) || !(err <= bound)) {
-            if (first_bad < 0) first_bad = (long)i;
-        }
-        if (std::isfinite(err)) {
-            max_abs = std::max(max_abs, err);
-            max_ratio = std::max(max_ratio, err / (bound + 1e-300));
-        }
-    }
-    std::vector<float> reff(ref.begin(), ref.end());
-    const double l2 = dev::rel_l2_error(got, reff);
-    printf("  %-34s max abs err %.3e  max err/bound %.3f  rel_l2 %.3e (<= %.1e)\n", what, max_abs, max_ratio,
-           l2, tol.l2);
-    if (first_bad >= 0) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s: element %ld is %.6g, reference %.6g (bound %.3g)", what, first_bad,
-                 got[first_bad], ref[first_bad],
-                 tol.rel * std::fabs(ref[first_bad]) + tol.tau * unit[first_bad]);
-        testing::fail(__FILE__, __LINE__, buf);
-        return false;
-    }
-    if (!(l2 <= tol.l2)) {
-        char buf[160];
-        snprintf(buf, sizeof buf, "%s: normwise error %.3e above %.3e", what, l2, tol.l2);
-        testing::fail(__FILE__, __LINE__, buf);
-        return false;
-    }
-    return true;
+    testing::ErrorStats s;
+    for (size_t i = 0; i < got.size(); i++)
+        s.add((long)i, got[i], ref[i], tol.rel * std::fabs(ref[i]) + tol.tau * unit[i]);
+    char note[32];
+    snprintf(note, sizeof note, " (<= %.1e)", tol.l2);
+    return s.check(what, tol.l2, note);
 }
 
 std::vector<float> randn_bf16(size_t n, float stddev = 1.0f) {
     std::vector<float> v = dev::random_normal(n, 0.0f, stddev);
-    dev::round_to_bf16(v);
+    ref_round_to_bf16(v);
     return v;
 }
 
 bool bitwise_equal(const bf16* a, const bf16* b, size_t n) {
-    std::vector<float> x = dev::from_device_bf16(a, n), y = dev::from_device_bf16(b, n);
-    return memcmp(x.data(), y.data(), n * sizeof(float)) == 0;
+    return testing::same_bits(dev::from_device_bf16_bits(a, n), dev::from_device_bf16_bits(b, n));
 }
 
-// FP8 quantization on the host with the same conversion the cast kernels use (round to nearest even,
-// saturate to the finite range), with scale = fp8_max / amax; deq = value the GEMM sees = fp8 * scale_inv.
+// FP8 quantization on the host with the same conversion the cast kernels use (test/reference/fp8.h), with
+// scale = fp8_max / amax; deq = value the GEMM sees = fp8 * scale_inv.
 struct Quant {
     std::vector<uint8_t> bytes;
     float scale_inv;
     Mat deq;
 };
-__nv_fp8_interpretation_t interp_of(cudaDataType_t t) { return t == CUDA_R_8F_E5M2 ? __NV_E5M2 : __NV_E4M3; }
-double fp8_max(cudaDataType_t t) { return t == CUDA_R_8F_E5M2 ? 57344.0 : 448.0; }
-float fp8_to_float(uint8_t b, cudaDataType_t t) {
-    if (t == CUDA_R_8F_E5M2) {
-        __nv_fp8_e5m2 v;
-        v.__x = b;
-        return (float)v;
-    }
-    __nv_fp8_e4m3 v;
-    v.__x = b;
-    return (float)v;
-}
+Fp8Dtype dtype_of(cudaDataType_t t) { return t == CUDA_R_8F_E5M2 ? Fp8Dtype::E5M2 : Fp8Dtype::E4M3; }
 Quant quantize(const std::vector<float>& x, cudaDataType_t t) {
     float amax = 0;
     for (float v : x) amax = std::max(amax, std::fabs(v));
-    const float scale = (float)fp8_max(t) / amax;
+    const float scale = fp8_dtype_max(dtype_of(t)) / amax;
     Quant q;
     q.scale_inv = 1.0f / scale;
     q.bytes.resize(x.size());
     q.deq.resize(x.size());
     for (size_t i = 0; i < x.size(); i++) {
-        q.bytes[i] = __nv_cvt_float_to_fp8(x[i] * scale, __NV_SATFINITE, interp_of(t));
-        q.deq[i] = (double)fp8_to_float(q.bytes[i], t) * (double)q.scale_inv;  // exact in double
+        q.bytes[i] = ref_fp8_quantize(x[i], scale, dtype_of(t));
+        q.deq[i] = (double)ref_fp8_decode(q.bytes[i], dtype_of(t)) * (double)q.scale_inv;  // exact in double
     }
     return q;
 }
@@ -213,7 +140,7 @@ TEST(bf16_forward) {
                                kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             EXPECT_EQ(cache.size(), (size_t)1);
-            Ref r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
+            RefGemm r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
             if (with_bias)
                 for (int i = 0; i < s.N; i++)
                     for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
@@ -226,7 +153,7 @@ TEST(bf16_forward) {
 // Reference and bound for D = A B + C0 (beta = 1 into a bf16 C0). cuBLASLt may round the product to bf16
 // before adding C0 (seen on the H200: a 10-ulp error where |AB| ~ |C0| ~ 10 cancel to 0.34), so each addend
 // may carry its own 2^-8 rounding: the bound grows by 2^-8 (|AB| + |C0|), expressed in units of tau.
-static void accumulate_onto(Ref* r, const std::vector<float>& c0, const Tol& tol) {
+static void accumulate_onto(RefGemm* r, const std::vector<float>& c0, const Tol& tol) {
     for (size_t e = 0; e < r->val.size(); e++) {
         r->unit[e] += (std::fabs(r->val[e]) + std::fabs((double)c0[e])) * std::ldexp(1.0, -8) / tol.tau;
         r->val[e] += c0[e];
@@ -254,16 +181,16 @@ static void backward_case(Shape s, bool accumulate) {
 
     Mat dout_d = to_double(dout), doutT = transpose(dout_d, N, OC);
     // dinp [N, C] = dout [N, OC] . (W^T [C, OC])^T, K = OC
-    Ref rd = ref_gemm(dout_d, transpose(to_double(w), OC, C), N, C, OC);
+    RefGemm rd = ref_gemm(dout_d, transpose(to_double(w), OC, C), N, C, OC);
     check("dinp", dev::from_device_bf16(d_dinp, (size_t)N * C), rd.val, rd.unit, bf16_tol(OC));
     // dweight [OC, C] = dout^T [OC, N] . (X^T [C, N])^T (+ dw0), K = N
-    Ref rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
+    RefGemm rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
     Tol dw_tol = bf16_tol(N);
     if (accumulate) accumulate_onto(&rw, dw0, dw_tol);
     check("dweight", dev::from_device_bf16(d_dw, (size_t)OC * C), rw.val, rw.unit, dw_tol);
     // dbias [OC] = dout^T [OC, N] . ones [N]: unit = |column| (the typical size of a sum of N values).
     // (+ db0 when accumulating: gradient accumulation adds the bias gradient too)
-    Ref rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
+    RefGemm rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
     Tol db_tol = bf16_tol(N);
     if (accumulate) accumulate_onto(&rb, db0, db_tol);
     check("dbias", dev::from_device_bf16(d_db, OC), rb.val, rb.unit, db_tol);
@@ -299,9 +226,9 @@ TEST(bf16_backward_partial_outputs) {
     auto dout = randn_bf16((size_t)N * OC), x = randn_bf16((size_t)N * C), w = randn_bf16((size_t)OC * C);
     bf16 *d_dout = dev::to_device_bf16(dout), *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w);
     Mat doutT = transpose(to_double(dout), N, OC);
-    Ref rd = ref_gemm(to_double(dout), transpose(to_double(w), OC, C), N, C, OC);
-    Ref rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
-    Ref rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
+    RefGemm rd = ref_gemm(to_double(dout), transpose(to_double(w), OC, C), N, C, OC);
+    RefGemm rw = ref_gemm(doutT, transpose(to_double(x), N, C), OC, C, N);
+    RefGemm rb = ref_gemm(doutT, Mat(N, 1.0), OC, 1, N);
     float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
     {
         bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
@@ -348,7 +275,7 @@ TEST(dbias_kernel) {
         float* d_scratch = dev::device_alloc<float>(matmul_dbias_scratch_bytes(N, OC) / sizeof(float));
         matmul_dbias(d_db, d_dout, N, OC, d_scratch, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
-        Ref rb = ref_gemm(transpose(to_double(dout), N, OC), Mat(N, 1.0), OC, 1, N);
+        RefGemm rb = ref_gemm(transpose(to_double(dout), N, OC), Mat(N, 1.0), OC, 1, N);
         char what[64];
         snprintf(what, sizeof what, "dbias N=%d OC=%d", N, OC);
         check(what, dev::from_device_bf16(d_db, OC), rb.val, rb.unit, bf16_tol(N));
@@ -377,7 +304,7 @@ TEST(fp8_forward) {
             matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, with_bias ? d_b : nullptr, s.N, s.C,
                                s.OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
-            Ref r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
+            RefGemm r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
             if (with_bias)
                 for (int i = 0; i < s.N; i++)
                     for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
@@ -403,7 +330,7 @@ TEST(fp8_dgrad) {
             bf16* d_dinp = dev::device_alloc<bf16>((size_t)s.N * s.C);
             matmul_fp8_dgrad(&cache, ctx, d_dinp, d_wT, d_ws, d_dy, gt, d_dys, s.N, s.C, s.OC, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
-            Ref r = ref_gemm(qdy.deq, transpose(qw.deq, s.OC, s.C), s.N, s.C, s.OC);
+            RefGemm r = ref_gemm(qdy.deq, transpose(qw.deq, s.OC, s.C), s.N, s.C, s.OC);
             check("fp8 dinp", dev::from_device_bf16(d_dinp, r.val.size()), r.val, r.unit, fp8_tol());
             cudaFree(d_wT), cudaFree(d_dy), cudaFree(d_ws), cudaFree(d_dys), cudaFree(d_dinp);
         }
@@ -430,7 +357,8 @@ TEST(fp8_wgrad) {
                 matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, gt, d_dys, s.N, s.C, s.OC, accumulate,
                                  kStream);
                 CHECK_CUDA(cudaDeviceSynchronize());
-                Ref r = ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
+                RefGemm r =
+                    ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
                 Tol tol = fp8_tol();
                 if (accumulate) accumulate_onto(&r, dw0, tol);
                 check("fp8 dweight", dev::from_device_bf16(d_dw, r.val.size()), r.val, r.unit, tol);
@@ -476,8 +404,8 @@ void fill_bf16(bf16* p, size_t n, uint64_t seed, float scale) {
 }
 // Returns scale_inv (the amax of the values is at most sqrt(3), so scale = fp8_max / sqrt(3)).
 float fill_fp8(uint8_t* p, int rows, int cols, bool transposed, uint64_t seed, cudaDataType_t t) {
-    const float scale = (float)(fp8_max(t) / 1.7320508);
-    fill_fp8_kernel<<<1024, 256>>>(p, rows, cols, transposed, seed, scale, interp_of(t));
+    const float scale = (float)(fp8_dtype_max(dtype_of(t)) / 1.7320508);
+    fill_fp8_kernel<<<1024, 256>>>(p, rows, cols, transposed, seed, scale, ref_fp8_interp(dtype_of(t)));
     CHECK_LAUNCH();
     return 1.0f / scale;
 }
@@ -501,7 +429,7 @@ Mat fetch_fp8(const uint8_t* base, size_t count, size_t stride, cudaDataType_t t
     else
         CHECK_CUDA(cudaMemcpy2D(h.data(), 1, base, stride, 1, count, cudaMemcpyDeviceToHost));
     Mat v(count);
-    for (size_t i = 0; i < count; i++) v[i] = (double)fp8_to_float(h[i], t) * (double)scale_inv;
+    for (size_t i = 0; i < count; i++) v[i] = (double)ref_fp8_decode(h[i], dtype_of(t)) * (double)scale_inv;
     return v;
 }
 
@@ -755,4 +683,4 @@ BENCH(gemm_fp8_gpt1p5b) {
     }
 }
 
-DEV_MAIN()
+TEST_MAIN()

@@ -1,6 +1,7 @@
-// Tests for llmc/kernels/step_guard.cuh (a training step's device-side verdict): the loss summed over micro-steps
-// (exact: the CPU sum of the same floats in the same order), the verdict for finite and non-finite losses and
-// norms against std::isfinite, and the conditional restore (bitwise: a copy or nothing).
+// Tests for llmc/kernels/step_guard.cuh (a training step's device-side verdict): the loss summed over
+// micro-steps (exact: the CPU sum of the same floats in the same order), the verdict for finite and
+// non-finite losses and norms against std::isfinite, and the conditional restore (bitwise: a copy or
+// nothing).
 #include <limits>
 
 #include "dev/dev_utils.h"
@@ -17,7 +18,7 @@ TEST(step_loss_accumulates_in_order) {
         step_loss_accumulate(d_sum, d_micro + k, k == 0, 0);
         ref = k == 0 ? micro[k] : ref + micro[k];  // fp32, in order, like the kernel
     }
-    EXPECT_TRUE(dev::same_bits(dev::from_device(d_sum, 1), {ref}));
+    EXPECT_TRUE(testing::same_bits(dev::from_device(d_sum, 1), {ref}));
     for (void* p : {(void*)d_micro, (void*)d_sum}) CHECK_CUDA(cudaFree(p));
 }
 
@@ -47,7 +48,7 @@ TEST(restore_if_skipped_copies_only_when_skipped) {
         float* d_state = dev::to_device(current);
         int* d_apply = dev::to_device(std::vector<int>{apply});
         restore_if_skipped(d_state, d_snapshot, n, d_apply, 0);
-        EXPECT_TRUE(dev::same_bits(dev::from_device(d_state, n), apply ? current : snapshot));
+        EXPECT_TRUE(testing::same_bits(dev::from_device(d_state, n), apply ? current : snapshot));
         for (void* p : {(void*)d_state, (void*)d_apply}) CHECK_CUDA(cudaFree(p));
     }
     CHECK_CUDA(cudaFree(d_snapshot));
@@ -55,4 +56,4 @@ TEST(restore_if_skipped_copies_only_when_skipped) {
 
 }  // namespace
 
-DEV_MAIN()
+TEST_MAIN()

@@ -23,11 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "llmc/gpu/context.h"
 #include "llmc/host/check.h"
 #include "llmc/host/config.h"
-#include "llmc/gpu/context.h"
 #include "llmc/model/gpt.h"
 #include "llmc/model/gpt_testing.h"
+#include "test/numeric.h"
+#include "test/require_gpu.h"
 #include "test/testing.h"
 
 namespace {
@@ -204,31 +206,14 @@ std::string ensure_reference(const RefConfig& cfg, std::string* skip, std::strin
     return path;
 }
 
-double normwise_rel(const float* a, const float* ref, size_t n, double* max_abs) {
-    double num = 0, den = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - (double)ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-        if (!(std::fabs(d) <= mx)) mx = std::fabs(d);  // also catches NaN
-    }
-    if (max_abs) *max_abs = mx;
-    if (!std::isfinite(num)) return INFINITY;
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-double rel_diff(double a, double ref) { return std::fabs(a - ref) / std::fabs(ref); }
+using testing::rel_error;
+using testing::rel_l2_error;
 
 struct ContextGuard {
     GpuContext ctx;
     ContextGuard() : ctx(create_gpu_context(0, 80)) {}
     ~ContextGuard() { destroy_gpu_context(&ctx); }
 };
-
-#define REQUIRE_GPU()                                                       \
-    do {                                                                    \
-        std::string why_;                                                   \
-        if (!cuda_device_available(&why_)) SKIP("no CUDA device: " + why_); \
-    } while (0)
 
 // Generates (if needed) and reads the reference file of `cfg`. Returns false after recording a skip or a
 // failure in the test state, so the caller only has to return.
@@ -302,12 +287,14 @@ void run_reference_test(const RefConfig& cfg) {
 
     // Step-0 loss and logits.
     printf("  loss      ours %.6f  ref %.6f  rel %.2e  (tol %.1e)\n", losses[0], ref.loss,
-           rel_diff(losses[0], ref.loss), cfg.loss0_rtol);
+           rel_error(losses[0], ref.loss), cfg.loss0_rtol);
     EXPECT_TRUE(std::isfinite(losses[0]));
     EXPECT_NEAR(losses[0], ref.loss, cfg.loss0_rtol * ref.loss);
     double lmax = 0, lrel = INFINITY;
-    if (logits.size() == (size_t)k * V)
-        lrel = normwise_rel(logits.data(), ref.logits.data(), logits.size(), &lmax);
+    if (logits.size() == (size_t)k * V) {
+        lrel = rel_l2_error(logits, ref.logits);
+        lmax = testing::max_abs_error(logits.data(), ref.logits.data(), logits.size());
+    }
     printf("  logits    %d rows: normwise rel %.2e  max |diff| %.3e  (tol %.1e)\n", k, lrel, lmax,
            kLogitsRtol);
     EXPECT_EQ(logits.size(), (size_t)k * V);
@@ -318,8 +305,8 @@ void run_reference_test(const RefConfig& cfg) {
     if (grads.size() == ref.grads.size()) {
         printf("  %-10s %12s %12s %12s %12s\n", "gradient", "numel", "|g_ref|", "rel err", "max |diff|");
         for (const ParamTensorInfo& p : table) {
-            double mx = 0;
-            double rel = normwise_rel(grads.data() + p.offset, ref.grads.data() + p.offset, p.numel, &mx);
+            const float *g = grads.data() + p.offset, *g_ref = ref.grads.data() + p.offset;
+            double rel = rel_l2_error(g, g_ref, p.numel), mx = testing::max_abs_error(g, g_ref, p.numel);
             double gn = 0;
             for (size_t i = 0; i < p.numel; i++)
                 gn += (double)ref.grads[p.offset + i] * ref.grads[p.offset + i];
@@ -338,7 +325,7 @@ void run_reference_test(const RefConfig& cfg) {
     printf("  %4s %12s %12s %10s %12s %12s %10s\n", "step", "loss", "ref loss", "rel", "grad norm",
            "ref norm", "rel");
     for (int s = 0; s < ref.steps; s++) {
-        double lr = rel_diff(losses[s], ref.losses[s]), nr = rel_diff(norms[s], ref.grad_norms[s]);
+        double lr = rel_error(losses[s], ref.losses[s]), nr = rel_error(norms[s], ref.grad_norms[s]);
         double ltol = s == 0 ? cfg.loss0_rtol * ref.losses[s] : kLossRtol * ref.losses[s] + kLossAtol;
         double ntol = s == 0 ? kNorm1Rtol * ref.grad_norms[s]
                              : kNormRtol * ref.grad_norms[s] + kNormAtolOfFirst * ref.grad_norms[0];
@@ -401,15 +388,14 @@ void run_fp8_reference_test(const RefConfig& cfg) {
     }
     printf("%s fp8 vs reference (and vs our bf16 path)\n", cfg.name);
     printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0],
-           losses[0][0], ref.loss, rel_diff(losses[1][0], ref.loss), kFp8Loss0Rtol);
+           losses[0][0], ref.loss, rel_error(losses[1][0], ref.loss), kFp8Loss0Rtol);
     EXPECT_NEAR(losses[1][0], ref.loss, kFp8Loss0Rtol * ref.loss);
     EXPECT_NEAR(losses[1][0], losses[0][0], kFp8Loss0Rtol * ref.loss);
     printf("  gradient   fp8 vs ref   bf16 vs ref   fp8 vs bf16  (tol %.2f normwise)\n", kFp8GradRtol);
     for (const ParamTensorInfo& t : parameter_table(m)) {
-        double mx;
-        double e_fp8 = normwise_rel(grads[1].data() + t.offset, ref.grads.data() + t.offset, t.numel, &mx);
-        double e_bf16 = normwise_rel(grads[0].data() + t.offset, ref.grads.data() + t.offset, t.numel, &mx);
-        double e_pair = normwise_rel(grads[1].data() + t.offset, grads[0].data() + t.offset, t.numel, &mx);
+        double e_fp8 = rel_l2_error(grads[1].data() + t.offset, ref.grads.data() + t.offset, t.numel);
+        double e_bf16 = rel_l2_error(grads[0].data() + t.offset, ref.grads.data() + t.offset, t.numel);
+        double e_pair = rel_l2_error(grads[1].data() + t.offset, grads[0].data() + t.offset, t.numel);
         printf("  %-10s %10.3e   %10.3e   %10.3e\n", t.name.c_str(), e_fp8, e_bf16, e_pair);
         if (!(e_fp8 <= kFp8GradRtol) || !(e_pair <= kFp8GradRtol))
             testing::fail(__FILE__, __LINE__,
@@ -472,13 +458,7 @@ Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w,
     return r;
 }
 
-// Number of positions where two float arrays differ bitwise (size mismatch counts as all).
-size_t bitwise_diffs(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return std::max(a.size(), b.size());
-    size_t diff = 0;
-    for (size_t i = 0; i < a.size(); i++) diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-    return diff;
-}
+using testing::count_bit_diffs;
 
 ModelConfig model_of(const RefConfig& c) {
     ModelConfig m;
@@ -555,13 +535,13 @@ void run_same_training_test(const RefConfig& cfg, Precision precision, StepExtra
         printf("  %s step %d: loss %.9g / %.9g  grad norm %.9g / %.9g (plain / %s)\n", to_string(precision),
                i + 1, a.losses[i], b.losses[i], a.norms[i], b.norms[i], what);
     EXPECT_TRUE(std::isfinite(a.losses[0]) && a.losses[steps - 1] < a.losses[0]);
-    EXPECT_EQ(bitwise_diffs(a.losses, b.losses), (size_t)0);
-    EXPECT_EQ(bitwise_diffs(a.norms, b.norms), (size_t)0);
-    EXPECT_EQ(bitwise_diffs(a.weights, b.weights), (size_t)0);
+    EXPECT_EQ(count_bit_diffs(a.losses, b.losses), (size_t)0);
+    EXPECT_EQ(count_bit_diffs(a.norms, b.norms), (size_t)0);
+    EXPECT_EQ(count_bit_diffs(a.weights, b.weights), (size_t)0);
     EXPECT_EQ(a.fp8_state.empty(), precision == Precision::BF16);
-    EXPECT_EQ(bitwise_diffs(a.fp8_state, b.fp8_state), (size_t)0);
+    EXPECT_EQ(count_bit_diffs(a.fp8_state, b.fp8_state), (size_t)0);
     printf("  weights differing: %zu of %zu; fp8 state floats differing: %zu of %zu\n",
-           bitwise_diffs(a.weights, b.weights), a.weights.size(), bitwise_diffs(a.fp8_state, b.fp8_state),
+           count_bit_diffs(a.weights, b.weights), a.weights.size(), count_bit_diffs(a.fp8_state, b.fp8_state),
            a.fp8_state.size());
 }
 

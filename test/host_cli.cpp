@@ -1,5 +1,4 @@
-// Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, and one-line usage
-// errors.
+// Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, one-line usage errors.
 #include <cstdlib>
 #include <functional>
 #include <string>

@@ -1,6 +1,6 @@
-// Host tests for llmc/host/dataloader: shard reading, batching, shard wrap-around, rank striding, corrupt files.
-// Shards are written to a fresh mkdtemp directory with random tokens; every expectation is computed from the
-// tokens that were written.
+// Host tests for llmc/host/dataloader: shard reading, batching, shard wrap-around, rank striding, corrupt
+// files. Shards are written to a fresh mkdtemp directory with random tokens; every expectation is computed
+// from the tokens that were written.
 #include <sys/stat.h>
 #include <unistd.h>
 

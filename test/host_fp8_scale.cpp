@@ -1,12 +1,12 @@
-// Host tests of the FP8 delayed-scaling arithmetic (llmc/fp8/fp8_scale_math.h): the scale formula and its special
-// cases, amax combining, and the reference model of the history/scale update that the kernel test compares
-// with.
+// Host tests of the FP8 delayed-scaling arithmetic (llmc/fp8/fp8_scale_math.h): the scale formula and its
+// special cases, amax combining, and the reference model of the history/scale update that the kernel test
+// compares with.
 #include <cfloat>
 #include <cmath>
 #include <random>
 
-#include "llmc/host/config.h"
 #include "llmc/fp8/fp8_scale_math.h"
+#include "llmc/host/config.h"
 #include "test/testing.h"
 
 static uint32_t bits(float f) { return fp8_float_bits(f); }

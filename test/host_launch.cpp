@@ -1,7 +1,7 @@
-// Host tests for llmc/parallel/launch: launcher detection from injected environments (each launcher, precedence,
-// errors), rendezvous parsing and defaults, the id exchange over tcp and file with ranks as threads (rank 0
-// starting last), timeouts with one-line errors, and the mpi path against fake MPI symbols (both handle
-// ABIs).
+// Host tests for llmc/parallel/launch: launcher detection from injected environments (each launcher,
+// precedence, errors), rendezvous parsing and defaults, the id exchange over tcp and file with ranks as
+// threads (rank 0 starting last), timeouts with one-line errors, and the mpi path against fake MPI symbols
+// (both handle ABIs).
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>

@@ -19,6 +19,7 @@
 #include "llmc/formats/safetensors.h"
 #include "llmc/model/weights_io.h"
 #include "llmc/host/config.h"
+#include "test/numeric.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 
@@ -60,10 +61,6 @@ std::vector<float> random_params(const ModelConfig& m, uint32_t seed) {
     std::vector<float> p(num_parameters(m));
     for (float& x : p) x = d(gen);
     return p;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // A safetensors file held in memory, editable, written back with SafetensorsWriter.
@@ -171,7 +168,7 @@ TEST(seed_export_names_shapes_roundtrip) {
     bytes = r.read("tsfmr_blks.0.ffn_norm.bias");
     EXPECT_TRUE(bytes.size() == n * 4 && std::memcmp(bytes.data(), b, bytes.size()) == 0);
 
-    EXPECT_TRUE(bitwise_equal(import_weights(f, m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(f, m), p));
 }
 
 TEST(seed_padded_vocab_roundtrip) {
@@ -182,7 +179,7 @@ TEST(seed_padded_vocab_roundtrip) {
     SafetensorsReader r(dir.file("s.safetensors"));
     EXPECT_TRUE(r.tensor("tok_embd.weight").shape == (std::vector<int64_t>{50304, 16}));
     EXPECT_TRUE(json::parse(r.metadata("gpt_config")).find("gelu")->as_string() == "tanh");
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("s.safetensors"), m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("s.safetensors"), m), p));
 }
 
 TEST(hf_export_layout_and_roundtrip) {
@@ -229,8 +226,8 @@ TEST(hf_export_layout_and_roundtrip) {
     // import: equal except the padded vocabulary rows, which are zero
     std::vector<float> expect = p;
     std::fill(expect.begin() + (size_t)50257 * C, expect.begin() + (size_t)50304 * C, 0.0f);
-    EXPECT_TRUE(bitwise_equal(import_weights(out, m), expect));
-    EXPECT_TRUE(bitwise_equal(import_weights(out + "/model.safetensors", m), expect));
+    EXPECT_TRUE(testing::same_bits(import_weights(out, m), expect));
+    EXPECT_TRUE(testing::same_bits(import_weights(out + "/model.safetensors", m), expect));
 }
 
 TEST(hf_config_json_content) {
@@ -274,7 +271,7 @@ TEST(hf_small_vocab_roundtrip) {
     export_weights(dir.file("hf"), ExportFormat::HF, m, p);
     EXPECT_TRUE(SafetensorsReader(dir.file("hf/model.safetensors")).tensor("transformer.wte.weight").shape ==
                 (std::vector<int64_t>{96, 64}));
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("hf"), m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("hf"), m), p));
 }
 
 TEST(hf_hand_built_no_prefix_buffers_tied_head) {
@@ -288,17 +285,17 @@ TEST(hf_hand_built_no_prefix_buffers_tied_head) {
         t["h." + std::to_string(l) + ".attn.masked_bias"] = f32_tensor({}, {-1e4f});
     }
     save_all(t, dir.file("noprefix.safetensors"));
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("noprefix.safetensors"), m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("noprefix.safetensors"), m), p));
 
     t["lm_head.weight"] = t["wte.weight"];  // tied head saved explicitly
     save_all(t, dir.file("tied.safetensors"));
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("tied.safetensors"), m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("tied.safetensors"), m), p));
 
     // buffers with the prefix, from a GPT2LMHeadModel state_dict
     TensorMap u;
     for (auto& kv : t) u[kv.first == "lm_head.weight" ? kv.first : "transformer." + kv.first] = kv.second;
     save_all(u, dir.file("prefixed.safetensors"));
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("prefixed.safetensors"), m), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("prefixed.safetensors"), m), p));
 }
 
 TEST(hf_untied_lm_head_is_an_error) {
@@ -401,7 +398,7 @@ TEST(vocab_larger_than_model_is_an_error_smaller_is_padded) {
     std::vector<float> expect(q.size(), 0.0f);
     std::copy(p.begin(), p.begin() + wte, expect.begin());
     std::copy(p.begin() + wte, p.end(), expect.begin() + 112 * C);
-    EXPECT_TRUE(bitwise_equal(q, expect));
+    EXPECT_TRUE(testing::same_bits(q, expect));
     export_weights(dir.file("b.safetensors"), ExportFormat::Seed, bigger, random_params(bigger, 12));
     EXPECT_CONTAINS(error_of([&] { import_weights(dir.file("b.safetensors"), m); }),
                     "tok_embd.weight has 112 vocabulary rows, this model has 96");
@@ -453,8 +450,8 @@ TEST(f16_and_bf16_files_convert) {
         save_all(ref, dir.file("ref.safetensors"));
         const auto a = import_weights(dir.file("half.safetensors"), m);
         const auto b = import_weights(dir.file("ref.safetensors"), m);
-        EXPECT_TRUE(bitwise_equal(a, b));
-        if (!bitwise_equal(a, b)) printf("  %s conversion differs\n", dtype);
+        EXPECT_TRUE(testing::same_bits(a, b));
+        if (!testing::same_bits(a, b)) printf("  %s conversion differs\n", dtype);
         if (!bf16) {
             size_t n;
             const float* lnfb = slice(m, a, "lnfb", -1, &n);
@@ -491,7 +488,7 @@ TEST(head_count_mismatch_from_config_or_metadata) {
                     "saved with 4 attention heads (its gpt_config metadata), this model has 8");
     // a file without either (hand-built): the head count cannot be checked, the import succeeds
     save_all(hf_unprefixed(dir, m, p), dir.file("plain.safetensors"));
-    EXPECT_TRUE(bitwise_equal(import_weights(dir.file("plain.safetensors"), other), p));
+    EXPECT_TRUE(testing::same_bits(import_weights(dir.file("plain.safetensors"), other), p));
 }
 
 TEST(not_a_gpt_file_and_odd_inputs) {

@@ -1,9 +1,18 @@
-// Minimal test harness shared by host tests (test/host_*.cpp), kernel tests (dev/test_*.cu) and model tests
-// (test/gpu_*.cu). Each case prints one "[PASS] name", "[FAIL] name: why" or "[SKIP] name: why" line;
-// scripts/run_tests.sh counts those lines. A binary exits 1 if any case failed.
+// The one test harness of the repository: host tests (test/host_*.cpp), kernel tests and benchmarks
+// (dev/test_*.cu) and model tests (test/gpu_*.cu) register into the same registry and share one main().
+//   TEST(name) { ... }    a test: prints one "[PASS] name", "[FAIL] name: why" or "[SKIP] name: why" line,
+//                         which scripts/run_tests.sh counts; the binary exits 1 if any test failed.
+//   BENCH(name) { ... }   a benchmark (dev/bench.h): timings only, asserts nothing, never counted as a test.
+// TEST_MAIN() is the binary's main:
+//   BIN [filter]          the tests whose name contains filter (all by default)
+//   BIN --bench [filter]  the benchmarks only
+//   BIN --list            the registered names, "test NAME" / "bench NAME", one a line; runs nothing (so the
+//                         tests of a GPU binary can be counted on any machine)
+// Comparing numbers (error measures, bitwise equality, format tolerances): test/numeric.h.
 #pragma once
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -11,8 +20,10 @@
 
 namespace testing {
 
+enum class Kind { Test, Bench };
 struct Case {
     const char* name;
+    Kind kind;
     std::function<void()> fn;
 };
 inline std::vector<Case>& registry() {
@@ -28,7 +39,9 @@ inline State& state() {
     return s;
 }
 struct Register {
-    Register(const char* name, std::function<void()> fn) { registry().push_back({name, std::move(fn)}); }
+    Register(const char* name, std::function<void()> fn, Kind kind = Kind::Test) {
+        registry().push_back({name, kind, std::move(fn)});
+    }
 };
 
 inline void fail(const char* file, int line, const std::string& msg) {
@@ -36,12 +49,15 @@ inline void fail(const char* file, int line, const std::string& msg) {
     state().failed = true;
 }
 
-// Runs every registered case whose name contains `filter` (argv[1], optional).
-inline int run_all(int argc, char** argv) {
-    const char* filter = argc > 1 ? argv[1] : "";
+inline bool matches(const Case& c, Kind kind, const char* filter) {
+    return c.kind == kind && std::string(c.name).find(filter) != std::string::npos;
+}
+
+// Runs every test whose name contains `filter`; 1 if any failed.
+inline int run_tests(const char* filter) {
     int failed = 0;
     for (const Case& c : registry()) {
-        if (std::string(c.name).find(filter) == std::string::npos) continue;
+        if (!matches(c, Kind::Test, filter)) continue;
         state() = State();
         c.fn();
         if (state().failed) {
@@ -55,6 +71,26 @@ inline int run_all(int argc, char** argv) {
         fflush(stdout);
     }
     return failed ? 1 : 0;
+}
+
+// Runs every benchmark whose name contains `filter` (progress on stderr; a benchmark that cannot run exits
+// the binary with status 1 itself, see dev/bench.h).
+inline int run_benchmarks(const char* filter) {
+    for (const Case& c : registry()) {
+        if (!matches(c, Kind::Bench, filter)) continue;
+        fprintf(stderr, "bench: %s\n", c.name);
+        c.fn();
+    }
+    return 0;
+}
+
+inline int run_all(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (const Case& c : registry()) printf("%s %s\n", c.kind == Kind::Test ? "test" : "bench", c.name);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) return run_benchmarks(argc > 2 ? argv[2] : "");
+    return run_tests(argc > 1 ? argv[1] : "");
 }
 
 // Runs fn and returns the message of the std::runtime_error it throws ("" when it does not throw). Other

@@ -1,8 +1,9 @@
 // Training checkpoints: one safetensors file per checkpoint, DIR/ckpt_<step, 8 digits>.safetensors, holding
 // the whole training state as full tensors (never per-rank shards, so any number of GPUs can resume it):
-//   master.<param>, adam_m.<param>, adam_v.<param>   F32, canonical parameter names and shapes
-//   (llmc/model/gpt.h) fp8.amax_history [H, slots], fp8.scale, fp8.scale_inv   F32, FP8 runs only (staging
-//   row 0 included)
+// clang-format off
+//   master.<param>, adam_m.<param>, adam_v.<param>         F32, canonical names and shapes (llmc/model/layout.h)
+//   fp8.amax_history [H, slots], fp8.scale, fp8.scale_inv  F32, FP8 runs only (staging row 0 included)
+// clang-format on
 // and in "__metadata__" (all strings): format "train_gpt-checkpoint", version, step (the next step to run),
 // opt_step (AdamW updates done), train_data.a / train_data.b (the token source's position), fp8.calibrating,
 // model (the shape signature, must match to resume), recipe (precision and FP8 recipe, must match), config

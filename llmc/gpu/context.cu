@@ -1,5 +1,5 @@
-#include "llmc/host/check.h"
 #include "llmc/gpu/context.h"
+#include "llmc/host/check.h"
 
 bool cuda_device_available(std::string* why) {
     int count = 0;

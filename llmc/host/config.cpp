@@ -52,7 +52,7 @@ std::vector<std::string> model_preset_names() {
 //     keeps every such sum below 2^31.
 //   - 1-D grids of 8-element x 256-thread blocks over N*4C elements: gelu_forward / gelu_backward_inplace
 //     (llmc/kernels/gelu.cu, which CHECKs grid.x <= 2^31-1) and encoder_forward (N*C elements, implied).
-//   - FP8 cast+transpose kernels (llmc/fp8/fp8.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
+//   - FP8 cast+transpose kernels (llmc/fp8/cast.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
 //     fp8_gelu_cast_transpose) tile rows by 128 in grid.y, which is at most 65535.
 //   - cuDNN flash attention (llmc/kernels/attention.cu) gets int64 dims/strides, but flash-attention kernels
 //     commonly compute offsets in int32 and cuDNN documents no larger tensors: the packed qkv tensor

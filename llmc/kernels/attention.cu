@@ -1,9 +1,8 @@
 // cuDNN SDPA (flash attention) forward/backward graphs through cudnn-frontend, cached by shape.
 // Compiled by nvcc -x cu as its own translation unit (see the Makefile): cudnn_frontend is slow to compile.
 #define CUDNN_FRONTEND_SKIP_JSON_LIB  // no graph (de)serialization needed; much faster to compile
-#include "llmc/kernels/attention.h"
-
 #include "llmc/gpu/sanitizer_marks.h"
+#include "llmc/kernels/attention.h"
 
 // cudnn_frontend_shim.h uses std::strlen without including <cstring> when the JSON library is skipped.
 #include <cstring>

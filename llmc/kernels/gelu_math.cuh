@@ -1,6 +1,6 @@
-// GELU value and derivative, shared by every kernel that applies GELU (llmc/kernels/gelu.cu, the FP8 dGELU cast in
-// llmc/fp8/cast.cu, the fused FP8 GELU producer in llmc/fp8/fp8_producers.cu), so that all of them evaluate the very
-// same fp32 instruction sequence: the fused producer is bit-identical to gelu_forward + cast by construction.
+// GELU value and derivative, shared by every kernel that applies GELU (llmc/kernels/gelu.cu, the FP8 dGELU
+// cast in llmc/fp8/cast.cu, the fused FP8 GELU producer in llmc/fp8/fp8_producers.cu), so that all of them
+// evaluate the very same fp32 instructions: the fused producer is bit-identical to gelu_forward + cast.
 //
 // Exact (erf) form, as PyTorch's nn.GELU(): gelu(x) = x Phi(x), Phi(x) = 0.5 (1 + erf(x/sqrt2)), and
 // gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi). erfcf (~40 instructions, and a second
@@ -22,6 +22,7 @@
 // Accuracy, exhaustive CPU emulation of these exact fp32 sequences (fmaf, flush to zero) over all 65280
 // finite bf16 inputs against float64 erfc/exp, with the ex2.approx / rcp.approx results perturbed by
 // +-2 ulp / +-1 ulp (their documented bounds; in brackets: 4x the bounds, +-2^-20 / +-2^-21 relative):
+// clang-format off
 //   Phi (as E q, 1 - E q) relative, x in [-13, inf), Phi >= 2^-126:   <= 3.1e-6 [4.3e-6]  (2^-16 = 1.5e-5)
 //   gelu relative, x in [-13, inf), |x| > 2^-125:                    <= 3.1e-6 [4.3e-6]
 //   gelu absolute for x < -13 and |x| <= 2^-125 (flushed ranges):    < 2^-126 (x < -13.2 gives -0; for
@@ -30,6 +31,7 @@
 //   gelu' relative, x >= -13 and |x + 0.7518| >= 0.05:               <= 3.6e-6 [4.3e-6]  (2^-14 = 6.1e-5)
 //   gelu' relative within 0.05 of the root (|gelu'| >= 7.7e-4 at bf16 inputs): <= 5.9e-5 [6.0e-5]
 //   gelu' absolute for x < -13 (E, or E w, flushed to -0):           < 4e-38
+// clang-format on
 // The dominant term in the tails is the fp32 rounding of the exponent x^2 log2(e)/2 (up to 122 at x = -13:
 // 2^-24 * 122 * ln 2 = 5e-6 relative in E); for bf16 inputs x^2 itself is exact. Rounded to bf16 (without
 // the perturbations), every output for x > -13 and |x| > 2^-125 equals the correctly rounded float64 value

@@ -1,7 +1,8 @@
-// The per-row LayerNorm forward shared by llmc/kernels/layernorm.cu (BF16 output) and llmc/fp8/fp8_producers.cu (FP8
-// output). Both kernels inline this very code, so they evaluate the same fp32 expressions in the same order
-// with the same lane -> element assignment in the reductions: the FP8 producer's y (and mean, rstd, residual)
-// is bit-identical to the BF16 kernel's by construction. Internal to those two files (not a launcher header).
+// The per-row LayerNorm forward shared by llmc/kernels/layernorm.cu (BF16 output) and
+// llmc/fp8/fp8_producers.cu (FP8 output). Both kernels inline this very code, so they evaluate the same fp32
+// expressions in the same order with the same lane -> element assignment in the reductions: the FP8
+// producer's y (and mean, rstd, residual) is bit-identical to the BF16 kernel's by construction. Internal to
+// those two files (not a launcher header).
 //
 // One warp per row. Lane l holds 16-byte chunks l, l+32, ..., l+32(K-1) of the row (coalesced 512-byte warp
 // accesses), so K = ceil(C / 256) chunks per lane; chunks past the end of the row are predicated off, so any

@@ -3,21 +3,22 @@
 //
 // cuBLASLt is column-major. A row-major [R, S] matrix is a column-major [S, R] one with ld = S, so each
 // row-major GEMM is written for the transposed output (D^T = B'^T A'^T) with these operands:
-//   forward  Y^T [OC, N]  = op_T(W: col-major [C, OC]) * X (col-major [C, N])              m=OC n=N  k=C "TN"
-//   dgrad    dX^T [C, N]  = W (col-major [C, OC]) * dY^T (col-major [OC, N])              m=C  n=N  k=OC "NN"
-//   wgrad    dW^T [C, OC] = X^T (col-major [C, N]) * op_T(dY^T: col-major [OC, N])        m=C  n=OC k=N  "NT"
-//   fp8 dgrad dX^T [C, N] = op_T(W^T stored [C, OC]: col-major [OC, C]) * dY^T             m=C  n=N  k=OC
-//   "TN" fp8 wgrad dW^T [C, OC] = op_T(X^T stored [C, N]: col-major [N, C]) * dY^T stored [OC, N]
-//                            (col-major [N, OC])                                            m=C  n=OC k=N
-//                            "TN"
+// clang-format off
+//   forward    Y^T  [OC, N] = op_T(W: col-major [C, OC]) * X (col-major [C, N])         m=OC n=N  k=C  "TN"
+//   dgrad      dX^T [C, N]  = W (col-major [C, OC]) * dY^T (col-major [OC, N])         m=C  n=N  k=OC "NN"
+//   wgrad      dW^T [C, OC] = X^T (col-major [C, N]) * op_T(dY^T: col-major [OC, N])   m=C  n=OC k=N  "NT"
+//   fp8 dgrad  dX^T [C, N]  = op_T(W^T stored [C, OC]: col-major [OC, C]) * dY^T        m=C  n=N  k=OC "TN"
+//   fp8 wgrad  dW^T [C, OC] = op_T(X^T stored [C, N]: col-major [N, C])
+//                             * dY^T stored [OC, N] (col-major [N, OC])                 m=C  n=OC k=N  "TN"
+// clang-format on
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "llmc/kernels/matmul.cuh"
 #include "llmc/gpu/sanitizer_marks.h"
+#include "llmc/kernels/matmul.cuh"
 
 // ---------------------------------------------------------------------------------------------------------
 // dbias kernels: column sums of dout_NOC. Pass 1: a block of (32, 8) threads owns 256 columns (each thread 8

@@ -1,8 +1,10 @@
 // GEMMs of the trainer through cuBLASLt, BF16 and FP8 (Hopper), for row-major nn.Linear layers:
+// clang-format off
 //   forward  out_NOC   = inp_NC weight_OCC^T (+ bias_OC)
 //   dgrad    dinp_NC   = dout_NOC weight_OCC
 //   wgrad    dweight_OCC (+)= dout_NOC^T inp_NC
 //   dbias    dbias_OC  = sum over N of dout_NOC
+// clang-format on
 // N = B*T rows, C input channels, OC output channels. All pointers must be 16-byte aligned. BF16 GEMMs need
 // C and OC multiples of 8 (N is free); FP8 GEMMs need C and OC multiples of 16, and N too for wgrad (it is
 // the reduction dimension there). Compute is FP32 everywhere; outputs are BF16.

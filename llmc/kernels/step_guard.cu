@@ -1,8 +1,8 @@
-// Step verdict kernels (llmc/kernels/step_guard.cuh): single-thread scalars and a grid-stride conditional copy.
+// Step verdict kernels (llmc/kernels/step_guard.cuh): single-thread scalars, a grid-stride conditional copy.
 #include <algorithm>
 
-#include "llmc/host/check.h"
 #include "llmc/gpu/cuda_common.cuh"
+#include "llmc/host/check.h"
 #include "llmc/kernels/step_guard.cuh"
 
 namespace {

@@ -1,9 +1,9 @@
 // Data-parallel communication: one process per GPU, NCCL for every transfer between GPUs.
 //
-// The communicator is created from the launcher's rank/world (llmc/parallel/launch.h) and a bootstrap rendezvous that
-// carries NCCL's unique id from rank 0 to the others. Collectives run on a dedicated communication stream so
-// the gradient reduce-scatter overlaps the backward pass; ordering with the compute stream goes through
-// events (the caller records/waits them).
+// The communicator is created from the launcher's rank/world (llmc/parallel/launch.h) and a bootstrap
+// rendezvous that carries NCCL's unique id from rank 0 to the others. Collectives run on a dedicated
+// communication stream so the gradient reduce-scatter overlaps the backward pass; ordering with the compute
+// stream goes through events (the caller records/waits them).
 //
 // Failure handling: a watchdog thread checks NCCL's asynchronous error state, and a deadline the driver arms
 // around every region that may wait on another rank (a step, a checkpoint). A rank that dies leaves the

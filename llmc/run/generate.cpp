@@ -1,9 +1,10 @@
+#include "llmc/run/generate.h"
+
 #include <algorithm>
 #include <vector>
 
-#include "llmc/run/generate.h"
-#include "llmc/model/gpt.h"
 #include "llmc/host/sampler.h"
+#include "llmc/model/gpt.h"
 
 std::string generate_text(GptModel* model, int B, int T, int vocab_size, const Tokenizer& tok,
                           const SampleSettings& s, uint64_t seed) {

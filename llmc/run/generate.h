@@ -1,6 +1,7 @@
 // Text generation from the model being trained: the evaluation forward (which leaves the training state
-// untouched, llmc/model/gpt.h) on a B x T batch whose row 0 holds the context, one forward per new token (cheap
-// next to training, and no KV cache to keep in sync), the next token sampled on the host (llmc/host/sampler.h).
+// untouched, llmc/model/gpt.h) on a B x T batch whose row 0 holds the context, one forward per new token
+// (cheap next to training, and no KV cache to keep in sync), the next token sampled on the host
+// (llmc/host/sampler.h).
 #pragma once
 #include <cstdint>
 #include <string>

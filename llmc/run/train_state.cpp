@@ -1,10 +1,11 @@
+#include "llmc/run/train_state.h"
+
 #include <cuda_runtime.h>
 
 #include "llmc/host/check.h"
-#include "llmc/parallel/comm.h"
 #include "llmc/host/dataloader.h"
 #include "llmc/model/gpt.h"
-#include "llmc/run/train_state.h"
+#include "llmc/parallel/comm.h"
 
 std::string model_signature(const ModelConfig& m) {
     return "L=" + std::to_string(m.num_layers) + " C=" + std::to_string(m.channels) +
