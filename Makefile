@@ -106,8 +106,6 @@ format:
 	  "install clang-format 14 (e.g. apt-get install clang-format-14) or set CLANG_FORMAT=" >&2; exit 1; }
 	@bash scripts/check_format.sh --files | xargs $(CLANG_FORMAT) --style=file -i
 	@echo "formatted $$(bash scripts/check_format.sh --files | wc -l) files with $$($(CLANG_FORMAT) --version)"
-	@if [ -f scripts/format_pending.txt ]; then echo "the pending files are formatted too: delete" \
-	  "scripts/format_pending.txt when they are committed"; fi
 
 # The formatting check alone (make test runs it too, counted as one test).
 format-check:

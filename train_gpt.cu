@@ -14,22 +14,22 @@
 #include <memory>
 #include <vector>
 
-#include "llmc/host/check.h"
 #include "llmc/formats/checkpoint.h"
-#include "llmc/host/cli.h"
-#include "llmc/parallel/comm.h"
-#include "llmc/host/config.h"
 #include "llmc/gpu/context.h"
-#include "llmc/host/dataloader.h"
-#include "llmc/run/generate.h"
-#include "llmc/model/gpt.h"
-#include "llmc/parallel/launch.h"
-#include "llmc/host/logger.h"
 #include "llmc/gpu/phase_timer.h"
+#include "llmc/host/check.h"
+#include "llmc/host/cli.h"
+#include "llmc/host/config.h"
+#include "llmc/host/dataloader.h"
+#include "llmc/host/logger.h"
 #include "llmc/host/tokenizer.h"
+#include "llmc/model/gpt.h"
+#include "llmc/model/weights_io.h"
+#include "llmc/parallel/comm.h"
+#include "llmc/parallel/launch.h"
+#include "llmc/run/generate.h"
 #include "llmc/run/preflight.h"
 #include "llmc/run/train_state.h"
-#include "llmc/model/weights_io.h"
 #ifdef TRAIN_GPT_FAULT_INJECTION
 #include "llmc/model/gpt_testing.h"
 #endif
@@ -249,9 +249,9 @@ Run::Run(const TrainConfig& cfg, RunPlan* plan)
     }
     build_model();
     // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
-    logger_ = rank_ == 0
-                  ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)), /*append=*/!cfg.resume.empty())
-                  : std::make_unique<RunLogger>();
+    logger_ = rank_ == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)),
+                                                       /*append=*/!cfg.resume.empty())
+                         : std::make_unique<RunLogger>();
 }
 
 Run::~Run() {
@@ -447,11 +447,9 @@ void Run::print_summary(std::vector<double> step_ms, int warmup_steps_skipped, d
     const double peak_gb = model_->peak_memory_bytes() / 1e9;
     const double wall_s = now_s() - start_s;
     printf(
-        "summary: %s B=%d T=%d x %d micro-steps x %d GPU%s | median step %.2f ms over %zu steps | %.0f tok/s "
-        "| "
-        "%.1f TFLOP/s honest (per GPU %.1f: MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | seed-script "
-        "formula "
-        "%.1f TFLOP/s | peak %.1f GB%s | wall %s\n",
+        "summary: %s B=%d T=%d x %d micro-steps x %d GPU%s | median step %.2f ms over %zu steps | "
+        "%.0f tok/s | %.1f TFLOP/s honest (per GPU %.1f: MFU %.1f%% of %.0f bf16; %.1f%% of %.0f fp8) | "
+        "seed-script formula %.1f TFLOP/s | peak %.1f GB%s | wall %s\n",
         to_string(cfg_.precision), cfg_.batch, cfg_.seq, batch_.micro_steps(), world_, world_ > 1 ? "s" : "",
         med, step_ms.size(), tokens_per_step_ / (med / 1e3), tflops, per_gpu, 100 * per_gpu / kBf16PeakTflops,
         kBf16PeakTflops, 100 * per_gpu / kFp8PeakTflops, kFp8PeakTflops,
@@ -488,7 +486,10 @@ int main(int argc, char** argv) {
     if (std::string e = prepare_output_dirs(cfg, plan.launch.rank); !e.empty()) fatal_usage("%s", e.c_str());
     if (plan.launch.rank != 0 && !freopen("/dev/null", "w", stdout))
         fatal("rank %d: cannot silence stdout", plan.launch.rank);
-    fputs(run_summary(cfg, num_parameters(cfg.model), plan.launch.world_size, plan.micro_steps, plan.launch.launcher).c_str(), stdout);
+    fputs(run_summary(cfg, num_parameters(cfg.model), plan.launch.world_size, plan.micro_steps,
+                      plan.launch.launcher)
+              .c_str(),
+          stdout);
     fflush(stdout);
     try {
         Run run(cfg, &plan);

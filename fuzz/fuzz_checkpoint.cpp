@@ -1,5 +1,5 @@
-// libFuzzer target for llmc/formats/checkpoint's reader: the input is written to a file (one temporary path per
-// process) and read with read_checkpoint() into a fixed state of two F32 tensors ("master.w" [6,5],
+// libFuzzer target for llmc/formats/checkpoint's reader: the input is written to a file (one temporary path
+// per process) and read with read_checkpoint() into a fixed state of two F32 tensors ("master.w" [6,5],
 // "adam_m.w" [7]), expecting the model and recipe of test/host_checkpoint.cpp. A bad file must be refused
 // with std::runtime_error (CheckpointMismatch included); any other exception is a finding. Whatever reads
 // must have our model and recipe, consistent counters, and exactly the tensor bytes the file holds (as

@@ -1,10 +1,10 @@
-// libFuzzer target for llmc/host/dataloader's shard reader: the input is written as a shard file (one temporary
-// path per process, which is also the glob) and opened with DataLoader(path, B=2, T=4, vocab=300). A bad
-// shard must be refused with DataError; any other exception is a finding. Whatever opens must hold exactly
-// the tokens of the file (a valid header, N uint16 ids < vocab), and its batches must be the file's tokens in
-// order (row b of a batch is tokens[pos + b*T ..], targets one later), wrapping to the start when the next
-// batch would run past the end; reset() and seek(position()) must replay the same batches. Built and run
-// by scripts/fuzz.sh.
+// libFuzzer target for llmc/host/dataloader's shard reader: the input is written as a shard file (one
+// temporary path per process, which is also the glob) and opened with DataLoader(path, B=2, T=4, vocab=300).
+// A bad shard must be refused with DataError; any other exception is a finding. Whatever opens must hold
+// exactly the tokens of the file (a valid header, N uint16 ids < vocab), and its batches must be the file's
+// tokens in order (row b of a batch is tokens[pos + b*T ..], targets one later), wrapping to the start when
+// the next batch would run past the end; reset() and seek(position()) must replay the same batches. Built and
+// run by scripts/fuzz.sh.
 #include <unistd.h>
 
 #include <cstdint>

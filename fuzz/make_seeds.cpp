@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
-#include "llmc/host/dataloader.h"
 #include "llmc/formats/safetensors.h"
+#include "llmc/host/dataloader.h"
 
 namespace {
 

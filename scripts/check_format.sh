@@ -4,17 +4,13 @@
 #   check_format.sh            the whole tree: one "[PASS|FAIL|SKIP] clang_format" line (scripts/run_tests.sh
 #                              counts it; make test runs it on every machine), then each file that differs;
 #                              exit 1 if any does
-#   check_format.sh FILE...    only these files (no pending list)
+#   check_format.sh FILE...    only these files
 #   check_format.sh --files    print the tree's files (what make format formats)
 # The style is clang-format 14's (CI's): another major version formats some constructs differently, so with
 # one (or none) the check is skipped, loudly. CLANG_FORMAT=path picks the binary.
-# scripts/format_pending.txt, while it exists, names files of other branches that await the tree-wide
-# reformat after their merge: they are reported as pending, not failed; an entry that is already formatted
-# or no longer exists fails the check, so the list can only shrink (delete it after the reformat).
 set -u
 cd "$(dirname "$0")/.."
 want_major=14
-pending_list=scripts/format_pending.txt
 
 tree_files() {
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -45,36 +41,17 @@ major=$(printf '%s\n' "$version" | sed -nE 's/.*version ([0-9]+)\..*/\1/p' | hea
 # Lines that differ between FILE and its formatted version (0: formatted).
 changed_lines() { "$cf" --style=file "$1" | diff "$1" - | grep -c '^[<>]'; }
 
-if [ $# -gt 0 ]; then files=("$@"); pending=(); else
-  mapfile -t files < <(tree_files)
-  pending=()
-  [ -f "$pending_list" ] && mapfile -t pending < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$pending_list" | grep -v '^$')
-fi
-is_pending() {
-  local p
-  for p in "${pending[@]}"; do [ "$p" = "$1" ] && return 0; done
-  return 1
-}
+if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(tree_files); fi
 
-bad=(); notes=(); n_pending=0
+bad=(); notes=()
 for f in "${files[@]}"; do
   n=$(changed_lines "$f")
-  if is_pending "$f"; then
-    if [ "$n" = 0 ]; then
-      bad+=("$f"); notes+=("  $f: formatted now; remove it from $pending_list")
-    else
-      n_pending=$((n_pending + 1))
-    fi
-  elif [ "$n" != 0 ]; then
+  if [ "$n" != 0 ]; then
     bad+=("$f"); notes+=("  $f: $n lines differ (see: $cf --style=file $f | diff $f -; fix: make format)")
   fi
 done
-for p in "${pending[@]}"; do
-  [ -f "$p" ] || { bad+=("$p"); notes+=("  $p: no such file; remove it from $pending_list"); }
-done
 
 summary="${#files[@]} files, clang-format $major"
-[ "$n_pending" -gt 0 ] && summary+="; $n_pending pending the tree-wide reformat ($pending_list)"
 if [ ${#bad[@]} -eq 0 ]; then
   echo "[PASS] clang_format: $summary"
   exit 0

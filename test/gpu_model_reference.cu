@@ -249,9 +249,8 @@ void run_reference_test(const RefConfig& cfg) {
     EXPECT_EQ(table.back().offset + table.back().numel, ref.params.size());
     if (testing::state().failed) return;
     printf(
-        "%s: L=%d C=%d H=%d V=%d maxT=%d B=%d T=%d gelu %s, %zu parameters; AdamW lr %g betas (%g, %g) eps "
-        "%g "
-        "wd %g clip %g\n",
+        "%s: L=%d C=%d H=%d V=%d maxT=%d B=%d T=%d gelu %s, %zu parameters; AdamW lr %g betas (%g, %g) "
+        "eps %g wd %g clip %g\n",
         cfg.name, m.num_layers, m.channels, m.num_heads, V, m.max_seq_len, ref.B, ref.T,
         m.gelu_tanh ? "tanh" : "erf", ref.params.size(), ref.adamw.lr, ref.adamw.beta1, ref.adamw.beta2,
         ref.adamw.eps, ref.adamw.weight_decay, ref.adamw.grad_clip);
@@ -440,7 +439,8 @@ Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w,
             } else {
                 gpt_testing::backward(model);
                 gpt_testing::poison_gradients(model);
-                EXPECT_TRUE(!std::isfinite(gpt_testing::update(model, s, i)));  // skipped: the AdamW step count stays
+                EXPECT_TRUE(
+                    !std::isfinite(gpt_testing::update(model, s, i)));  // skipped: the AdamW step count stays
             }
         }
         if (extras.eval_tokens) {

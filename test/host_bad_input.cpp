@@ -24,8 +24,8 @@
 
 #include "llmc/formats/checkpoint.h"
 #include "llmc/formats/json.h"
-#include "llmc/model/weights_io.h"
 #include "llmc/host/dataloader.h"
+#include "llmc/model/weights_io.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

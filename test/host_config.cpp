@@ -260,12 +260,10 @@ TEST(run_summary_for_people) {
     for (const char* line :
          {"train_gpt: GPT-2 124m (12 layers, 768 channels, 12 heads, vocab 50304, max seq 1024, GELU erf), "
           "124,475,904 parameters\n",
-          "  precision    fp8 hybrid (E4M3 forward, E5M2 gradients), delayed scaling: amax max over 1024 "
-          "steps, "
-          "margin 0\n",
-          "  batch        8 x 1024 tokens x 4 micro-steps x 2 GPUs (torchrun) = 65,536 tokens per step; 50 "
-          "steps, "
-          "lr 0.0006 cosine to 6e-05\n",
+          "  precision    fp8 hybrid (E4M3 forward, E5M2 gradients), delayed scaling: amax max over "
+          "1024 steps, margin 0\n",
+          "  batch        8 x 1024 tokens x 4 micro-steps x 2 GPUs (torchrun) = 65,536 tokens per step; "
+          "50 steps, lr 0.0006 cosine to 6e-05\n",
           "  data         random tokens (seed 3985)\n", "  logs         logs/config.json, logs/train.jsonl\n",
           "  checkpoints  ck/ every 100 steps and at the end, the newest 2 kept\n"})
         EXPECT_CONTAINS(s, line);
@@ -274,8 +272,10 @@ TEST(run_summary_for_people) {
     c.model.num_layers = 2;
     c.export_path = "w.safetensors";
     c.resume = "ck";
-    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"), "train_gpt: GPT-2 124m with overrides (2 layers");
-    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"), "x 1 GPU = 8,192 tokens per step");
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
+                    "train_gpt: GPT-2 124m with overrides (2 layers");
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
+                    "x 1 GPU = 8,192 tokens per step");
     EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
                     "  export       w.safetensors (seed layout) and exit, no training\n");
 }

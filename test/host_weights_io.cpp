@@ -17,8 +17,8 @@
 
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
-#include "llmc/model/weights_io.h"
 #include "llmc/host/config.h"
+#include "llmc/model/weights_io.h"
 #include "test/numeric.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"

@@ -2,15 +2,15 @@
 // here). Instead of AdamW writing the master and fp8_cast_transpose reading it back, one pass updates master,
 // m and v and quantizes the new weight into W and W^T.
 #pragma once
-#include "llmc/kernels/adamw.cuh"
 #include "llmc/fp8/cast.cuh"
+#include "llmc/kernels/adamw.cuh"
 
 // For one Linear weight [OC, C] (OC and C multiples of 16, pointers 16-byte aligned): the AdamW update of
 // adamw_update (device step scalars, grad_scale, apply flag), then the new master weight cast into the FP8
-// tensor `w` (llmc/fp8/fp8_tensor.h: W [OC, C] and W^T [C, OC], with its slot's scale, already updated for this
-// step), the amax of the master into the slot's staging amax and the scale_inv used into w.scale_inv. Bitwise
-// the same as adamw_update(params_P = nullptr) followed by fp8_cast_transpose of the master. apply[0] == 0 (a
-// skipped step): master, m and v are untouched and W, W^T are cast from them as they are.
+// tensor `w` (llmc/fp8/fp8_tensor.h: W [OC, C] and W^T [C, OC], with its slot's scale, already updated for
+// this step), the amax of the master into the slot's staging amax and the scale_inv used into w.scale_inv.
+// Bitwise the same as adamw_update(params_P = nullptr) followed by fp8_cast_transpose of the master. apply[0]
+// == 0 (a skipped step): master, m and v are untouched and W, W^T are cast from them as they are.
 void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, const bf16* grads_OCC, int OC,
                              int C, float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
                              const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,

@@ -12,8 +12,9 @@ namespace {
 // Kernels
 // ---------------------------------------------------------------------------------------------------------
 
-// d/dx GELU(x): gelu_erf_grad / gelu_tanh_grad of llmc/kernels/gelu_math.cuh, the very same code as the BF16 GELU
-// backward (llmc/kernels/gelu.cu). Both keep full relative accuracy (erf form <= 4.3e-6, tanh form ~1e-5, under
+// d/dx GELU(x): gelu_erf_grad / gelu_tanh_grad of llmc/kernels/gelu_math.cuh, the very same code as the BF16
+// GELU backward (llmc/kernels/gelu.cu). Both keep full relative accuracy (erf form <= 4.3e-6, tanh form
+// ~1e-5, under
 // --use_fast_math) in the left tail where gelu'(x) -> 0, which matters here: E5M2 resolves |g| down to
 // 2^-17 / scale (a 2^-34 fraction of the amax at the usual scales), so a tail value computed as a difference
 // of O(1) terms (0.5 (1 + erf), 1 + tanh, 1 - tanh^2) would come out as rounding noise or 0, many codes away.
@@ -72,8 +73,8 @@ __device__ __forceinline__ void chunk_values(const Raw8<Tin>& raw, const Raw8<bf
 }
 
 // ---- cast + transpose (+ dbias partials, + dGELU) ----
-// The 128 x 128 tile of llmc/fp8/fp8_device.cuh (kCtTile), phase 2 by ct_tile_write_transposed; with DBIAS the
-// per-thread column sums of phase 1 go through shared memory and are added in a fixed order.
+// The 128 x 128 tile of llmc/fp8/fp8_device.cuh (kCtTile), phase 2 by ct_tile_write_transposed; with DBIAS
+// the per-thread column sums of phase 1 go through shared memory and are added in a fixed order.
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)
     cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,

@@ -12,10 +12,10 @@
 #pragma once
 #include <vector>
 
-#include "llmc/host/config.h"
-#include "llmc/gpu/cuda_common.cuh"
-#include "llmc/fp8/scale_state.cuh"
 #include "llmc/fp8/fp8_tensor.h"
+#include "llmc/fp8/scale_state.cuh"
+#include "llmc/gpu/cuda_common.cuh"
+#include "llmc/host/config.h"
 
 // Amax only (calibration): max |x| of n elements into the slot's staging amax. n multiple of 8.
 void fp8_amax(Fp8ScaleState* st, int slot, const bf16* in, long n, cudaStream_t stream);
@@ -64,9 +64,8 @@ inline void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void*
                              OC, accumulate, stream);
 }
 inline void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_F, void* scratch,
-                                           Fp8ScaleState* st, const bf16* dout_NF, const bf16* pre_NF,
-                                           int N, int F, bool gelu_tanh, bool accumulate,
-                                           cudaStream_t stream) {
+                                           Fp8ScaleState* st, const bf16* dout_NF, const bf16* pre_NF, int N,
+                                           int F, bool gelu_tanh, bool accumulate, cudaStream_t stream) {
     fp8_cast_transpose_dbias_dgelu(out.data, out.data_T, out.scale_inv, dbias_F, scratch, st, out.slot,
                                    dout_NF, pre_NF, N, F, gelu_tanh, accumulate, stream);
 }

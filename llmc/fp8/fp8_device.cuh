@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "llmc/gpu/cuda_common.cuh"
 #include "llmc/fp8/cast.cuh"
+#include "llmc/gpu/cuda_common.cuh"
 
 // ---------------------------------------------------------------------------------------------------------
 // Device helpers

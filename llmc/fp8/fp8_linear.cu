@@ -6,8 +6,8 @@ static void mark(const Fp8LinearContext* f, Phase p, cudaStream_t stream) {
     if (f->timer) f->timer->mark(p, stream);
 }
 
-void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch, const Fp8ScaleState& st, int N,
-                     int C, int OC) {
+void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch, const Fp8ScaleState& st,
+                     int N, int C, int OC) {
     lin->w.slot = fp8_slot(linear, kFp8W);
     lin->x.slot = fp8_slot(linear, kFp8X);
     lin->x.data = scratch.x_rows;

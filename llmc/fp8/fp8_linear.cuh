@@ -1,15 +1,15 @@
-// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8/cast.cuh) feeding the cuBLASLt
-// FP8 GEMMs (llmc/kernels/matmul.cuh). Forward: X is cast (row-wise for this GEMM + transposed copy kept for wgrad)
-// with its scale_inv; Y = X W^T + b with E4M3 x E4M3 and fast accumulation. Backward: dY is cast + transposed
-// with dbias reduced in the same pass (dGELU fused for the fc layer), then dgrad dX = dY W (W^T copy) and
-// wgrad dW = dY^T X (X^T and dY^T copies), all TN, without fast accumulation.
+// An FP8 Linear layer with per-tensor delayed scaling: the cast kernels (llmc/fp8/cast.cuh) feeding the
+// cuBLASLt FP8 GEMMs (llmc/kernels/matmul.cuh). Forward: X is cast (row-wise for this GEMM + transposed copy
+// kept for wgrad) with its scale_inv; Y = X W^T + b with E4M3 x E4M3 and fast accumulation. Backward: dY is
+// cast + transposed with dbias reduced in the same pass (dGELU fused for the fc layer), then dgrad dX = dY W
+// (W^T copy) and wgrad dW = dY^T X (X^T and dY^T copies), all TN, without fast accumulation.
 #pragma once
 #include <library_types.h>
 
 #include "llmc/fp8/cast.cuh"
 #include "llmc/fp8/recipe.h"
-#include "llmc/kernels/matmul.cuh"
 #include "llmc/gpu/phase_timer.h"
+#include "llmc/kernels/matmul.cuh"
 
 struct GpuContext;
 
@@ -34,8 +34,8 @@ struct Fp8Scratch {
 // Points `lin`'s slots at those of Linear `linear` (fp8_slot(linear, role)) and its scratch-backed copies (X
 // row-wise, dY both ways) at the shared scratch; sets each tensor's shape and format (from `st`) for N rows
 // of a Linear [OC, C].
-void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch, const Fp8ScaleState& st, int N,
-                     int C, int OC);
+void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratch, const Fp8ScaleState& st,
+                     int N, int C, int OC);
 
 struct Fp8LinearContext {
     GpuContext* ctx = nullptr;
@@ -48,7 +48,8 @@ struct Fp8LinearContext {
 
 // Step 0 (the recipe calibrates): the amax of tensor `t` first (amax_pass), then its slot's scale from it.
 template <class AmaxPass>
-void fp8_calibrate_if_needed(const Fp8LinearContext* f, const Fp8Tensor& t, cudaStream_t stream, AmaxPass amax_pass) {
+void fp8_calibrate_if_needed(const Fp8LinearContext* f, const Fp8Tensor& t, cudaStream_t stream,
+                             AmaxPass amax_pass) {
     if (!f->recipe->calibrating()) return;
     amax_pass();
     fp8_calibrate_scales(f->recipe->scales(), t.slot, 1, f->recipe->config().margin, stream);

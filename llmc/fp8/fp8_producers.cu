@@ -4,10 +4,11 @@
 // Bit-exactness with the BF16 kernels followed by fp8_cast_transpose rests on evaluating the very same fp32
 // expressions in the same order (so nvcc contracts the same multiply-adds into FMAs), with the same lane ->
 // element assignment wherever a reduction order matters (the LayerNorm row statistics), and on quantizing
-// the bf16-rounded value exactly as llmc/fp8/cast.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2 with
-// __NV_SATFINITE). Both hold by construction: the per-row LayerNorm is llmc/kernels/layernorm_row.cuh (inlined by
-// llmc/kernels/layernorm.cu too), the quantization, amax and transposition helpers are llmc/fp8/fp8_device.cuh (inlined
-// by llmc/fp8/cast.cu too).
+// the bf16-rounded value exactly as llmc/fp8/cast.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2
+// with
+// __NV_SATFINITE). Both hold by construction: the per-row LayerNorm is llmc/kernels/layernorm_row.cuh
+// (inlined by llmc/kernels/layernorm.cu too), the quantization, amax and transposition helpers are
+// llmc/fp8/fp8_device.cuh (inlined by llmc/fp8/cast.cu too).
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
@@ -24,17 +25,17 @@ typedef __nv_fp8_storage_t fp8s;
 // LayerNorm -> FP8
 // ---------------------------------------------------------------------------------------------------------
 // Block of 8 warps for a tile of R = rows_per_block rows (32, or 16 for wide rows), warp w taking rows w,
-// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm.cu's forward (the same layernorm_row_forward of
-// llmc/kernels/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32, ..., l+32(K-1) of the row in registers,
-// two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any K >= ceil(C / 256) gives the same
-// bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp stores 256 contiguous bytes)
-// and the same 8 bytes into the shared tile [R][C/4 + 1 words] (odd pitch; the two words are stored in an
-// order that is bank-conflict free: lanes 0-15 hit even banks, lanes 16-31 odd ones). After the block barrier
-// (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block of tile rows [16s, 16s+16) and
-// columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch maps 16s to a 16-bank shift),
-// transposes it in registers and writes 16 bytes to each of 4 transposed rows; with R = 32 lane pairs
-// (s = 0, 1) write the two halves of one 32-byte sector.
-// kWrite = false: amax only (calibration), nothing written, no shared tile.
+// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm.cu's forward (the same
+// layernorm_row_forward of llmc/kernels/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32, ...,
+// l+32(K-1) of the row in registers, two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any K >=
+// ceil(C / 256) gives the same bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp stores
+// 256 contiguous bytes) and the same 8 bytes into the shared tile [R][C/4 + 1 words] (odd pitch; the two
+// words are stored in an order that is bank-conflict free: lanes 0-15 hit even banks, lanes 16-31 odd ones).
+// After the block barrier (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block of tile
+// rows [16s, 16s+16) and columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch maps 16s to
+// a 16-bank shift), transposes it in registers and writes 16 bytes to each of 4 transposed rows; with R = 32
+// lane pairs (s = 0, 1) write the two halves of one 32-byte sector. kWrite = false: amax only (calibration),
+// nothing written, no shared tile.
 constexpr int kLnThreads = 256;
 constexpr int kLnWarps = kLnThreads / 32;
 constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile), 16-row tiles above
@@ -110,16 +111,17 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
 // ---------------------------------------------------------------------------------------------------------
 // GELU -> FP8
 // ---------------------------------------------------------------------------------------------------------
-// GELU forward: gelu_erf / gelu_tanh of llmc/kernels/gelu_math.cuh, the very same code as llmc/kernels/gelu.cu's
-// gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward + fp8_cast_transpose).
-// y = bf16(gelu(x)) as gelu_forward stores it, back in fp32.
+// GELU forward: gelu_erf / gelu_tanh of llmc/kernels/gelu_math.cuh, the very same code as
+// llmc/kernels/gelu.cu's gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward +
+// fp8_cast_transpose). y = bf16(gelu(x)) as gelu_forward stores it, back in fp32.
 template <bool kTanh>
 __device__ __forceinline__ float gelu_bf16(float x) {
     return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));
 }
 
-// Cast + transpose as llmc/fp8/cast.cu's cast_transpose_kernel (the 128 x 128 tile of llmc/fp8/fp8_device.cuh), with
-// GELU applied to the loaded values; all 8 loads of a thread are issued before any math.
+// Cast + transpose as llmc/fp8/cast.cu's cast_transpose_kernel (the 128 x 128 tile of
+// llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values; all 8 loads of a thread are issued before
+// any math.
 template <bool kTanh, __nv_fp8_interpretation_t FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)
     fp8_gelu_cast_transpose_kernel(fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,

@@ -3,12 +3,12 @@
 // them in FP8 directly, row-wise and transposed, in the same pass that computes them (no BF16 round trip,
 // no separate amax pass).
 //
-// Semantics, bit for bit: y = the bf16 value the BF16 kernel writes (llmc/kernels/layernorm.cu, llmc/kernels/gelu.cu: same
-// fp32 formula and operation order), then quantized exactly as fp8_cast_transpose does (llmc/fp8/cast.cuh):
-// fp8 = saturate(float(y) * scale) with round to nearest even, amax = max |y| (NaN propagates) into the
-// slot's staging amax (one integer atomicMax per block), scale read from st->scale[slot] on the device, and
-// out_scale_inv (one float, may be null) = st->scale_inv[slot]. So the output bytes equal the BF16 kernel
-// followed by fp8_cast_transpose.
+// Semantics, bit for bit: y = the bf16 value the BF16 kernel writes (llmc/kernels/layernorm.cu,
+// llmc/kernels/gelu.cu: same fp32 formula and operation order), then quantized exactly as fp8_cast_transpose
+// does (llmc/fp8/cast.cuh): fp8 = saturate(float(y) * scale) with round to nearest even, amax = max |y| (NaN
+// propagates) into the slot's staging amax (one integer atomicMax per block), scale read from st->scale[slot]
+// on the device, and out_scale_inv (one float, may be null) = st->scale_inv[slot]. So the output bytes equal
+// the BF16 kernel followed by fp8_cast_transpose.
 //
 // Shapes: N and C positive multiples of 16 (LayerNorm: C <= 8192), pointers 16-byte aligned. out_NC [N, C]
 // (row-wise) may be null; out_T_CN [C, N] (transposed) is required.
@@ -16,8 +16,8 @@
 // Step-0 calibration (current scaling once): run the *_amax variant (same y, only the amax), then
 // fp8_calibrate_scales(st, slot, 1, margin, stream), then the fused kernel.
 #pragma once
-#include "llmc/gpu/cuda_common.cuh"
 #include "llmc/fp8/cast.cuh"
+#include "llmc/gpu/cuda_common.cuh"
 
 // LayerNorm (eps 1e-5, weight and bias) with an optional fused residual add, quantized to FP8.
 // inp2_NC != null: residual_NC = bf16(inp1 + inp2) is stored and normalized (as residual_layernorm_forward);

@@ -110,8 +110,8 @@ FP8_HD inline float fp8_compute_scale(float amax, float fp8_max, int margin, flo
 // scale_inv = 1 / scale, correctly rounded (may be a float denormal when scale is near FLT_MAX).
 FP8_HD inline float fp8_compute_scale_inv(float scale) { return fp8_d2f(1.0 / fp8_f2d(scale)); }
 
-// ---- Host reference model of fp8_update_scales (llmc/fp8/scale_state.cuh), used by the host and kernel tests. ----
-// history: [H][num_slots] row-major, row 0 = staging. Per slot with a non-zero staging amax:
+// ---- Host reference model of fp8_update_scales (llmc/fp8/scale_state.cuh), used by the host and kernel
+// tests. ---- history: [H][num_slots] row-major, row 0 = staging. Per slot with a non-zero staging amax:
 //   window amax = combine over all H rows (Max) or row 0 (MostRecent);
 //   roll (Transformer Engine's order): new[i] = old[i+1] for 1 <= i < H-1, new[H-1] = old[0], new[0] = 0,
 //   i.e. row H-1 = this step's amax, row H-1-k = k steps ago, the oldest (old row 1) dropped;

@@ -1,9 +1,9 @@
 // An FP8 tensor as its producer and the GEMMs that read it see it: the bytes (a row-wise copy [rows, cols]
 // and/or the transposed copy [cols, rows]), the scale_inv it was written with, and its slot in the FP8 scale
-// state (llmc/fp8/cast.cuh): a producer quantizes with the slot's current scale, max-es the tensor's amax into the
-// slot's staging amax and writes the slot's scale_inv next to the bytes; a GEMM dequantizes with that
-// scale_inv. It carries its shape and format (E4M3 or E5M2, the slot's). Kernels and GEMMs take it as one argument, so no caller
-// pairs buffers, scale_inv pointers and slot numbers by hand.
+// state (llmc/fp8/cast.cuh): a producer quantizes with the slot's current scale, max-es the tensor's amax
+// into the slot's staging amax and writes the slot's scale_inv next to the bytes; a GEMM dequantizes with
+// that scale_inv. It carries its shape and format (E4M3 or E5M2, the slot's). Kernels and GEMMs take it as
+// one argument, so no caller pairs buffers, scale_inv pointers and slot numbers by hand.
 #pragma once
 #include <cuda_fp8.h>
 
@@ -14,8 +14,8 @@ struct Fp8Tensor {
     __nv_fp8_storage_t* data_T = nullptr;  // [cols, rows]
     float* scale_inv = nullptr;            // one float on the device
     int slot = -1;
-    int rows = 0, cols = 0;              // of the row-wise copy
-    Fp8Dtype format = Fp8Dtype::E4M3;    // the slot's
+    int rows = 0, cols = 0;            // of the row-wise copy
+    Fp8Dtype format = Fp8Dtype::E4M3;  // the slot's
 
     void set_shape(int r, int c, Fp8Dtype f) {
         rows = r;

@@ -20,10 +20,13 @@ DelayedScaling::~DelayedScaling() {
 }
 
 void DelayedScaling::copy_storage(float* dst, const float* src, cudaStream_t stream) const {
-    CHECK_CUDA(cudaMemcpyAsync(dst, src, state_.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(dst, src, state_.storage_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
-void DelayedScaling::snapshot_step_start(cudaStream_t stream) { copy_storage(step_start_, state_.storage, stream); }
+void DelayedScaling::snapshot_step_start(cudaStream_t stream) {
+    copy_storage(step_start_, state_.storage, stream);
+}
 
 // The evaluation forward records its amaxes (and, before the first step, its calibration) on the live state;
 // end_eval puts the state back, and weights cast with it are cast again for training.
@@ -45,7 +48,8 @@ void DelayedScaling::update(const int* apply_flag, const std::function<void(floa
     if (all_reduce_max) all_reduce_max(fp8_staging_amax(&state_), n);
     CHECK_CUDA(cudaMemcpyAsync(health_amax_, fp8_staging_amax(&state_), n * sizeof(float),
                                cudaMemcpyDeviceToDevice, stream));
-    CHECK_CUDA(cudaMemcpyAsync(health_scale_, state_.scale, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(health_scale_, state_.scale, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     fp8_update_scales(&state_, cfg_.amax_algo, cfg_.margin, stream);
     restore_if_skipped(state_.storage, step_start_, state_.storage_floats, apply_flag, stream);
     calibrate_ = false;  // end_step() sets it back if the step was skipped
@@ -58,8 +62,8 @@ void DelayedScaling::restore(cudaStream_t stream) {
 
 void DelayedScaling::end_step(bool applied) {
     if (!applied && calibrating_step_) {
-        calibrate_ = true;       // the restored state is uncalibrated: calibrate again
-        weights_stale_ = true;   // and cast the weights with calibration
+        calibrate_ = true;      // the restored state is uncalibrated: calibrate again
+        weights_stale_ = true;  // and cast the weights with calibration
     }
 }
 

@@ -99,9 +99,9 @@ class DelayedScaling : public ScalingRecipe {
     Fp8Config cfg_;
     PhaseTimer* timer_;
     Fp8ScaleState state_;
-    float* step_start_ = nullptr;   // storage at the start of the current step
-    float* eval_backup_ = nullptr;  // storage before the current evaluation forward
-    float* health_amax_ = nullptr;  // staging amaxes before the last update
+    float* step_start_ = nullptr;    // storage at the start of the current step
+    float* eval_backup_ = nullptr;   // storage before the current evaluation forward
+    float* health_amax_ = nullptr;   // staging amaxes before the last update
     float* health_scale_ = nullptr;  // scales before the last update
     bool calibrate_ = true;          // until the first applied update
     bool calibrating_step_ = false;  // the step in flight started calibrating

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "llmc/host/check.h"
 #include "llmc/gpu/cuda_common.cuh"
+#include "llmc/host/check.h"
 
 // A list of named device buffers carved out of one allocation (256-byte aligned views).
 class Arena {
@@ -44,7 +44,8 @@ class Arena {
         }
         for (auto& g : groups) printf("memory:   %-18s %9.1f MiB\n", g.first.c_str(), g.second / 1048576.0);
     }
-    // Fills the whole allocation with 0xFF bytes (NaN as bf16 and fp32): tests of what is read before written.
+    // Fills the whole allocation with 0xFF bytes (NaN as bf16 and fp32): tests of what is read before
+    // written.
     void fill_nan(cudaStream_t stream) const {
         CHECK_CUDA(cudaMemsetAsync(base_, 0xFF, planned_bytes(), stream));
     }

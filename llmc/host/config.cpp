@@ -277,7 +277,6 @@ std::string validate(const TrainConfig& cfg) {
     return e;
 }
 
-
 float learning_rate(const TrainConfig& cfg, int step) {
     if (step < cfg.warmup) return cfg.lr * (float)(step + 1) / (float)cfg.warmup;
     if (cfg.schedule == LrSchedule::Constant) return cfg.lr;

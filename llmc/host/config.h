@@ -106,7 +106,6 @@ int max_batch_for(const TrainConfig& cfg);
 // Returns an empty string and sets *steps, or a one-line error when it does not divide.
 std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 
-
 // Learning rate for 0-based `step`: linear warmup over `warmup` steps to `lr`, then constant or cosine
 // decay to lr * final_lr_frac at the last step.
 float learning_rate(const TrainConfig& cfg, int step);

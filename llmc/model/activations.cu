@@ -13,8 +13,22 @@ namespace {
 enum class Count { One, L, LPlus1 };
 enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX };
 // Sizes in elements of the row's dtype (Bytes: in bytes).
-enum class Size { N, NC, N3C, NF, NV, BHT, One, Two, ReduceScratch, NormPartials, TokenSlots, DbiasScratch,
-                  StepScalarsBytes, AdamwScalarsBytes };
+enum class Size {
+    N,
+    NC,
+    N3C,
+    NF,
+    NV,
+    BHT,
+    One,
+    Two,
+    ReduceScratch,
+    NormPartials,
+    TokenSlots,
+    DbiasScratch,
+    StepScalarsBytes,
+    AdamwScalarsBytes
+};
 enum class Dtype { BF16, F32, FP8, I32, Bytes };
 
 struct ActivationSpec {
@@ -72,11 +86,16 @@ const ActivationSpec kActivations[] = {
 
 bool present(When w, const ActivationShape& s) {
     switch (w) {
-        case When::Always: return true;
-        case When::Bf16: return !s.fp8;
-        case When::Fp8: return s.fp8;
-        case When::Fp8KeptFcProjX: return s.fp8 && !s.recompute_fc_proj_input;
-        case When::Fp8RecomputedFcProjX: return s.fp8 && s.recompute_fc_proj_input;
+        case When::Always:
+            return true;
+        case When::Bf16:
+            return !s.fp8;
+        case When::Fp8:
+            return s.fp8;
+        case When::Fp8KeptFcProjX:
+            return s.fp8 && !s.recompute_fc_proj_input;
+        case When::Fp8RecomputedFcProjX:
+            return s.fp8 && s.recompute_fc_proj_input;
     }
     return false;
 }
@@ -84,31 +103,51 @@ bool present(When w, const ActivationShape& s) {
 size_t elements(Size z, const ActivationShape& s) {
     const size_t N = s.B * s.T, C = s.C;
     switch (z) {
-        case Size::N: return N;
-        case Size::NC: return N * C;
-        case Size::N3C: return N * 3 * C;
-        case Size::NF: return N * 4 * C;
-        case Size::NV: return N * s.V;
-        case Size::BHT: return s.B * s.H * s.T;
-        case Size::One: return 1;
-        case Size::Two: return 2;
+        case Size::N:
+            return N;
+        case Size::NC:
+            return N * C;
+        case Size::N3C:
+            return N * 3 * C;
+        case Size::NF:
+            return N * 4 * C;
+        case Size::NV:
+            return N * s.V;
+        case Size::BHT:
+            return s.B * s.H * s.T;
+        case Size::One:
+            return 1;
+        case Size::Two:
+            return 2;
         case Size::ReduceScratch:  // LayerNorm and bias backward partial sums
             return std::max<size_t>(layernorm_backward_scratch_bytes((int)N, (int)C),
-                                    matmul_dbias_scratch_bytes((int)N, (int)(4 * C))) / sizeof(float) + 1;
-        case Size::NormPartials: return kNumParamTensors * global_norm_num_partials();
-        case Size::TokenSlots: return s.accum_steps * token_slot_ints(N);
-        case Size::DbiasScratch: return fp8_dbias_scratch_bytes((int)N, (int)(4 * C));
-        case Size::StepScalarsBytes: return sizeof(StepScalars);
-        case Size::AdamwScalarsBytes: return 2 * sizeof(AdamWStepScalars);
+                                    matmul_dbias_scratch_bytes((int)N, (int)(4 * C))) /
+                       sizeof(float) +
+                   1;
+        case Size::NormPartials:
+            return kNumParamTensors * global_norm_num_partials();
+        case Size::TokenSlots:
+            return s.accum_steps * token_slot_ints(N);
+        case Size::DbiasScratch:
+            return fp8_dbias_scratch_bytes((int)N, (int)(4 * C));
+        case Size::StepScalarsBytes:
+            return sizeof(StepScalars);
+        case Size::AdamwScalarsBytes:
+            return 2 * sizeof(AdamWStepScalars);
     }
     return 0;
 }
 
 size_t dtype_bytes(Dtype d) {
     switch (d) {
-        case Dtype::BF16: return 2;
-        case Dtype::F32: case Dtype::I32: return 4;
-        case Dtype::FP8: case Dtype::Bytes: return 1;
+        case Dtype::BF16:
+            return 2;
+        case Dtype::F32:
+        case Dtype::I32:
+            return 4;
+        case Dtype::FP8:
+        case Dtype::Bytes:
+            return 1;
     }
     return 0;
 }

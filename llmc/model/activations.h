@@ -10,24 +10,44 @@
 #include "llmc/gpu/cuda_common.cuh"
 
 enum class Act {
-    Residual,      // L+1 x [N, C]: block inputs; [L] feeds the final LayerNorm
-    ResidualMid,   // [N, C]: after the attention's residual add
-    Ln1, Ln2,      // [N, C]: BF16 LayerNorm outputs (the Linear inputs the BF16 backward reads)
-    Qkv,           // [N, 3C]
-    Atty,          // [N, C]: attention output
-    FchPreGelu,    // [N, F]
-    Ln1Mean, Ln1Rstd, Ln2Mean, Ln2Rstd, AttStats,
-    Lnf, LnfMean, LnfRstd,
-    Logits,        // [N, V]; dlogits after the loss with targets
-    Losses, LossScalar,
-    GeluOut,       // [N, F], shared: BF16 GELU output (recomputed in backward instead of stored per layer)
-    ScratchNC,     // projection outputs
-    GradNC, GradNF, GradResidual,
-    ReduceScratch, NormPartials,
-    StepScalars, AdamwScalars, TokenSlots,
-    Fp8XtQkv, Fp8XtAttProj, Fp8XtFc, Fp8XtFcProj,  // per layer: the FP8 X^T a Linear keeps for its wgrad
-    Fp8XtFcProjShared,                             // --recompute 1: one fc-proj X^T, rebuilt in backward
-    Fp8XRows, Fp8DyRows, Fp8DyT, Fp8DyScaleInv, Fp8DbiasScratch,  // shared FP8 scratch
+    Residual,     // L+1 x [N, C]: block inputs; [L] feeds the final LayerNorm
+    ResidualMid,  // [N, C]: after the attention's residual add
+    Ln1,
+    Ln2,         // [N, C]: BF16 LayerNorm outputs (the Linear inputs the BF16 backward reads)
+    Qkv,         // [N, 3C]
+    Atty,        // [N, C]: attention output
+    FchPreGelu,  // [N, F]
+    Ln1Mean,
+    Ln1Rstd,
+    Ln2Mean,
+    Ln2Rstd,
+    AttStats,
+    Lnf,
+    LnfMean,
+    LnfRstd,
+    Logits,  // [N, V]; dlogits after the loss with targets
+    Losses,
+    LossScalar,
+    GeluOut,    // [N, F], shared: BF16 GELU output (recomputed in backward instead of stored per layer)
+    ScratchNC,  // projection outputs
+    GradNC,
+    GradNF,
+    GradResidual,
+    ReduceScratch,
+    NormPartials,
+    StepScalars,
+    AdamwScalars,
+    TokenSlots,
+    Fp8XtQkv,
+    Fp8XtAttProj,
+    Fp8XtFc,
+    Fp8XtFcProj,        // per layer: the FP8 X^T a Linear keeps for its wgrad
+    Fp8XtFcProjShared,  // --recompute 1: one fc-proj X^T, rebuilt in backward
+    Fp8XRows,
+    Fp8DyRows,
+    Fp8DyT,
+    Fp8DyScaleInv,
+    Fp8DbiasScratch,  // shared FP8 scratch
     kCount
 };
 

@@ -55,8 +55,8 @@ void DataParallelComm::gather_weights() {
         for (const ParamShard& sh : params_->shards) {
             if ((sh.slices > 1) != (l >= 0)) continue;
             bf16* base = params_->params + sh.full_offset + (l >= 0 ? l : 0) * sh.slice_numel;
-            CHECK_NCCL(ncclAllGather(base + sh.view.rank_offset, base, sh.view.chunk, ncclBfloat16, comm_->nccl(),
-                                     comm_->stream()));
+            CHECK_NCCL(ncclAllGather(base + sh.view.rank_offset, base, sh.view.chunk, ncclBfloat16,
+                                     comm_->nccl(), comm_->stream()));
         }
         CHECK_NCCL(ncclGroupEnd());
     }

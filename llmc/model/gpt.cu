@@ -26,8 +26,15 @@ GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, con
 
 static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool fp8) {
     const ModelConfig& m = s.cfg;
-    return {(size_t)batch, (size_t)s.T, (size_t)m.channels, (size_t)m.num_layers, (size_t)m.num_heads,
-            (size_t)m.vocab_size, s.accum_steps, fp8, s.options.recompute_fc_proj_input};
+    return {(size_t)batch,
+            (size_t)s.T,
+            (size_t)m.channels,
+            (size_t)m.num_layers,
+            (size_t)m.num_heads,
+            (size_t)m.vocab_size,
+            s.accum_steps,
+            fp8,
+            s.options.recompute_fc_proj_input};
 }
 
 // Before allocating: if parameters + activations (+ a reserve for library workspaces) exceed the free GPU
@@ -53,9 +60,11 @@ static void check_memory_plan(GptModel::Impl& s, bool fp8) {
     s.act_arena.print_plan();
     const std::string advice = fit > 0 ? "--batch " + std::to_string(fit) + " would fit"
                                        : "even --batch 1 does not fit, use a smaller model";
-    fatal("out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f + %.2f "
-          "reserved for workspaces) but %.2f GiB of %.2f are free; %s",
-          s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB, advice.c_str());
+    fatal(
+        "out of GPU memory: --batch %d needs %.2f GiB (parameters and optimizer %.2f + activations %.2f "
+        "+ %.2f reserved for workspaces) but %.2f GiB of %.2f are free; %s",
+        s.B, need / GiB, params / GiB, acts / GiB, kReserve / GiB, free_b / GiB, total_b / GiB,
+        advice.c_str());
 }
 
 static LinearParams linear_params(const GptModel::Impl& s, int l, int kind) {
@@ -78,7 +87,8 @@ static void build_bf16_linears(GptModel::Impl& s) {
     for (int l = 0; l < s.cfg.num_layers; l++) {
         bf16* inputs[kLinearsPerLayer] = {a.bf(Act::Ln1, l), nullptr, a.bf(Act::Ln2, l), a.bf(Act::GeluOut)};
         for (int kind = 0; kind < kLinearsPerLayer; kind++)
-            s.block_linears.push_back(make_bf16_linear(linear_params(s, l, kind), &s.linear_runtime, inputs[kind]));
+            s.block_linears.push_back(
+                make_bf16_linear(linear_params(s, l, kind), &s.linear_runtime, inputs[kind]));
     }
 }
 
@@ -105,12 +115,12 @@ static void plan_fp8_linear_storage(GptModel::Impl& s, std::vector<Fp8LinearStor
 // weight): they hold the FP8 weights instead of a separate 1.4 GB x 2 at GPT-1.5B.
 static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStorage>& storage) {
     const Activations& a = s.act;
-    const Act saved_xT[kLinearsPerLayer] = {Act::Fp8XtQkv, Act::Fp8XtAttProj, Act::Fp8XtFc,
-                                            s.options.recompute_fc_proj_input ? Act::Fp8XtFcProjShared
-                                                                              : Act::Fp8XtFcProj};
+    const Act saved_xT[kLinearsPerLayer] = {
+        Act::Fp8XtQkv, Act::Fp8XtAttProj, Act::Fp8XtFc,
+        s.options.recompute_fc_proj_input ? Act::Fp8XtFcProjShared : Act::Fp8XtFcProj};
     auto* recipe = static_cast<DelayedScaling*>(s.recipe.get());
-    s.fp8_scratch = {a.fp8(Act::Fp8XRows), a.fp8(Act::Fp8DyRows), a.fp8(Act::Fp8DyT), a.f32(Act::Fp8DyScaleInv),
-                     a.at<void>(Act::Fp8DbiasScratch)};
+    s.fp8_scratch = {a.fp8(Act::Fp8XRows), a.fp8(Act::Fp8DyRows), a.fp8(Act::Fp8DyT),
+                     a.f32(Act::Fp8DyScaleInv), a.at<void>(Act::Fp8DbiasScratch)};
     for (int l = 0; l < s.cfg.num_layers; l++)
         for (int kind = 0; kind < kLinearsPerLayer; kind++) {
             const int index = kLinearsPerLayer * l + kind;
@@ -124,8 +134,9 @@ static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStor
             f.saved_xT_IN = a.fp8(saved_xT[kind], saved_xT[kind] == Act::Fp8XtFcProjShared ? 0 : l);
             f.recompute_input = kind == kFcProj && s.options.recompute_fc_proj_input;
             f.master_weight_OI = s.dp.sharded() ? nullptr : s.params.slice(s.params.master, w, l);
-            f.fp8_weight = s.dp.sharded() ? st.weight
-                                          : reinterpret_cast<__nv_fp8_storage_t*>(const_cast<bf16*>(p.weight_OI));
+            f.fp8_weight = s.dp.sharded()
+                               ? st.weight
+                               : reinterpret_cast<__nv_fp8_storage_t*>(const_cast<bf16*>(p.weight_OI));
             f.w_scale_inv = st.w_scale_inv;
             f.x_scale_inv = st.x_scale_inv;
             s.block_linears.push_back(make_fp8_linear(p, &s.linear_runtime, f));
@@ -140,8 +151,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
     const int num_block_linears = m.num_layers * kLinearsPerLayer;
     if (use_fp8)
-        s.recipe = std::make_unique<DelayedScaling>(fp8, fp8_linear_slot_dtypes(fp8.format, num_block_linears),
-                                                    &s.timer);
+        s.recipe = std::make_unique<DelayedScaling>(
+            fp8, fp8_linear_slot_dtypes(fp8.format, num_block_linears), &s.timer);
     else
         s.recipe = std::make_unique<NoScaling>();
 
@@ -168,8 +179,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         if (is_block_linear_weight(k)) s.plain_adamw[k] = !s.linear(0, param_spec(k).linear).fuses_adamw();
     if (use_fp8)
         printf("fp8: %d scaled tensors (X, W, dY of %d Linears), %s, history %d, amax %s, margin %d\n",
-               num_block_linears * kFp8RolesPerLinear, num_block_linears, to_string(fp8.format), fp8.history_len,
-               to_string(fp8.amax_algo), fp8.margin);
+               num_block_linears * kFp8RolesPerLinear, num_block_linears, to_string(fp8.format),
+               fp8.history_len, to_string(fp8.amax_algo), fp8.margin);
 }
 
 GptModel::~GptModel() { delete impl_; }

@@ -52,8 +52,8 @@ class GptModel {
     // Allocates parameters, gradients, optimizer state (one allocation) and activations for B x T
     // (another allocation). Prints the memory plan.
     // With several ranks (ZeRO-1) the FP32 master weights and AdamW moments are sharded: each rank holds
-    // 1/world of every parameter slice (llmc/parallel/shard_view.h); gradients are reduce-scattered per layer during
-    // the last micro-step's backward, and the updated BF16 weights all-gathered after update().
+    // 1/world of every parameter slice (llmc/parallel/shard_view.h); gradients are reduce-scattered per layer
+    // during the last micro-step's backward, and the updated BF16 weights all-gathered after update().
     GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
              const Fp8Config& fp8 = Fp8Config(), const DataParallel& dp = DataParallel(),
              const StepOptions& options = StepOptions());

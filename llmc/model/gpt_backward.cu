@@ -21,8 +21,8 @@ static void block_backward(GptModel::Impl& s, int l, bf16* dres, bool accumulate
     s.linear(l, kFc).backward_through_gelu(grad_NC, grad_NF, a.bf(Act::FchPreGelu, l), accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.slice(p.grads, kLn2w, l), p.slice(p.grads, kLn2b, l), scratch, grad_NC,
-                       a.bf(Act::ResidualMid, l), ln.ln2w, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l), N, C, st,
-                       accumulate);
+                       a.bf(Act::ResidualMid, l), ln.ln2w, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l), N,
+                       C, st, accumulate);
     // Attention: residual_mid[l] = residual[l] + attproj(sdpa(qkv(ln1(residual[l]))))
     s.linear(l, kAttProj).backward(grad_NC, dres, accumulate);
     bf16* dqkv = grad_NF;  // [N, 3C] fits in the [N, F] scratch
@@ -32,8 +32,8 @@ static void block_backward(GptModel::Impl& s, int l, bf16* dres, bool accumulate
     s.linear(l, kQkv).backward(grad_NC, dqkv, accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.slice(p.grads, kLn1w, l), p.slice(p.grads, kLn1b, l), scratch, grad_NC,
-                       a.bf(Act::Residual, l), ln.ln1w, a.f32(Act::Ln1Mean, l), a.f32(Act::Ln1Rstd, l), N, C, st,
-                       accumulate);
+                       a.bf(Act::Residual, l), ln.ln1w, a.f32(Act::Ln1Mean, l), a.f32(Act::Ln1Rstd, l), N, C,
+                       st, accumulate);
 }
 
 void backward_pass(GptModel::Impl& s) {
@@ -54,8 +54,8 @@ void backward_pass(GptModel::Impl& s) {
     s.lm_head->backward(a.bf(Act::GradNC), a.bf(Act::Logits), accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.grad(kLnfw), p.grad(kLnfb), a.f32(Act::ReduceScratch), a.bf(Act::GradNC),
-                       a.bf(Act::Residual, L), p.param(kLnfw), a.f32(Act::LnfMean), a.f32(Act::LnfRstd), N, C, st,
-                       accumulate);
+                       a.bf(Act::Residual, L), p.param(kLnfw), a.f32(Act::LnfMean), a.f32(Act::LnfRstd), N, C,
+                       st, accumulate);
     for (int l = L - 1; l >= 0; l--) {
         block_backward(s, l, dres, accumulate);
         if (reduce) s.dp.reduce_scatter_grads(l);  // layer l's gradients are final: reduce while l-1 runs

@@ -35,17 +35,17 @@ static void blocks_forward(GptModel::Impl& s) {
         s.linear(l, kAttProj).input_from(a.bf(Act::Atty, l));
         s.linear(l, kAttProj).forward(scratch);
         s.linear(l, kFc).input_from_layernorm(a.bf(Act::ResidualMid, l), a.f32(Act::Ln2Mean, l),
-                                              a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch, ln.ln2w,
-                                              ln.ln2b);
+                                              a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch,
+                                              ln.ln2w, ln.ln2b);
         s.linear(l, kFc).forward(a.bf(Act::FchPreGelu, l));
         s.linear(l, kFcProj).input_from_gelu(a.bf(Act::FchPreGelu, l));
         s.linear(l, kFcProj).forward(scratch);
         bf16* residual_out = a.bf(Act::Residual, l + 1);
         if (l + 1 < L) {
             const LayerNormParams next = s.layernorm_params(l + 1);
-            s.linear(l + 1, kQkv).input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1),
-                                                       a.f32(Act::Ln1Rstd, l + 1), a.bf(Act::ResidualMid, l),
-                                                       scratch, next.ln1w, next.ln1b);
+            s.linear(l + 1, kQkv)
+                .input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1), a.f32(Act::Ln1Rstd, l + 1),
+                                      a.bf(Act::ResidualMid, l), scratch, next.ln1w, next.ln1b);
         } else {
             s.lm_head->input_from_layernorm(residual_out, a.f32(Act::LnfMean), a.f32(Act::LnfRstd),
                                             a.bf(Act::ResidualMid, l), scratch, s.params.param(kLnfw),
@@ -60,8 +60,8 @@ void forward_pass(GptModel::Impl& s, int k, bool training, bool with_targets) {
     const TokenSlot tokens = s.runtime.slot(k);
     begin_forward(s, k, training);
     s.mark(kPhaseOther);
-    encoder_forward(s.act.bf(Act::Residual, 0), tokens.inputs, s.params.param(kWte), s.params.param(kWpe), s.B, s.T,
-                    s.cfg.channels, st);
+    encoder_forward(s.act.bf(Act::Residual, 0), tokens.inputs, s.params.param(kWte), s.params.param(kWpe),
+                    s.B, s.T, s.cfg.channels, st);
     blocks_forward(s);
     s.lm_head->forward(s.act.bf(Act::Logits));
     s.mark(kPhaseOther);

@@ -28,7 +28,8 @@ struct LayerNormParams {
 };
 
 struct GptModel::Impl {
-    Impl(const ModelConfig& m, int B, int T, GpuContext* ctx, const DataParallel& dp, const StepOptions& options);
+    Impl(const ModelConfig& m, int B, int T, GpuContext* ctx, const DataParallel& dp,
+         const StepOptions& options);
 
     ModelConfig cfg;
     int B, T;

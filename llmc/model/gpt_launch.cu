@@ -13,7 +13,8 @@ void GptModel::stage_micro_batch(int k, const int* inputs_BT, const int* targets
     Impl& s = *impl_;
     const int N = s.B * s.T, V = s.cfg.vocab_size;
     for (int i = 0; i < N; i++)
-        CHECK(inputs_BT[i] >= 0 && inputs_BT[i] < V && (!targets_BT || (targets_BT[i] >= 0 && targets_BT[i] < V)),
+        CHECK(inputs_BT[i] >= 0 && inputs_BT[i] < V &&
+                  (!targets_BT || (targets_BT[i] >= 0 && targets_BT[i] < V)),
               "token id out of range [0, %d) at position %d", V, i);
     const TokenSlot h = s.runtime.pinned_slot(k);
     memcpy(h.inputs, inputs_BT, N * sizeof(int));

@@ -24,8 +24,9 @@ static void shard_to_host(GptModel::Impl& s, const float* shard_buffer, int k, f
     const ParamShard& sh = s.params.shards[k];
     if (!s.dp.sharded()) {
         if (host_tensor)
-            CHECK_CUDA(cudaMemcpyAsync(host_tensor, shard_buffer + sh.shard_offset, sh.shard_numel * sizeof(float),
-                                       cudaMemcpyDeviceToHost, s.ctx->stream));
+            CHECK_CUDA(cudaMemcpyAsync(host_tensor, shard_buffer + sh.shard_offset,
+                                       sh.shard_numel * sizeof(float), cudaMemcpyDeviceToHost,
+                                       s.ctx->stream));
         CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
         return;
     }
@@ -35,8 +36,8 @@ static void shard_to_host(GptModel::Impl& s, const float* shard_buffer, int k, f
         CHECK_NCCL(ncclAllGather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, scratch, sh.view.chunk,
                                  ncclFloat32, s.dp.comm()->nccl(), cs));
         if (host_tensor)
-            CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, scratch, sh.slice_numel * sizeof(float),
-                                       cudaMemcpyDeviceToHost, cs));
+            CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, scratch,
+                                       sh.slice_numel * sizeof(float), cudaMemcpyDeviceToHost, cs));
     }
     CHECK_CUDA(cudaStreamSynchronize(cs));
 }
@@ -69,8 +70,12 @@ void GptModel::init_weights(uint64_t seed) {
         const ParamShard& sh = s.params.shards[i];
         float* p = s.params.master + sh.shard_offset;
         switch (param_spec(i).init) {
-            case ParamInit::One: fill_constant(p, sh.shard_numel, 1.0f, s.ctx->stream); break;
-            case ParamInit::Zero: fill_constant(p, sh.shard_numel, 0.0f, s.ctx->stream); break;
+            case ParamInit::One:
+                fill_constant(p, sh.shard_numel, 1.0f, s.ctx->stream);
+                break;
+            case ParamInit::Zero:
+                fill_constant(p, sh.shard_numel, 0.0f, s.ctx->stream);
+                break;
             case ParamInit::Normal:  // each rank draws exactly its part of the full tensor
                 fill_normal(p, sh.shard_numel, 0.02f, seed, i, s.ctx->stream, sh.view);
                 break;
@@ -119,7 +124,9 @@ std::vector<float> GptModel::logits_row(int row) const {
     const size_t V = impl_->cfg.vocab_size;
     return bf16_to_host(impl_->act.bf(Act::Logits) + (size_t)row * V, V, impl_->ctx->stream);
 }
-std::vector<float> GptModel::fp8_state_to_host() const { return impl_->recipe->state_to_host(impl_->ctx->stream); }
+std::vector<float> GptModel::fp8_state_to_host() const {
+    return impl_->recipe->state_to_host(impl_->ctx->stream);
+}
 
 std::vector<StateTensorInfo> GptModel::state_layout() const {
     const Impl& s = *impl_;
@@ -136,7 +143,8 @@ std::vector<StateTensorInfo> GptModel::state_layout() const {
 void GptModel::state_to_host(const std::vector<void*>& host) {
     Impl& s = *impl_;
     const std::vector<StateTensorInfo> layout = state_layout();
-    CHECK(host.size() == layout.size(), "state_to_host: %zu buffers for %zu tensors", host.size(), layout.size());
+    CHECK(host.size() == layout.size(), "state_to_host: %zu buffers for %zu tensors", host.size(),
+          layout.size());
     float* const sharded[3] = {s.params.master, s.params.adam_m, s.params.adam_v};
     with_gather_scratch(s, [&](float* scratch) {
         for (int b = 0; b < 3; b++)

@@ -42,16 +42,24 @@ static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
         const ParamShard& sh = p.shards[k];
         adamw_update(p.master + sh.shard_offset, p.params + sh.full_offset, p.adam_m + sh.shard_offset,
                      p.adam_v + sh.shard_offset, p.grads + sh.full_offset, sh.shard_numel, beta1, beta2, eps,
-                     s.adamw_scalars() + (p.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st, sh.view);
+                     s.adamw_scalars() + (p.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st,
+                     sh.view);
     }
     for (int l = 0; l < s.cfg.num_layers; l++)
         for (int kind = 0; kind < kLinearsPerLayer; kind++) {
             Linear& lin = s.linear(l, kind);
             if (!lin.fuses_adamw()) continue;
             const int w = linear_spec(kind).weight;  // one GPU: the master is unsharded
-            const FusedAdamW f = {p.slice(p.master, w, l), p.slice(p.adam_m, w, l), p.slice(p.adam_v, w, l),
-                                  p.slice(p.grads, w, l), beta1, beta2, eps, s.adamw_scalars() /* decayed */,
-                                  &d->grad_scale, &d->apply};
+            const FusedAdamW f = {p.slice(p.master, w, l),
+                                  p.slice(p.adam_m, w, l),
+                                  p.slice(p.adam_v, w, l),
+                                  p.slice(p.grads, w, l),
+                                  beta1,
+                                  beta2,
+                                  eps,
+                                  s.adamw_scalars() /* decayed */,
+                                  &d->grad_scale,
+                                  &d->apply};
             lin.update_weight_fused(f, st);
         }
 }
@@ -82,6 +90,6 @@ void upload_adamw_scalars(GptModel::Impl& s, const AdamWSettings& a, int t) {
     AdamWStepScalars* pinned = s.runtime.pinned_adamw;
     pinned[0] = adamw_step_scalars(a.lr, a.beta1, a.beta2, a.weight_decay, t);
     pinned[1] = adamw_step_scalars(a.lr, a.beta1, a.beta2, 0.0f, t);
-    CHECK_CUDA(cudaMemcpyAsync(s.adamw_scalars(), pinned, 2 * sizeof(AdamWStepScalars), cudaMemcpyHostToDevice,
-                               s.ctx->stream));
+    CHECK_CUDA(cudaMemcpyAsync(s.adamw_scalars(), pinned, 2 * sizeof(AdamWStepScalars),
+                               cudaMemcpyHostToDevice, s.ctx->stream));
 }

@@ -38,12 +38,18 @@ const LinearSpec kLinears[kLinearsPerLayer + 1] = {
 
 size_t dim_size(Dim d, const ModelConfig& m) {
     switch (d) {
-        case Dim::One: return 1;
-        case Dim::C: return (size_t)m.channels;
-        case Dim::C3: return 3 * (size_t)m.channels;
-        case Dim::F: return 4 * (size_t)m.channels;
-        case Dim::V: return (size_t)m.vocab_size;
-        case Dim::S: return (size_t)m.max_seq_len;
+        case Dim::One:
+            return 1;
+        case Dim::C:
+            return (size_t)m.channels;
+        case Dim::C3:
+            return 3 * (size_t)m.channels;
+        case Dim::F:
+            return 4 * (size_t)m.channels;
+        case Dim::V:
+            return (size_t)m.vocab_size;
+        case Dim::S:
+            return (size_t)m.max_seq_len;
     }
     return 0;
 }

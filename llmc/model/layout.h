@@ -17,9 +17,22 @@
 // The parameter tensors in canonical order (the layout of the flat parameter buffer, of reference files and
 // of checkpoints); per-layer tensors are stacked over the layers.
 enum ParamId {
-    kWte, kWpe,
-    kLn1w, kLn1b, kQkvw, kQkvb, kAttprojw, kAttprojb, kLn2w, kLn2b, kFcw, kFcb, kFcprojw, kFcprojb,
-    kLnfw, kLnfb,
+    kWte,
+    kWpe,
+    kLn1w,
+    kLn1b,
+    kQkvw,
+    kQkvb,
+    kAttprojw,
+    kAttprojb,
+    kLn2w,
+    kLn2b,
+    kFcw,
+    kFcb,
+    kFcprojw,
+    kFcprojb,
+    kLnfw,
+    kLnfb,
     kNumParamTensors
 };
 
@@ -39,7 +52,7 @@ struct ParamSpec {
     Dim rows, cols;  // one layer's shape [rows, cols] (cols One: a vector)
     bool weight_decay;
     ParamInit init;
-    int linear;  // the LinearKind whose weight or bias this is, -1 for none
+    int linear;             // the LinearKind whose weight or bias this is, -1 for none
     const char* seed_name;  // in the seed script's state_dict (per layer: after "tsfmr_blks.{i}.")
     const char* hf_name;    // in Hugging Face GPT-2 (per layer: after "h.{i}.")
     bool hf_transposed;     // HF stores it [in, out] (Conv1D), the transpose of nn.Linear's [out, in]

@@ -49,8 +49,9 @@ class Linear {
     virtual ~Linear() = default;
     // The producers of the input: exactly one runs before each forward().
     // (Residual add +) LayerNorm: residual_out_NI = inp1 + inp2 when inp2 is given, LayerNorm of it.
-    virtual void input_from_layernorm(bf16* residual_out_NI, float* mean_N, float* rstd_N, const bf16* inp1_NI,
-                                      const bf16* inp2_NI, const bf16* ln_weight_I, const bf16* ln_bias_I) = 0;
+    virtual void input_from_layernorm(bf16* residual_out_NI, float* mean_N, float* rstd_N,
+                                      const bf16* inp1_NI, const bf16* inp2_NI, const bf16* ln_weight_I,
+                                      const bf16* ln_bias_I) = 0;
     virtual void input_from_gelu(const bf16* pre_gelu_NI) = 0;
     virtual void input_from(const bf16* x_NI) = 0;  // kept (not copied) until the backward
     virtual void forward(bf16* out_NO) = 0;
@@ -59,9 +60,10 @@ class Linear {
     virtual void restore_input_from_gelu(const bf16* pre_gelu_NI) = 0;
     // dinp_NI = dY W (null: not needed), dW = dY^T x, db = sum dY (accumulate: += for gradient accumulation).
     virtual void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) = 0;
-    // The same with dY = dout_NO * gelu'(pre_gelu_NO): this Linear's output went through a GELU (dout_NO may be
-    // overwritten).
-    virtual void backward_through_gelu(bf16* dinp_NI, bf16* dout_NO, const bf16* pre_gelu_NO, bool accumulate) = 0;
+    // The same with dY = dout_NO * gelu'(pre_gelu_NO): this Linear's output went through a GELU (dout_NO may
+    // be overwritten).
+    virtual void backward_through_gelu(bf16* dinp_NI, bf16* dout_NO, const bf16* pre_gelu_NO,
+                                       bool accumulate) = 0;
 
     // Lower-precision weight copies (FP8: W and W^T) from the weights, when they changed.
     virtual void cast_weight() {}
@@ -73,12 +75,13 @@ class Linear {
     virtual void weights_gathered() {}
 };
 
-std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRuntime* rt, bf16* input_buffer_NI);
+std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRuntime* rt,
+                                         bf16* input_buffer_NI);
 
-// FP8 Linear number `index` (its three scale slots X, W, dY). saved_xT_IN: where the transposed FP8 input is kept
-// for the backward. recompute_input: the GELU-fed Linear rebuilds it in restore_input_from_gelu instead.
-// master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights, which
-// every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
+// FP8 Linear number `index` (its three scale slots X, W, dY). saved_xT_IN: where the transposed FP8 input is
+// kept for the backward. recompute_input: the GELU-fed Linear rebuilds it in restore_input_from_gelu instead.
+// master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
+// which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
 struct Fp8LinearSetup {
     int index;
     DelayedScaling* recipe;
@@ -90,4 +93,5 @@ struct Fp8LinearSetup {
     float* w_scale_inv;
     float* x_scale_inv;
 };
-std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt, const Fp8LinearSetup& s);
+std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt,
+                                        const Fp8LinearSetup& s);

@@ -1,10 +1,10 @@
 // The BF16 Linear (llmc/model/linear.h): cuBLASLt BF16 GEMMs; the input is kept in BF16 for the backward
 // (a LayerNorm output per layer, the attention output as given, the GELU output recomputed).
+#include "llmc/gpu/context.h"
 #include "llmc/kernels/gelu.cuh"
 #include "llmc/kernels/layernorm.cuh"
 #include "llmc/kernels/matmul.cuh"
 #include "llmc/model/linear.h"
-#include "llmc/gpu/context.h"
 
 void LinearRuntime::mark(Phase p) const { timer->mark(p, ctx->stream); }
 
@@ -14,8 +14,8 @@ class Bf16Linear : public Linear {
     Bf16Linear(const LinearParams& p, const LinearRuntime* rt, bf16* input_buffer)
         : p_(p), rt_(rt), buffer_(input_buffer), input_(input_buffer) {}
 
-    void input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1, const bf16* inp2,
-                              const bf16* w, const bf16* b) override {
+    void input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,
+                              const bf16* inp2, const bf16* w, const bf16* b) override {
         rt_->mark(kPhaseOther);
         input_ = buffer_;
         if (inp2)
@@ -32,15 +32,16 @@ class Bf16Linear : public Linear {
     void input_from(const bf16* x) override { input_ = x; }
     void forward(bf16* out) override {
         rt_->mark(kPhaseGemm);
-        matmul_forward(rt_->plans, rt_->ctx, out, input_, p_.weight_OI, p_.bias_O, p_.N, p_.in, p_.out, stream());
+        matmul_forward(rt_->plans, rt_->ctx, out, input_, p_.weight_OI, p_.bias_O, p_.N, p_.in, p_.out,
+                       stream());
     }
 
     // The GELU output is not stored per layer: recomputed into the shared buffer.
     void restore_input_from_gelu(const bf16* pre) override { input_from_gelu(pre); }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         rt_->mark(kPhaseGemm);
-        matmul_backward(rt_->plans, rt_->ctx, dinp, p_.dweight_OI, p_.dbias_O, dout, input_, p_.weight_OI, p_.N,
-                        p_.in, p_.out, accumulate, rt_->reduce_scratch, stream());
+        matmul_backward(rt_->plans, rt_->ctx, dinp, p_.dweight_OI, p_.dbias_O, dout, input_, p_.weight_OI,
+                        p_.N, p_.in, p_.out, accumulate, rt_->reduce_scratch, stream());
     }
     void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate) override {
         rt_->mark(kPhaseOther);
@@ -52,8 +53,8 @@ class Bf16Linear : public Linear {
     cudaStream_t stream() const { return rt_->ctx->stream; }
     LinearParams p_;
     const LinearRuntime* rt_;
-    bf16* buffer_;        // where a LayerNorm or GELU producer writes the input (null: given by input_from)
-    const bf16* input_;   // what the forward read and the backward reads
+    bf16* buffer_;       // where a LayerNorm or GELU producer writes the input (null: given by input_from)
+    const bf16* input_;  // what the forward read and the backward reads
 };
 }  // namespace
 

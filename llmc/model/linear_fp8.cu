@@ -27,14 +27,14 @@ class Fp8Linear : public Linear {
         lin_.w.scale_inv = s.w_scale_inv;
     }
 
-    void input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1, const bf16* inp2,
-                              const bf16* w, const bf16* b) override {
+    void input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,
+                              const bf16* inp2, const bf16* w, const bf16* b) override {
         rt_->mark(kPhaseOther);
         fp8_calibrate_if_needed(&f_, lin_.x, stream(), [&] {
             fp8_layernorm_amax(scales(), lin_.x.slot, inp1, inp2, w, b, p_.N, p_.in, stream());
         });
-        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, lin_.x, mean, rstd, scales(), inp1, inp2, w,
-                                       b, p_.N, p_.in, stream());
+        fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, lin_.x, mean, rstd, scales(), inp1,
+                                       inp2, w, b, p_.N, p_.in, stream());
     }
     void input_from_gelu(const bf16* pre) override {
         rt_->mark(kPhaseOther);
@@ -58,7 +58,8 @@ class Fp8Linear : public Linear {
     void restore_input_from_gelu(const bf16* pre) override {
         if (!recompute_input_) return;
         rt_->mark(kPhaseCast);
-        fp8_gelu_cast_transpose(lin_.x.transposed_only(), scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        fp8_gelu_cast_transpose(lin_.x.transposed_only(), scales(), pre, p_.N, p_.in, rt_->gelu_tanh,
+                                stream());
     }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, nullptr, p_.N, p_.in, p_.out,
@@ -86,8 +87,8 @@ class Fp8Linear : public Linear {
     // One GPU: AdamW writes the FP32 master and the FP8 W and W^T in one pass, with the just-updated scales.
     void update_weight_fused(const FusedAdamW& a, cudaStream_t stream) override {
         if (!master_) return;
-        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2, a.eps,
-                                a.step, a.grad_scale, a.apply, lin_.w, scales(), stream);
+        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
+                                a.eps, a.step, a.grad_scale, a.apply, lin_.w, scales(), stream);
     }
 
   private:
@@ -102,6 +103,7 @@ class Fp8Linear : public Linear {
 };
 }  // namespace
 
-std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt, const Fp8LinearSetup& s) {
+std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt,
+                                        const Fp8LinearSetup& s) {
     return std::make_unique<Fp8Linear>(p, rt, s);
 }

@@ -9,8 +9,10 @@ ModelParams::ModelParams(const ModelConfig& m, int rank, int world) : table(para
         sh.slices = t.slices();
         sh.slice_numel = t.slice_numel();
         if (sh.slice_numel % world != 0)
-            fatal("%d GPUs do not divide parameter %s (%zu elements per slice); use a number of GPUs that divides it",
-                  world, t.name.c_str(), sh.slice_numel);
+            fatal(
+                "%d GPUs do not divide parameter %s (%zu elements per slice); use a number of GPUs that "
+                "divides it",
+                world, t.name.c_str(), sh.slice_numel);
         sh.view = ShardView::of(sh.slice_numel, rank, world);
         sh.shard_numel = sh.slices * sh.view.chunk;
         sh.shard_offset = P_shard;

@@ -33,6 +33,7 @@ TokenSlot StepRuntime::pinned_slot(int k) {
 
 void StepRuntime::upload(int k, cudaStream_t stream) {
     const int* host = pinned_[buffer_] + (size_t)k * slot_ints_;
-    CHECK_CUDA(cudaMemcpyAsync(slot(k).inputs, host, slot_ints_ * sizeof(int), cudaMemcpyHostToDevice, stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(slot(k).inputs, host, slot_ints_ * sizeof(int), cudaMemcpyHostToDevice, stream));
     CHECK_CUDA(cudaEventRecord(pinned_free_[buffer_], stream));
 }

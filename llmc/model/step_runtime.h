@@ -40,8 +40,8 @@ class StepRuntime {
     TokenSlot pinned_slot(int k);
     void upload(int k, cudaStream_t stream);
 
-    StepScalars* readback = nullptr;            // pinned
-    AdamWStepScalars* pinned_adamw = nullptr;   // pinned: [0] decayed tensors, [1] the others
+    StepScalars* readback = nullptr;           // pinned
+    AdamWStepScalars* pinned_adamw = nullptr;  // pinned: [0] decayed tensors, [1] the others
     bool in_flight = false;
     int eager_steps = 0;  // steps run uncaptured (the first builds the library plans)
     cudaGraphExec_t graph = nullptr;

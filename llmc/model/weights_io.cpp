@@ -57,7 +57,8 @@ std::vector<Entry> layout_entries(Layout layout, const ModelConfig& m) {
         const char* suffix = layout == Layout::Seed ? spec.seed_name : spec.hf_name;
         const int layers = spec.per_layer ? m.num_layers : 1;
         for (int l = 0; l < layers; l++) {
-            std::string name = spec.per_layer ? block_prefix(layout) + std::to_string(l) + "." + suffix : suffix;
+            std::string name =
+                spec.per_layer ? block_prefix(layout) + std::to_string(l) + "." + suffix : suffix;
             out.push_back({name, t, spec.per_layer ? l : -1, shape, fshape, info.offset + (size_t)l * numel,
                            numel, transposed});
         }

@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "llmc/formats/checkpoint.h"
-#include "llmc/model/weights_io.h"
 #include "llmc/host/logger.h"
+#include "llmc/model/weights_io.h"
 #include "llmc/run/train_state.h"
 
 namespace {
@@ -19,9 +19,8 @@ std::string about(const std::string& flag, const std::string& msg) {
 
 std::string check_export_has_weights(const TrainConfig& cfg, bool allow_export_of_init) {
     if (!export_only(cfg) || !cfg.resume.empty() || !cfg.init_from.empty() || allow_export_of_init) return "";
-    return "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write the "
-           "random "
-           "initialization), or --export-at-end to export after training";
+    return "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write "
+           "the random initialization), or --export-at-end to export after training";
 }
 
 std::string check_launch(const TrainConfig& cfg, RunPlan* plan) {
