@@ -16,7 +16,8 @@ CUDNN_INCLUDE ?= $(call first_dir_with,cudnn.h,$(INC_DIRS))
 CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
 NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
 NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
-# zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library)
+# zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library);
+# scripts/deps.sh looks in the same places, in the same order (keep them in step)
 # (no -I for /usr/include: the compilers search it anyway, and naming it can reorder the C++ system headers)
 ZLIB_INCLUDE ?= $(if $(wildcard /usr/include/zlib.h),,$(call first_dir_with,zlib.h,/usr/local/include \
                 third_party/zlib/usr/include))
