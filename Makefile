@@ -84,9 +84,10 @@ $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-# Host tests always; GPU tests (dev/ kernels, test/ model) only where a CUDA device is present.
+# Host tests always (binaries and test/host_*.sh scripts); GPU tests (dev/ kernels, test/ model) only where a
+# CUDA device is present.
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
+	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
 
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all

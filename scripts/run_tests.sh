@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the host test binaries, then (where a CUDA device is present) the GPU test binaries, and prints
-# "N passed, N failed, N skipped". Usage: run_tests.sh HOST_BIN... -- GPU_BIN...
+# Runs the host tests (binaries and test/host_*.sh scripts), then (where a CUDA device is present) the GPU
+# tests, and prints "N passed, N failed, N skipped". Usage: run_tests.sh HOST_BIN... -- GPU_BIN...
 set -u
 host=(); gpu=(); seen_sep=0
 for a in "$@"; do
