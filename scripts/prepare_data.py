@@ -97,6 +97,9 @@ class BytesTokenizer:
     def token_bytes(self):
         return [bytes([i]) for i in range(256)]
 
+    def encode_text(self, text: str) -> list:
+        return list(text.encode("utf-8", "surrogatepass"))
+
     def pieces(self, data: bytes) -> list:
         """`data` cut into pieces that encode independently (any cut works for bytes)."""
         return [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)]
@@ -132,6 +135,10 @@ class Gpt2Tokenizer:
 
     def token_bytes(self):
         return [self.enc.decode_single_token_bytes(i) for i in range(self.enc.n_vocab)]
+
+    def encode_text(self, text: str) -> list:
+        # "<|endoftext|>" in text is text; llm.c's enc.encode gives the same ids for text without it
+        return self.enc.encode_ordinary(text)
 
     def pieces(self, data: bytes) -> list:
         """The document's text cut at line ends into pieces of at most chunk_chars characters."""
