@@ -3,7 +3,9 @@
 // token shards made by write_shard (valid, plus truncated / wrong magic / token >= vocab variants) into
 // DIR/shard/; checkpoints made by write_checkpoint (valid, plus a flipped data byte and another recipe) into
 // DIR/checkpoint/; tokenizer files made by Tokenizer::save (bytes, a small BPE-like vocabulary with eot,
-// plus truncated / trailing-byte / wrong-kind / bytes-with-eot variants) into DIR/tokenizer/.
+// plus truncated / trailing-byte / wrong-kind / bytes-with-eot variants) into DIR/tokenizer/; HellaSwag eval
+// files made by serialize_hellaswag (vocabulary 300, as fuzz_hellaswag reads them; plus truncated, bad-label
+// and GPT-2-vocabulary variants) into DIR/hellaswag/.
 // Usage: make_seeds DIR (the subdirectories must exist).
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/hellaswag.h"
 #include "llmc/host/dataloader.h"
 #include "llmc/formats/safetensors.h"
 #include "llmc/host/tokenizer.h"
@@ -143,6 +146,32 @@ void tokenizer_seeds(const std::string& dir, const Scratch& tmp) {
     save(dir + "/tokenizer/bytes_with_eot.bin", bytes_eot);
 }
 
+// HellaSwag eval files for fuzz_hellaswag (model vocabulary 300).
+void hellaswag_seeds(const std::string& dir) {
+    HellaSwagSet set;
+    set.vocab_size = 300;
+    for (int i = 0; i < 3; i++) {
+        HellaSwagExample ex;
+        ex.label = i;
+        for (int k = 0; k <= i + 2; k++) ex.context.push_back((k * 37 + i) % 300);
+        for (int e = 0; e < kHellaSwagEndings; e++)
+            for (int k = 0; k <= e; k++) ex.endings[e].push_back((k * 11 + e * 5 + 290) % 300);
+        set.examples.push_back(ex);
+    }
+    set.examples[0].context[0] = 299;
+    const std::string valid = serialize_hellaswag(set);
+    save(dir + "/hellaswag/valid.bin", valid);
+    HellaSwagSet one = set;
+    one.examples.resize(1);
+    save(dir + "/hellaswag/one.bin", serialize_hellaswag(one));
+    save(dir + "/hellaswag/truncated.bin", valid.substr(0, valid.size() - 1));
+    std::string label = valid;
+    label[20] = 4;
+    save(dir + "/hellaswag/bad_label.bin", label);
+    set.vocab_size = 50257;  // refused for a 300-entry model
+    save(dir + "/hellaswag/gpt2_vocab.bin", serialize_hellaswag(set));
+}
+
 // Saves a file image and, separately, its JSON header.
 void save_seed(const std::string& dir, const std::string& name, const std::string& file) {
     save(dir + "/safetensors/" + name + ".safetensors", file);
@@ -203,5 +232,6 @@ int main(int argc, char** argv) {
     shard_seeds(dir, tmp);
     checkpoint_seeds(dir, tmp);
     tokenizer_seeds(dir, tmp);
+    hellaswag_seeds(dir);
     return 0;
 }
