@@ -116,8 +116,9 @@ TEST(writer_and_reader_round_trip) {
     EXPECT_EQ(static_cast<unsigned char>(bytes[24]), set.examples[0].context.size());
 }
 
-// scripts/prepare_hellaswag.py --tokenizer bytes on a JSONL in HellaSwag's layout: the reader gets llm.c's
-// rendering back. Needs python3 and the repository root as the working directory (make test).
+// scripts/prepare_hellaswag.py --tokenizer bytes on a JSONL in HellaSwag's layout, given as --input and as a
+// download: the reader gets llm.c's rendering back. Needs python3 and the repository root as the working
+// directory (make test).
 TEST(prepare_hellaswag_writes_what_the_reader_reads) {
     if (access("scripts/prepare_hellaswag.py", R_OK) != 0)
         SKIP("scripts/prepare_hellaswag.py not found (run from the repo root)");
@@ -150,6 +151,14 @@ TEST(prepare_hellaswag_writes_what_the_reader_reads) {
     EXPECT_TRUE(b.context == bytes_of("Caf\xc3\xa9"));
     EXPECT_TRUE(b.endings[2] == bytes_of(" "));  // an empty ending is still " "
     EXPECT_TRUE(b.endings[3] == bytes_of(" \xe4\xb8\xad"));
+    // without --input: downloaded from --url (a file:// URL here, offline) next to --out, once
+    const std::string dl = "python3 scripts/prepare_hellaswag.py --tokenizer bytes --url 'file://" +
+                           dir.file("val.jsonl") + "' --out '" + dir.file("dl/hs.bin") + "' >>'" +
+                           dir.file("dl.txt") + "' 2>&1";
+    EXPECT_TRUE(system(dl.c_str()) == 0 && system(dl.c_str()) == 0);
+    EXPECT_TRUE(read_bytes(dir.file("dl/hellaswag_val.jsonl")) == read_bytes(dir.file("val.jsonl")));
+    EXPECT_TRUE(read_bytes(dir.file("dl/hs.bin")) == read_bytes(dir.file("out/hs.bin")));
+    EXPECT_CONTAINS(read_bytes(dir.file("dl.txt")), "(downloaded earlier)");
     // a GPT-2 sized file is refused by a bytes-sized model, naming both sizes
     EXPECT_CONTAINS(testing::error_of([&] { read_hellaswag(dir.file("out/hs.bin"), 200); }),
                     "made with a tokenizer of 256 entries, the model's vocabulary has 200");
