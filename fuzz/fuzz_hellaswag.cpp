@@ -1,11 +1,11 @@
-// libFuzzer target for llmc/formats/hellaswag's reader: the input is parsed with parse_hellaswag() for a model
-// vocabulary of 300 (and, every 16th input, written to a file and read with read_hellaswag()). A bad file must
-// be refused with a one-line std::runtime_error; any other exception is a finding, and so is a decision that
-// differs from the format's own answer (oracle below, from the format in hellaswag.h). Whatever reads must
-// hold exactly the file's examples, serialize back to the input bytes (the format has one encoding), and lay
-// out and score consistently: each example fits T = max_row_tokens() - 1, its rows hold context + ending
-// shifted by one, the completion ranges cover exactly the ending tokens, and the sums add up. Built and run
-// by scripts/fuzz.sh.
+// libFuzzer target for llmc/formats/hellaswag's reader: the input is parsed with parse_hellaswag() for a
+// model vocabulary of 300 (and, every 16th input, written to a file and read with read_hellaswag()). A bad
+// file must be refused with a one-line std::runtime_error; any other exception is a finding, and so is a
+// decision that differs from the format's own answer (oracle below, from the format in hellaswag.h). Whatever
+// reads must hold exactly the file's examples, serialize back to the input bytes (the format has one
+// encoding), and lay out and score consistently: each example fits T = max_row_tokens() - 1, its rows hold
+// context + ending shifted by one, the completion ranges cover exactly the ending tokens, and the sums add
+// up. Built and run by scripts/fuzz.sh.
 #include <unistd.h>
 
 #include <cmath>
@@ -103,14 +103,17 @@ void check_layout(const HellaSwagExample& ex, int T) {
         double sum = 0;
         for (int t = rows.begin[r]; t < rows.end[r]; t++) {
             if (tg[t] != e[t - rows.begin[r]]) finding("the completion targets are not the ending");
-            if (t > rows.begin[r] && in[t] != e[t - rows.begin[r] - 1]) finding("inputs are not targets shifted");
+            if (t > rows.begin[r] && in[t] != e[t - rows.begin[r] - 1])
+                finding("inputs are not targets shifted");
             sum += losses[(size_t)r * T + t];
         }
         for (int t = rows.end[r]; t < T; t++)
             if (in[t] != 0 || tg[t] != 0) finding("padding is not the pad token");
         const HellaSwagScore s = score_hellaswag(rows, losses.data(), ex.label);
-        if (std::fabs(s.sum[r] - sum) > 1e-9 || std::fabs(s.mean[r] - sum / e.size()) > 1e-9) finding("score");
-        if (s.pred_sum < 0 || s.pred_sum >= 4 || s.sum[s.pred_sum] > s.sum[r]) finding("pred_sum not the lowest");
+        if (std::fabs(s.sum[r] - sum) > 1e-9 || std::fabs(s.mean[r] - sum / e.size()) > 1e-9)
+            finding("score");
+        if (s.pred_sum < 0 || s.pred_sum >= 4 || s.sum[s.pred_sum] > s.sum[r])
+            finding("pred_sum not the lowest");
         if (s.pred_mean < 0 || s.pred_mean >= 4 || s.mean[s.pred_mean] > s.mean[r]) finding("pred_mean");
     }
 }
@@ -142,7 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // From here on nothing may throw (an escaping exception is a finding too).
     if (!valid) finding("read an invalid file");
-    if (set.examples.size() != want.size() || set.vocab_size != (int)le32(data + 12)) finding("count or vocab");
+    if (set.examples.size() != want.size() || set.vocab_size != (int)le32(data + 12))
+        finding("count or vocab");
     for (size_t i = 0; i < want.size(); i++)
         if (!same_example(set.examples[i], want[i])) finding("an example differs from the file's");
     const std::string again = serialize_hellaswag(set);

@@ -1,5 +1,5 @@
-// libFuzzer target for llmc/host/tokenizer's file reader: the input is written to a file (one temporary path per
-// process) and read with Tokenizer::load(). A bad file must be refused with std::runtime_error; any other
+// libFuzzer target for llmc/host/tokenizer's file reader: the input is written to a file (one temporary path
+// per process) and read with Tokenizer::load(). A bad file must be refused with std::runtime_error; any other
 // exception is a finding, and so is a decision that differs from the format's own answer (oracle below,
 // from the format in tokenizer.h). Whatever loads must hold exactly the file's entries and eot, save() must
 // write back exactly the input bytes (the format has one encoding), and encode/decode must hold their
@@ -109,7 +109,8 @@ bool oracle(const uint8_t* d, size_t size, std::vector<std::string>* tokens, int
 bool has_every_byte(const std::vector<std::string>& tokens, int eot) {
     bool seen[256] = {};
     for (size_t i = 0; i < tokens.size(); i++)
-        if (tokens[i].size() == 1 && static_cast<int>(i) != eot) seen[static_cast<unsigned char>(tokens[i][0])] = true;
+        if (tokens[i].size() == 1 && static_cast<int>(i) != eot)
+            seen[static_cast<unsigned char>(tokens[i][0])] = true;
     for (bool s : seen)
         if (!s) return false;
     return true;
@@ -125,7 +126,8 @@ void check_encode(const Tokenizer& t, const std::string& text, bool every_byte) 
         return;
     }
     for (int id : ids)
-        if (id < 0 || id >= t.vocab_size() || id == t.eot()) finding("encode gave an id outside [0, n) or eot");
+        if (id < 0 || id >= t.vocab_size() || id == t.eot())
+            finding("encode gave an id outside [0, n) or eot");
     if (t.decode(ids) != text) finding("decode(encode(text)) != text");
 }
 

@@ -130,8 +130,8 @@ void tokenizer_seeds(const std::string& dir, const Scratch& tmp) {
     std::vector<std::string> vocab;
     for (int i = 0; i < 256; i++) vocab.push_back(std::string(1, (char)i));
     for (const char* w : {"th", "the", " the", "in", "ing", "", "the", "<|endoftext|>"}) vocab.push_back(w);
-    const std::string bpe = tokenizer_bytes(tmp, Tokenizer::from_vocab(Tokenizer::Kind::Gpt2Bpe, vocab,
-                                                                       (int)vocab.size() - 1));
+    const std::string bpe =
+        tokenizer_bytes(tmp, Tokenizer::from_vocab(Tokenizer::Kind::Gpt2Bpe, vocab, (int)vocab.size() - 1));
     save(dir + "/tokenizer/bpe.bin", bpe);
     const std::string small = tokenizer_bytes(
         tmp, Tokenizer::from_vocab(Tokenizer::Kind::Gpt2Bpe, {"a", "b", "ab", "abc", " ", "\xff"}, -1));

@@ -1,7 +1,8 @@
-// Host tests for llmc/formats/hellaswag: the reference writer and the reader agree; scripts/prepare_hellaswag.py
-// writes files the reader accepts with llm.c's rendering (context, " " + ending); every prefix of a valid file
-// and each kind of corrupt field is refused with a one-line error naming the file and the example; the
-// layout's rows, targets and completion ranges; the sum/mean scores and both predictions.
+// Host tests for llmc/formats/hellaswag: the reference writer and the reader agree;
+// scripts/prepare_hellaswag.py writes files the reader accepts with llm.c's rendering (context, " " +
+// ending); every prefix of a valid file and each kind of corrupt field is refused with a one-line error
+// naming the file and the example; the layout's rows, targets and completion ranges; the sum/mean scores and
+// both predictions.
 #include <unistd.h>
 
 #include <cstdint>
@@ -124,12 +125,14 @@ TEST(prepare_hellaswag_writes_what_the_reader_reads) {
         SKIP("scripts/prepare_hellaswag.py not found (run from the repo root)");
     if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 not found");
     TempDir dir("host_hellaswag");
-    write_bytes(dir.file("val.jsonl"),
-                "{\"ind\": 24, \"ctx_a\": \"A man is sitting on a roof.\", \"ctx\": \"A man is sitting on a roof. he\", "
-                "\"label\": 3, \"endings\": [\"is using wrap.\", \"is ripping tiles off.\", \"is holding a cube.\", "
-                "\"starts pulling up roofing.\"], \"source_id\": \"x\"}\n"
-                "\n"
-                "{\"ctx\": \"Caf\\u00e9\", \"label\": 0, \"endings\": [\"smile.\", \"a\", \"\", \"\\u4e2d\"]}\n");
+    write_bytes(
+        dir.file("val.jsonl"),
+        "{\"ind\": 24, \"ctx_a\": \"A man is sitting on a roof.\", \"ctx\": \"A man is sitting on a roof. "
+        "he\", "
+        "\"label\": 3, \"endings\": [\"is using wrap.\", \"is ripping tiles off.\", \"is holding a cube.\", "
+        "\"starts pulling up roofing.\"], \"source_id\": \"x\"}\n"
+        "\n"
+        "{\"ctx\": \"Caf\\u00e9\", \"label\": 0, \"endings\": [\"smile.\", \"a\", \"\", \"\\u4e2d\"]}\n");
     const std::string cmd = "python3 scripts/prepare_hellaswag.py --tokenizer bytes --input '" +
                             dir.file("val.jsonl") + "' --out '" + dir.file("out/hs.bin") + "' >'" +
                             dir.file("log.txt") + "' 2>&1";
@@ -175,9 +178,12 @@ TEST(prepare_hellaswag_errors_are_one_line) {
     };
     const std::vector<Case> cases = {
         {"{\"ctx\": \"a\", \"label\": 1}\n", "line 1: no field 'endings'"},
-        {"{\"ctx\": \"a\", \"label\": 4, \"endings\": [\"a\", \"b\", \"c\", \"d\"]}\n", "'label' must be an integer in [0, 4), got 4"},
-        {"{\"ctx\": \"a\", \"label\": 0, \"endings\": [\"a\", \"b\", \"c\"]}\n", "'endings' must be a list of 4 strings"},
-        {"{\"ctx\": \"\", \"label\": 0, \"endings\": [\"a\", \"b\", \"c\", \"d\"]}\n", "'ctx' must be a non-empty string"},
+        {"{\"ctx\": \"a\", \"label\": 4, \"endings\": [\"a\", \"b\", \"c\", \"d\"]}\n",
+         "'label' must be an integer in [0, 4), got 4"},
+        {"{\"ctx\": \"a\", \"label\": 0, \"endings\": [\"a\", \"b\", \"c\"]}\n",
+         "'endings' must be a list of 4 strings"},
+        {"{\"ctx\": \"\", \"label\": 0, \"endings\": [\"a\", \"b\", \"c\", \"d\"]}\n",
+         "'ctx' must be a non-empty string"},
         {"\n{\"ctx\": \"a\",\n", "line 2: not JSON"},
         {"", "no examples"},
     };
@@ -214,9 +220,10 @@ TEST(every_truncation_is_refused) {
 TEST(corrupt_fields_give_one_line_errors) {
     const HellaSwagSet set = sample_set();
     const std::string good = serialize_hellaswag(set);
-    const size_t ex1 = 20 + 24 + 2 * (set.examples[0].context.size() + set.examples[0].endings[0].size() +
-                                      set.examples[0].endings[1].size() + set.examples[0].endings[2].size() +
-                                      set.examples[0].endings[3].size());
+    const size_t ex1 = 20 + 24 +
+                       2 * (set.examples[0].context.size() + set.examples[0].endings[0].size() +
+                            set.examples[0].endings[1].size() + set.examples[0].endings[2].size() +
+                            set.examples[0].endings[3].size());
     struct Case {
         size_t at;
         uint32_t value;
@@ -236,7 +243,7 @@ TEST(corrupt_fields_give_one_line_errors) {
         {ex1 + 4, 0, e1 + "empty context", 300},
         {ex1 + 12, 0, e1 + "empty ending 1", 300},
         {ex1 + 4, 0x7FFFFFFF, e1 + "truncated (", 300},
-        {ex1 + 24, 299 | 299u << 16, "", 300},    // two largest ids: still valid
+        {ex1 + 24, 299 | 299u << 16, "", 300},  // two largest ids: still valid
         {ex1 + 24, 300, e1 + "token id 300 >= the vocabulary size 300", 300},
     };
     for (const Case& c : cases) {
@@ -256,7 +263,8 @@ TEST(corrupt_fields_give_one_line_errors) {
     }
     std::string fewer = good;
     put_u32_at(fewer, 16, 4);
-    EXPECT_CONTAINS(parse_error(fewer), "bytes after the last of 4 examples (the count does not match the file)");
+    EXPECT_CONTAINS(parse_error(fewer),
+                    "bytes after the last of 4 examples (the count does not match the file)");
     EXPECT_CONTAINS(parse_error(good, 0), "the model's vocabulary has 0");
     // missing file, and a path with a newline still gives one line
     EXPECT_CONTAINS(testing::error_of([] { read_hellaswag("/nonexistent_dir_hs/x.bin", 300); }),
@@ -275,13 +283,13 @@ TEST(layout_rows_targets_and_ranges) {
     const HellaSwagRows rows = layout_hellaswag(ex, T, pad);
     EXPECT_EQ(rows.T, T);
     EXPECT_EQ(rows.inputs.size(), 4u * T);
-    const std::vector<int> want_in = {10, 11, 12, 7, 7, 7,     // context + [20], last token dropped
-                                      10, 11, 12, 21, 7, 7,    //
-                                      10, 11, 12, 23, 24, 7,   //
+    const std::vector<int> want_in = {10, 11, 12, 7,  7,  7,  // context + [20], last token dropped
+                                      10, 11, 12, 21, 7,  7,  //
+                                      10, 11, 12, 23, 24, 7,  //
                                       10, 11, 12, 26, 27, 28};
-    const std::vector<int> want_tg = {11, 12, 20, 7, 7, 7,     // inputs shifted by one
-                                      11, 12, 21, 22, 7, 7,    //
-                                      11, 12, 23, 24, 25, 7,   //
+    const std::vector<int> want_tg = {11, 12, 20, 7,  7,  7,  // inputs shifted by one
+                                      11, 12, 21, 22, 7,  7,  //
+                                      11, 12, 23, 24, 25, 7,  //
                                       11, 12, 26, 27, 28, 29};
     EXPECT_TRUE(rows.inputs == want_in);
     EXPECT_TRUE(rows.targets == want_tg);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr size_t kHeaderBytes = sizeof(kHellaSwagMagic) + 12;
 constexpr size_t kExampleHeaderBytes = 4 * (2 + kHellaSwagEndings);  // label, C, E0..E3
-constexpr uint32_t kMaxVocab = 65536;                                 // token ids are uint16
+constexpr uint32_t kMaxVocab = 65536;                                // token ids are uint16
 
 [[noreturn]] void file_error(const std::string& name, const std::string& what) {
     throw std::runtime_error("hellaswag '" + escape_for_log(name) + "': " + what);
@@ -63,17 +63,19 @@ struct Header {
 };
 
 Header parse_header(Cursor& c, int vocab_size) {
-    if (c.left() < sizeof(kHellaSwagMagic) || memcmp(c.bytes(), kHellaSwagMagic, sizeof(kHellaSwagMagic)) != 0)
+    if (c.left() < sizeof(kHellaSwagMagic) ||
+        memcmp(c.bytes(), kHellaSwagMagic, sizeof(kHellaSwagMagic)) != 0)
         c.fail("bad magic (not a HellaSwag file written by scripts/prepare_hellaswag.py)");
     if (c.left() < kHeaderBytes)
-        c.fail("truncated header (" + std::to_string(c.left()) + " bytes, need " + std::to_string(kHeaderBytes) +
-               ")");
+        c.fail("truncated header (" + std::to_string(c.left()) + " bytes, need " +
+               std::to_string(kHeaderBytes) + ")");
     c.skip(sizeof(kHellaSwagMagic));
     const uint32_t version = c.u32(), vocab = c.u32(), count = c.u32();
     if (version != kHellaSwagVersion)
         c.fail("version " + std::to_string(version) + ", expected " + std::to_string(kHellaSwagVersion));
     if (vocab == 0 || vocab > kMaxVocab)
-        c.fail("vocabulary size " + std::to_string(vocab) + " out of range [1, " + std::to_string(kMaxVocab) + "]");
+        c.fail("vocabulary size " + std::to_string(vocab) + " out of range [1, " + std::to_string(kMaxVocab) +
+               "]");
     if (vocab_size <= 0 || vocab > static_cast<uint32_t>(vocab_size))
         c.fail("made with a tokenizer of " + std::to_string(vocab) + " entries, the model's vocabulary has " +
                std::to_string(vocab_size) + " (prepare it with the model's tokenizer)");
@@ -110,7 +112,8 @@ HellaSwagExample parse_example(Cursor& c, uint32_t index, uint32_t vocab) {
         c.fail(where + ": label " + std::to_string(label) + " out of range [0, " +
                std::to_string(kHellaSwagEndings) + ")");
     for (int i = 0; i <= kHellaSwagEndings; i++)
-        if (len[i] == 0) c.fail(where + ": " + (i == 0 ? "empty context" : "empty ending " + std::to_string(i - 1)));
+        if (len[i] == 0)
+            c.fail(where + ": " + (i == 0 ? "empty context" : "empty ending " + std::to_string(i - 1)));
     if (c.left() / 2 < total)
         c.fail(where + ": truncated (" + std::to_string(total) + " tokens, " + std::to_string(c.left()) +
                " bytes left)");
@@ -139,7 +142,8 @@ void put_tokens(std::string& out, const std::vector<int>& ids, int vocab) {
 int HellaSwagSet::max_row_tokens() const {
     size_t longest = 0;
     for (const HellaSwagExample& ex : examples)
-        for (const std::vector<int>& e : ex.endings) longest = std::max(longest, ex.context.size() + e.size());
+        for (const std::vector<int>& e : ex.endings)
+            longest = std::max(longest, ex.context.size() + e.size());
     return static_cast<int>(longest);
 }
 
@@ -172,7 +176,8 @@ std::string serialize_hellaswag(const HellaSwagSet& set) {
         bool empty = ex.context.empty();
         for (const std::vector<int>& e : ex.endings) empty = empty || e.empty();
         if (ex.label < 0 || ex.label >= kHellaSwagEndings || empty)
-            throw std::invalid_argument("hellaswag: an example needs a label in [0, 4), a context and 4 endings");
+            throw std::invalid_argument(
+                "hellaswag: an example needs a label in [0, 4), a context and 4 endings");
         put_u32(out, static_cast<uint32_t>(ex.label));
         put_u32(out, static_cast<uint32_t>(ex.context.size()));
         for (const std::vector<int>& e : ex.endings) put_u32(out, static_cast<uint32_t>(e.size()));
@@ -183,7 +188,8 @@ std::string serialize_hellaswag(const HellaSwagSet& set) {
 }
 
 HellaSwagRows layout_hellaswag(const HellaSwagExample& ex, int T, int pad_token) {
-    if (pad_token < 0) throw std::invalid_argument("hellaswag: pad token " + std::to_string(pad_token) + " < 0");
+    if (pad_token < 0)
+        throw std::invalid_argument("hellaswag: pad token " + std::to_string(pad_token) + " < 0");
     HellaSwagRows rows;
     rows.T = T;
     rows.inputs.assign(static_cast<size_t>(kHellaSwagEndings) * (T > 0 ? T : 0), pad_token);
