@@ -104,11 +104,14 @@ class BytesTokenizer:
         """`data` cut into pieces that encode independently (any cut works for bytes)."""
         return [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)]
 
-    def encode_pieces(self, pieces) -> bytes:
-        data = b"".join(pieces)
-        wide = bytearray(2 * len(data))  # each byte becomes a little-endian uint16: interleave zero bytes
-        wide[0::2] = data
-        return bytes(wide)
+    def encode_each(self, pieces) -> list:
+        """The little-endian uint16 token bytes of each piece."""
+        out = []
+        for p in pieces:
+            wide = bytearray(2 * len(p))  # each byte becomes a little-endian uint16: interleave zero bytes
+            wide[0::2] = p
+            out.append(bytes(wide))
+        return out
 
 
 class Gpt2Tokenizer:
@@ -154,11 +157,13 @@ class Gpt2Tokenizer:
             start = end
         return pieces
 
-    def encode_pieces(self, pieces) -> bytes:
-        ids = array("H")
-        for piece_ids in self.enc.encode_ordinary_batch(list(pieces), num_threads=self.threads):
-            ids.extend(piece_ids)
-        return le_uint16(ids)
+    def encode_each(self, pieces) -> list:
+        """The little-endian uint16 token bytes of each piece (a batch over threads when there are several)."""
+        if self.threads > 1 and len(pieces) > 1:
+            ids = self.enc.encode_ordinary_batch(list(pieces), num_threads=self.threads)
+        else:  # a worker process: no thread pool per call
+            ids = [self.enc.encode_ordinary(p) for p in pieces]
+        return [le_uint16(i) for i in ids]
 
 
 def make_tokenizer(name, threads=8):
@@ -422,13 +427,15 @@ def encode_segment(tok, field, seg):
     """(little-endian uint16 token bytes, documents started) of one segment."""
     eot = le_uint16([tok.eot]) if tok.eot is not None else b""
     if seg.kind == "pieces":
-        return (eot if seg.starts_doc else b"") + tok.encode_pieces(seg.items), int(seg.starts_doc)
+        return (eot if seg.starts_doc else b"") + b"".join(tok.encode_each(seg.items)), int(seg.starts_doc)
     docs = jsonl_documents(seg, field) if seg.kind == "jsonl" else seg.items
+    # as bytes, so a document takes exactly the path of a text file with its text
+    pieces = [tok.pieces(d if isinstance(d, bytes) else d.encode("utf-8", "surrogatepass")) for d in docs]
+    encoded = iter(tok.encode_each([p for doc in pieces for p in doc]))  # one batch for the whole segment
     parts = []
-    for d in docs:
-        # as bytes, so a document takes exactly the path of a text file with its text
-        data = d if isinstance(d, bytes) else d.encode("utf-8", "surrogatepass")
-        parts += [eot, tok.encode_pieces(tok.pieces(data))]
+    for doc in pieces:
+        parts.append(eot)
+        parts += [next(encoded) for _ in doc]
     return b"".join(parts), len(docs)
 
 
@@ -709,13 +716,16 @@ def parse_args(argv):
     p.add_argument("--tokenizer", choices=["gpt2", "bytes"], default="gpt2",
                    help="gpt2: GPT-2 BPE via tiktoken; bytes: UTF-8 bytes (vocabulary 256)")
     p.add_argument("--text-field", default="text", help="the document's field (.jsonl) or column (.parquet)")
-    p.add_argument("--workers", type=int, default=default_workers(),
-                   help="tokenizer processes (the output does not depend on it)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="tokenizer processes (the output does not depend on it); default: the CPUs, at most 8, "
+                        "for gpt2, and 1 for bytes, whose tokenizing costs less than handing work to a process")
     args = p.parse_args(argv)
     if not 0.0 <= args.val_fraction < 1.0:
         die(f"--val-fraction must be in [0, 1), got {args.val_fraction}")
     if not 1 <= args.shard_tokens <= MAX_SHARD_TOKENS:
         die(f"--shard-tokens must be in [1, {MAX_SHARD_TOKENS}], got {args.shard_tokens}")
+    if args.workers is None:
+        args.workers = default_workers() if args.tokenizer == "gpt2" else 1
     if args.workers < 1:
         die(f"--workers must be at least 1, got {args.workers}")
     return args

@@ -27,9 +27,10 @@ cat > "$WORK/fake/tiktoken/__init__.py" <<'PY'
 import re, zlib
 class _Encoding:
     n_vocab, eot_token = 50257, 50256
+    def encode_ordinary(self, text):
+        return [zlib.crc32(w.encode("utf-8", "surrogatepass")) % 50256 for w in re.findall(r"\s+|\S+", text)]
     def encode_ordinary_batch(self, texts, num_threads=8):
-        return [[zlib.crc32(w.encode("utf-8", "surrogatepass")) % 50256 for w in re.findall(r"\s+|\S+", t)]
-                for t in texts]
+        return [self.encode_ordinary(t) for t in texts]
     def decode_single_token_bytes(self, i):
         return b"<|endoftext|>" if i == self.eot_token else b"t%d" % i
 def get_encoding(name):
