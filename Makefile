@@ -16,7 +16,8 @@ CUDNN_INCLUDE ?= $(call first_dir_with,cudnn.h,$(INC_DIRS))
 CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
 NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
 NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
-# zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library)
+# zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library);
+# scripts/deps.sh looks in the same places, in the same order (keep them in step)
 # (no -I for /usr/include: the compilers search it anyway, and naming it can reorder the C++ system headers)
 ZLIB_INCLUDE ?= $(if $(wildcard /usr/include/zlib.h),,$(call first_dir_with,zlib.h,/usr/local/include \
                 third_party/zlib/usr/include))
@@ -90,10 +91,11 @@ $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-# Host tests and the formatting check always; GPU tests (dev/ kernels, test/ model) only where a CUDA device
-# is present.
+# Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
+# model) only where a CUDA device is present.
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) scripts/check_format.sh -- $(GPU_TESTS) $(wildcard test/gpu_*.sh)
+	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check_format.sh -- $(GPU_TESTS) \
+	  $(wildcard test/gpu_*.sh)
 
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all

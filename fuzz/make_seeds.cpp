@@ -2,8 +2,11 @@
 // out the way Python's safetensors writes it) into DIR/safetensors/, and their JSON headers into DIR/json/;
 // token shards made by write_shard (valid, plus truncated / wrong magic / token >= vocab variants) into
 // DIR/shard/; checkpoints made by write_checkpoint (valid, plus a flipped data byte and another recipe) into
-// DIR/checkpoint/.
-// Usage: make_seeds DIR (the four subdirectories must exist).
+// DIR/checkpoint/; tokenizer files made by Tokenizer::save (bytes, a small BPE-like vocabulary with eot,
+// plus truncated / trailing-byte / wrong-kind / bytes-with-eot variants) into DIR/tokenizer/; HellaSwag eval
+// files made by serialize_hellaswag (vocabulary 300, as fuzz_hellaswag reads them; plus truncated, bad-label
+// and GPT-2-vocabulary variants) into DIR/hellaswag/.
+// Usage: make_seeds DIR (the subdirectories must exist).
 #include <unistd.h>
 
 #include <cstdint>
@@ -15,8 +18,10 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/hellaswag.h"
 #include "llmc/formats/safetensors.h"
 #include "llmc/host/dataloader.h"
+#include "llmc/host/tokenizer.h"
 
 namespace {
 
@@ -53,6 +58,7 @@ struct Scratch {
     ~Scratch() {
         for (const std::string& f : list_checkpoints(path)) std::remove(f.c_str());
         std::remove((path + "/shard.bin").c_str());
+        std::remove((path + "/tokenizer.bin").c_str());
         rmdir(path.c_str());
     }
 };
@@ -109,6 +115,61 @@ void checkpoint_seeds(const std::string& dir, const Scratch& tmp) {
     meta.recipe = "bf16";
     write_checkpoint(tmp.path, meta, views, 1);
     save(dir + "/checkpoint/other_recipe.safetensors", load(checkpoint_path(tmp.path, meta.step)));
+}
+
+// A tokenizer file as Tokenizer::save writes it.
+std::string tokenizer_bytes(const Scratch& tmp, const Tokenizer& t) {
+    const std::string path = tmp.path + "/tokenizer.bin";
+    t.save(path);
+    return load(path);
+}
+
+// Tokenizer files for fuzz_tokenizer: both kinds, an eot, an empty and a duplicate entry, damaged variants.
+void tokenizer_seeds(const std::string& dir, const Scratch& tmp) {
+    save(dir + "/tokenizer/bytes.bin", tokenizer_bytes(tmp, Tokenizer::bytes()));
+    std::vector<std::string> vocab;
+    for (int i = 0; i < 256; i++) vocab.push_back(std::string(1, (char)i));
+    for (const char* w : {"th", "the", " the", "in", "ing", "", "the", "<|endoftext|>"}) vocab.push_back(w);
+    const std::string bpe =
+        tokenizer_bytes(tmp, Tokenizer::from_vocab(Tokenizer::Kind::Gpt2Bpe, vocab, (int)vocab.size() - 1));
+    save(dir + "/tokenizer/bpe.bin", bpe);
+    const std::string small = tokenizer_bytes(
+        tmp, Tokenizer::from_vocab(Tokenizer::Kind::Gpt2Bpe, {"a", "b", "ab", "abc", " ", "\xff"}, -1));
+    save(dir + "/tokenizer/small_no_eot.bin", small);
+    save(dir + "/tokenizer/truncated.bin", bpe.substr(0, bpe.size() - 2));
+    save(dir + "/tokenizer/trailing.bin", small + "x");
+    std::string kind = small;
+    kind[8] = 0;  // kind bytes with 6 entries
+    save(dir + "/tokenizer/wrong_kind.bin", kind);
+    std::string bytes_eot = load(dir + "/tokenizer/bytes.bin");
+    bytes_eot.replace(16, 4, std::string("\x41\0\0\0", 4));  // kind bytes with an eot (must be refused)
+    save(dir + "/tokenizer/bytes_with_eot.bin", bytes_eot);
+}
+
+// HellaSwag eval files for fuzz_hellaswag (model vocabulary 300).
+void hellaswag_seeds(const std::string& dir) {
+    HellaSwagSet set;
+    set.vocab_size = 300;
+    for (int i = 0; i < 3; i++) {
+        HellaSwagExample ex;
+        ex.label = i;
+        for (int k = 0; k <= i + 2; k++) ex.context.push_back((k * 37 + i) % 300);
+        for (int e = 0; e < kHellaSwagEndings; e++)
+            for (int k = 0; k <= e; k++) ex.endings[e].push_back((k * 11 + e * 5 + 290) % 300);
+        set.examples.push_back(ex);
+    }
+    set.examples[0].context[0] = 299;
+    const std::string valid = serialize_hellaswag(set);
+    save(dir + "/hellaswag/valid.bin", valid);
+    HellaSwagSet one = set;
+    one.examples.resize(1);
+    save(dir + "/hellaswag/one.bin", serialize_hellaswag(one));
+    save(dir + "/hellaswag/truncated.bin", valid.substr(0, valid.size() - 1));
+    std::string label = valid;
+    label[20] = 4;
+    save(dir + "/hellaswag/bad_label.bin", label);
+    set.vocab_size = 50257;  // refused for a 300-entry model
+    save(dir + "/hellaswag/gpt2_vocab.bin", serialize_hellaswag(set));
 }
 
 // Saves a file image and, separately, its JSON header.
@@ -170,5 +231,7 @@ int main(int argc, char** argv) {
     Scratch tmp;
     shard_seeds(dir, tmp);
     checkpoint_seeds(dir, tmp);
+    tokenizer_seeds(dir, tmp);
+    hellaswag_seeds(dir);
     return 0;
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Compares train_gpt runs from their logs: a table and, when matplotlib is installed, a PNG.
 
-  python3 scripts/compare.py logs/bf16/train.jsonl logs/fp8/train.jsonl [--png compare.png] [--skip 3]
+  python3 scripts/compare.py logs/bf16/train.jsonl logs/fp8/train.jsonl [--png compare.png | --no-png] [--skip 3]
 
 Each LOG is a train.jsonl (or a log directory holding one). The table has, per run: steps, final train loss,
 last val loss, median step ms over the steps after --skip warm-up steps, tokens/s, honest TFLOP/s, MFU, peak GB,
-skipped steps, and the step-time ratio to the first run. The PNG has the loss per step (val loss as markers) and
-TFLOP/s per step. Standard library only, except matplotlib for the PNG.
+skipped steps, and the step-time ratio to the first run. The PNG (written by default when matplotlib is installed,
+to --png, compare.png in the current directory unless given; --no-png: none) has the loss per step (val loss as
+markers), and TFLOP/s and tokens/s per step after the same --skip warm-up steps as the medians. Standard library
+only, except matplotlib for the PNG.
 """
 import argparse
 import json
@@ -43,10 +45,15 @@ def load(path):
     return path, train, val, skipped
 
 
+def steady(train, skip):
+    """The records after the warm-up steps, as in the table's medians (all of them for a short run)."""
+    return train[skip:] if len(train) > skip else train
+
+
 def summarize(run, skip):
     path, train, val, skipped = run
-    steady = train[skip:] if len(train) > skip else train
-    med = lambda key: statistics.median(r[key] for r in steady if r.get(key) is not None)
+    rest = steady(train, skip)
+    med = lambda key: statistics.median(r[key] for r in rest if r.get(key) is not None)
     return {
         "run": path,
         "steps": len(train),
@@ -64,7 +71,8 @@ def summarize(run, skip):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", help="train.jsonl files or log directories")
-    ap.add_argument("--png", default="", help="write the plot here (needs matplotlib)")
+    ap.add_argument("--png", default="compare.png", help="where the plot goes (needs matplotlib)")
+    ap.add_argument("--no-png", action="store_true", help="print the table only")
     ap.add_argument("--skip", type=int, default=3, help="warm-up steps left out of the medians")
     a = ap.parse_args()
     runs = [load(p) for p in a.logs]
@@ -77,30 +85,40 @@ def main():
         print(f"| {r['run']} | {r['steps']} | {fmt(r['loss'], '.4f')} | {fmt(r['val'], '.4f')} | {r['ms']:.2f} | "
               f"{r['tok_s']:,.0f} | {r['tflops']:.1f} | {100 * r['mfu']:.1f}% | {r['peak']:.1f} | {r['skipped']} | "
               f"{base / r['ms']:.2f}x |")
-    if a.png:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("compare: matplotlib is not installed: no PNG written", file=sys.stderr)
-            return
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-        for (path, train, val, _), r in zip(runs, rows):
-            label = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
-            line, = ax1.plot([t["step"] for t in train], [t["loss"] for t in train], label=label, lw=1)
-            if val:
-                ax1.plot([v["step"] for v in val], [v["val_loss"] for v in val], "o", color=line.get_color(), ms=4)
-            ax2.plot([t["step"] for t in train], [t["tflops"] for t in train], label=label, lw=1)
-        ax1.set(xlabel="step", ylabel="loss (dots: validation)", title="loss")
-        ax2.set(xlabel="step", ylabel="TFLOP/s (honest)", title="throughput")
-        for ax in (ax1, ax2):
-            ax.grid(alpha=0.3)
-            ax.legend()
-        fig.tight_layout()
-        fig.savefig(a.png, dpi=120)
-        print(f"wrote {a.png}")
+    if not a.no_png:
+        plot(runs, a.png, a.skip)
 
+
+def plot(runs, png, skip):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("compare: matplotlib is not installed: no PNG written (pip install matplotlib)", file=sys.stderr)
+        return
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.5))
+    for path, train, val, _ in runs:
+        label = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+        line, = ax1.plot([t["step"] for t in train], [t["loss"] for t in train], label=label, lw=1)
+        if val:
+            ax1.plot([v["step"] for v in val], [v["val_loss"] for v in val], "o", color=line.get_color(), ms=4)
+        # Throughput without the warm-up steps: step 0 (compilation, graph capture) would squash the axis.
+        for ax, key in ((ax2, "tflops"), (ax3, "tokens_per_s")):
+            pts = [(t["step"], t[key]) for t in steady(train, skip) if t.get(key) is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, lw=1)
+    ax1.set(xlabel="step", ylabel="loss (dots: validation)", title="loss")
+    ax2.set(xlabel="step", ylabel="TFLOP/s (honest)", title=f"throughput (after {skip} warm-up steps)")
+    ax3.set(xlabel="step", ylabel="tokens/s", title=f"tokens/s (after {skip} warm-up steps)")
+    for ax in (ax1, ax2, ax3):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(png, dpi=120)
+    except OSError as e:
+        sys.exit(f"compare: error: {png}: {e.strerror}")
+    print(f"wrote {os.path.abspath(png)}")
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,10 @@ TP=third_party
 CUDNN_FRONTEND_VERSION=1.23.0
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 missing=()
+first_with() {  # file dir...: the first dir holding file (empty if none)
+  local f=$1 d; shift
+  for d in "$@"; do [ -n "$d" ] && [ -e "$d/$f" ] && { echo "$d"; return; }; done
+}
 
 # --- CLI11 (header-only) ---
 cli11_found=""
@@ -26,22 +30,30 @@ fi
 [ -n "$cli11_found" ] && echo "deps: CLI11 headers: $cli11_found" || missing+=("CLI11 headers (apt-get install libcli11-dev, or set CLI11_INCLUDE=)")
 
 # --- zlib (crc32 of checkpoint tensors): the system's zlib1g-dev, else Debian's package in third_party ---
-zlib_found=""
-for d in /usr/include /usr/local/include "$TP/zlib/usr/include"; do
-  [ -f "$d/zlib.h" ] && { zlib_found=$d; break; }
-done
-if [ -z "$zlib_found" ] || ! ls /usr/lib/x86_64-linux-gnu/libz.so /usr/lib/libz.so /usr/local/lib/libz.so \
-     "$TP"/zlib/usr/lib/x86_64-linux-gnu/libz.a >/dev/null 2>&1; then
-  echo "deps: zlib development files not found, fetching Debian's zlib1g-dev into $TP/zlib"
+# Found exactly as the Makefile's ZLIB_INCLUDE / ZLIB_LIBS find it: the header in /usr/include or
+# /usr/local/include, else third_party/zlib; libz.so in the library directories (the Makefile's LIB_DIRS and
+# /usr/lib), else third_party/zlib's libz.a.
+zlib_dirs_lib=("$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu /usr/local/lib /usr/lib)
+zlib_find() {  # sets zlib_h (header dir) and zlib_l (library file); empty when missing
+  zlib_h=$(first_with zlib.h /usr/include /usr/local/include "$TP/zlib/usr/include")
+  zlib_l=$(first_with libz.so "${zlib_dirs_lib[@]}")
+  if [ -n "$zlib_l" ]; then zlib_l=$zlib_l/libz.so
+  elif [ -f "$TP/zlib/usr/lib/x86_64-linux-gnu/libz.a" ]; then zlib_l=$TP/zlib/usr/lib/x86_64-linux-gnu/libz.a
+  fi
+}
+zlib_find
+if [ -z "$zlib_h" ] || [ -z "$zlib_l" ]; then
+  echo "deps: zlib development files not found (${zlib_h:-no zlib.h}${zlib_h:+zlib.h in $zlib_h}, ${zlib_l:-no libz.so}), fetching Debian's zlib1g-dev into $TP/zlib"
   tmp=$(mktemp -d)
   if (cd "$tmp" && apt-get download "zlib1g-dev" >/dev/null 2>&1); then
     mkdir -p "$TP/zlib" && dpkg -x "$tmp"/zlib1g-dev_*.deb "$TP/zlib"
     rm -f "$TP/zlib/usr/lib/x86_64-linux-gnu/libz.so"  # a link to the runtime library: link libz.a instead
   fi
   rm -rf "$tmp"
-  [ -f "$TP/zlib/usr/include/zlib.h" ] && zlib_found="$TP/zlib/usr/include"
+  zlib_find
 fi
-[ -n "$zlib_found" ] && echo "deps: zlib: $zlib_found/zlib.h" || missing+=("zlib (apt-get install zlib1g-dev)")
+[ -n "$zlib_h" ] && [ -n "$zlib_l" ] && echo "deps: zlib: $zlib_h/zlib.h, $zlib_l" ||
+  missing+=("zlib (apt-get install zlib1g-dev)")
 
 # --- cudnn-frontend (header-only, from PyPI's wheel) ---
 fe=${CUDNN_FRONTEND_INCLUDE:-$TP/cudnn-frontend/include}

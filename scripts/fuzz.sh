@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fuzzes the safetensors reader/writer, the JSON parser, the token shard reader (DataLoader) and the
-# checkpoint reader (libFuzzer + AddressSanitizer + UBSan).
+# Fuzzes the safetensors reader/writer, the JSON parser, the token shard reader (DataLoader), the checkpoint
+# reader, the tokenizer file reader and the HellaSwag eval file reader (libFuzzer + AddressSanitizer + UBSan).
 # Builds fuzz/fuzz_*.cpp with clang++ into build/fuzz/, generates seeds (fuzz/make_seeds.cpp, plus the
 # hand-written ones in fuzz/corpus/), runs each target for FUZZ_SECONDS (default 60) and prints one line per
 # target. Exits non-zero if a target does not build or finds a crash, leak, timeout or assertion; the input
 # that triggered it is left in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz_X build/fuzz/artifacts/FILE).
 # The corpus grown by a run is kept in build/fuzz/corpus/ and reused by the next run.
-# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors shard checkpoint; default all).
+# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors shard checkpoint tokenizer
+# hellaswag; default all).
 # Env: FUZZ_SECONDS, CLANGXX.
 set -u
 cd "$(dirname "$0")/.."
@@ -14,8 +15,10 @@ CLANGXX=${CLANGXX:-clang++}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(json safetensors shard checkpoint)
-LIB_SRCS=(llmc/formats/json.cpp llmc/formats/safetensors.cpp llmc/host/dataloader.cpp llmc/formats/checkpoint.cpp)
+ALL_TARGETS=(json safetensors shard checkpoint tokenizer hellaswag)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
+LIB_SRCS=(llmc/formats/json.cpp llmc/formats/safetensors.cpp llmc/host/dataloader.cpp llmc/formats/checkpoint.cpp
+          llmc/host/tokenizer.cpp llmc/formats/hellaswag.cpp)
 # zlib (crc32), chosen like the Makefile's ZLIB_INCLUDE / ZLIB_LIBS: the system's, else the copy that
 # `make deps` unpacks into third_party/zlib (static library).
 first_with() { local f=$1 d; shift; for d in "$@"; do [ -e "$d/$f" ] && { echo "$d"; return; }; done; }
@@ -31,10 +34,10 @@ if ! command -v "$CLANGXX" >/dev/null 2>&1; then
   echo "fuzz: $CLANGXX not found (libFuzzer needs clang; set CLANGXX)"; exit 2
 fi
 mkdir -p "$OUT/artifacts"
-for t in safetensors json shard checkpoint; do mkdir -p "$OUT/seeds/$t"; done
+for t in "${ALL_TARGETS[@]}"; do mkdir -p "$OUT/seeds/$t"; done
 
-# Seeds: valid files from the writers (safetensors and their headers as JSON seeds, shards, checkpoints) and
-# a few damaged variants.
+# Seeds: valid files from the writers (safetensors and their headers as JSON seeds, shards, checkpoints,
+# tokenizer files, HellaSwag eval files) and a few damaged variants.
 if ! "$CLANGXX" -std=c++17 -O1 -g -I. $SAN fuzz/make_seeds.cpp "${LIB_SRCS[@]}" $ZLIB \
     -o "$OUT/make_seeds" \
     > "$OUT/make_seeds.log" 2>&1 || ! "$OUT/make_seeds" "$OUT/seeds" >> "$OUT/make_seeds.log" 2>&1; then
@@ -49,6 +52,10 @@ dict_extra() {
       '"\"recipe\""' '"\"config\""' '"9223372036854775807"' '"9223372036854775808"' '"18446744073709551615"' ;;
     shard) printf '%s\n' '"\x88\xd8\x34\x01"' '"\x01\x00\x00\x00"' '"\x09\x00\x00\x00"' \
       '"\xff\xff\xff\x7f"' '"\x00\x00\x00\x80"' '"\x2b\x01"' '"\x2c\x01"' '"\xff\xff"' ;;
+    tokenizer) printf '%s\n' '"GPTTOK1\x00"' '"\x00\x00\x00\x00"' '"\x01\x00\x00\x00"' '"\x00\x01\x00\x00"' \
+      '"\xff\xff\xff\xff"' '"\x00\x00\x01\x00"' '"\x01\x00\x01\x00"' '"<|endoftext|>"' ;;
+    hellaswag) printf '%s\n' '"HSWAG\x00\x00\x00"' '"\x01\x00\x00\x00"' '"\x03\x00\x00\x00"' '"\x04\x00\x00\x00"' \
+      '"\x00\x00\x00\x00"' '"\x2c\x01\x00\x00"' '"\x2b\x01"' '"\x2c\x01"' '"\xff\xff\xff\xff"' ;;
   esac
 }
 
@@ -65,7 +72,7 @@ for t in "${TARGETS[@]}"; do
   seeds=()
   for d in "$OUT/seeds/$t" "fuzz/corpus/$t"; do [ -d "$d" ] && seeds+=("$d"); done
   dict="$OUT/fuzz_$t.dict"
-  { [ "$t" = shard ] || cat fuzz/fuzz.dict; dict_extra "$t"; } > "$dict"
+  { case "$t" in shard|tokenizer|hellaswag) ;; *) cat fuzz/fuzz.dict ;; esac; dict_extra "$t"; } > "$dict"
   log="$OUT/fuzz_$t.log"
   start=$(date +%s)
   "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \

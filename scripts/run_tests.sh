@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the host tests (test binaries, and scripts such as check_format.sh), then (where a CUDA device is
-# present) the GPU tests, and prints "N passed, N failed, N skipped"; each [PASS]/[FAIL]/[SKIP] line a test
-# prints counts once. Usage: run_tests.sh HOST_TEST... -- GPU_TEST...
+# Runs the host tests (test binaries, test/host_*.sh scripts, and check_format.sh), then (where a CUDA device
+# is present) the GPU tests, and prints "N passed, N failed, N skipped"; each [PASS]/[FAIL]/[SKIP] line a
+# test prints counts once. Usage: run_tests.sh HOST_TEST... -- GPU_TEST...
 set -u
 host=(); gpu=(); seen_sep=0
 for a in "$@"; do

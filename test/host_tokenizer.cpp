@@ -71,6 +71,12 @@ std::vector<std::string> small_vocab() {
     return {"a", "b", "c", "ab", "abc", "bc", "abcd", " ", " a", "EOT"};
 }
 
+std::vector<std::string> bytes_vocab() {
+    std::vector<std::string> v;
+    for (int i = 0; i < 256; i++) v.push_back(std::string(1, static_cast<char>(i)));
+    return v;
+}
+
 std::string random_bytes(std::mt19937& rng, size_t n) {
     std::string s(n, '\0');
     for (char& c : s) c = static_cast<char>(rng() & 0xFF);
@@ -272,6 +278,8 @@ TEST(corrupt_files_give_one_line_errors) {
         {long_len, "entry 0 length 65537 exceeds the limit 65536"},
         {make_file(0, small_vocab(), 0xFFFFFFFFu), "kind bytes needs 256 entries, got 10"},
         {bad_bytes_vocab, "kind bytes: entry 65 is not the single byte 65"},
+        // found by reasoning over fuzz_tokenizer's round trip: with an eot, text byte 65 would encode as eot
+        {make_file(0, bytes_vocab(), 65), "kind bytes has no eot, got eot id 65"},
     };
     for (const Case& c : cases) {
         std::string m = load_error(dir, c.data);
@@ -322,7 +330,19 @@ TEST(from_vocab_rejects_bad_arguments) {
     } catch (const std::invalid_argument&) {
         threw++;
     }
-    EXPECT_EQ(threw, 3);
+    // Kind::Bytes encodes each byte as its value: only the 256 single bytes in order, without eot
+    try {
+        Tokenizer::from_vocab(Tokenizer::Kind::Bytes, bytes_vocab(), 65);
+    } catch (const std::invalid_argument& e) {
+        threw += std::string(e.what()).find("kind bytes has no eot") != std::string::npos;
+    }
+    try {
+        Tokenizer::from_vocab(Tokenizer::Kind::Bytes, {"a", "b"}, -1);
+    } catch (const std::invalid_argument& e) {
+        threw += std::string(e.what()).find("kind bytes needs 256 entries, got 2") != std::string::npos;
+    }
+    EXPECT_EQ(threw, 5);
+    EXPECT_EQ(Tokenizer::from_vocab(Tokenizer::Kind::Bytes, bytes_vocab(), -1).vocab_size(), 256);
 }
 
 TEST(sanitize_utf8_replaces_invalid_bytes) {

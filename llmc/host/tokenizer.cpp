@@ -41,6 +41,18 @@ std::string read_file(const std::string& path) {
     return data;
 }
 
+// Why tokens/eot cannot be a bytes-kind vocabulary ("" if they can): encode's bytes path gives each byte its
+// value as id, so the entries must be the 256 single bytes in order, and no id may be eot (a text byte would
+// become an end-of-text token and decode as "<|endoftext|>").
+std::string bytes_kind_problem(const std::vector<std::string>& tokens, int eot) {
+    if (tokens.size() != 256) return "kind bytes needs 256 entries, got " + std::to_string(tokens.size());
+    for (size_t i = 0; i < 256; i++)
+        if (tokens[i].size() != 1 || static_cast<unsigned char>(tokens[i][0]) != i)
+            return "kind bytes: entry " + std::to_string(i) + " is not the single byte " + std::to_string(i);
+    if (eot != -1) return "kind bytes has no eot, got eot id " + std::to_string(eot);
+    return "";
+}
+
 }  // namespace
 
 constexpr char Tokenizer::kMagic[8];
@@ -64,6 +76,10 @@ Tokenizer Tokenizer::from_vocab(Kind kind, std::vector<std::string> tokens, int 
     if (eot < -1 || eot >= static_cast<int64_t>(tokens.size()))
         throw std::invalid_argument("tokenizer: eot id " + std::to_string(eot) + " out of range for " +
                                     std::to_string(tokens.size()) + " entries");
+    if (kind == Kind::Bytes) {
+        const std::string why = bytes_kind_problem(tokens, eot);
+        if (!why.empty()) throw std::invalid_argument("tokenizer: " + why);
+    }
     Tokenizer t;
     t.kind_ = kind;
     t.tokens_ = std::move(tokens);
@@ -144,14 +160,12 @@ Tokenizer Tokenizer::load(const std::string& path) {
     if (pos != size)
         file_error(path, std::to_string(size - pos) + " bytes after the last of " + std::to_string(n) +
                              " entries (entry count does not match the file)");
+    const int eot_id = eot == kNoEot ? -1 : static_cast<int>(eot);
     if (kind == static_cast<uint32_t>(Kind::Bytes)) {
-        if (n != 256) file_error(path, "kind bytes needs 256 entries, got " + std::to_string(n));
-        for (uint32_t i = 0; i < 256; i++)
-            if (tokens[i].size() != 1 || static_cast<unsigned char>(tokens[i][0]) != i)
-                file_error(path, "kind bytes: entry " + std::to_string(i) + " is not the single byte " +
-                                     std::to_string(i));
+        const std::string why = bytes_kind_problem(tokens, eot_id);
+        if (!why.empty()) file_error(path, why);
     }
-    return from_vocab(static_cast<Kind>(kind), std::move(tokens), eot == kNoEot ? -1 : static_cast<int>(eot));
+    return from_vocab(static_cast<Kind>(kind), std::move(tokens), eot_id);
 }
 
 void Tokenizer::save(const std::string& path) const {

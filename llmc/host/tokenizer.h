@@ -8,7 +8,7 @@
 //   uint32    eot, the <|endoftext|> id (< n), or 0xFFFFFFFF for none
 //   n times   uint32 length (<= kMaxTokenBytes), then that many bytes: the token's bytes, ids 0..n-1
 //   nothing after the last entry
-// A bytes file holds the 256 single-byte entries 0x00..0xFF in order (checked on load), eot none. A gpt2
+// A bytes file holds the 256 single-byte entries 0x00..0xFF in order, eot none (both checked on load). A gpt2
 // file holds tiktoken's enc.decode_single_token_bytes(i) for i in 0..n_vocab-1 (50257 entries, eot 50256).
 //
 // Decoding: ids in [0, n) give their bytes, except the eot id, which gives "<|endoftext|>"; ids >= n (the
@@ -44,12 +44,14 @@ class Tokenizer {
 
     // Reads a tokenizer file (format above). Throws std::runtime_error "tokenizer '<path>': <what>" for a
     // missing/unreadable file, bad magic, unknown kind, truncation, oversized counts or lengths, an eot id
-    // out of range, bytes after the last entry, or a bytes-kind file that is not the 256 single bytes.
+    // out of range, bytes after the last entry, or a bytes-kind file that is not the 256 single bytes
+    // without eot.
     static Tokenizer load(const std::string& path);
     // The built-in bytes tokenizer (vocabulary 256, no eot); no file needed.
     static Tokenizer bytes();
     // A tokenizer from its entries (id i = tokens[i]); eot < 0 for none. Throws std::invalid_argument for
-    // an empty or oversized vocabulary, an oversized entry or an eot id out of range.
+    // an empty or oversized vocabulary, an oversized entry, an eot id out of range, or Kind::Bytes entries
+    // that are not the 256 single bytes in order without eot.
     static Tokenizer from_vocab(Kind kind, std::vector<std::string> tokens, int eot);
 
     // Writes the file format above, atomically (a temporary file next to it, then rename). Throws

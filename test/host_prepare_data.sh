@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# scripts/prepare_data.py on JSONL, Parquet, directories and globs (part of `make test`; needs python3 only:
+# the Parquet case is skipped without pyarrow, and gpt2 runs on a stand-in for tiktoken written here, one id
+# per word, so no network or tiktoken is needed). One [PASS]/[FAIL]/[SKIP] line per case.
+#   jsonl_equals_text_{bytes,gpt2}: a .jsonl of documents (blank lines, an empty document, a 5 MB one that text
+#     files cut into pieces, other fields) gives byte for byte the shards and tokenizer.bin of the same
+#     documents as .txt files, tokenized with another --workers count; gpt2 also starts each document with
+#     exactly one <|endoftext|>.
+#   parquet_equals_text: the same for a Parquet file of several row groups.
+#   dir_and_glob_inputs: a directory and a quoted glob give the files in sorted order, the same shards.
+#   errors_are_one_line: binary and gzip inputs, a missing or non-string field, bad JSON, an unwritable
+#     --out-dir, a missing input, .parquet without pyarrow: exit status 2, one line "error: ..." naming the
+#     problem, no traceback, no shard written.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PREP="$ROOT/scripts/prepare_data.py"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_prepare_data_XXXXXX")
+trap 'chmod -R u+rwx "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+pass() { echo "[PASS] $1"; }
+fail() { echo "[FAIL] $1: $2"; }
+skip() { echo "[SKIP] $1: $2"; }
+if ! command -v python3 >/dev/null 2>&1; then skip prepare_data "python3 not found"; exit 0; fi
+
+# The stand-in for tiktoken (PYTHONPATH=$WORK/fake): the real vocabulary size and eot id.
+mkdir -p "$WORK/fake/tiktoken"
+cat > "$WORK/fake/tiktoken/__init__.py" <<'PY'
+import re, zlib
+class _Encoding:
+    n_vocab, eot_token = 50257, 50256
+    def encode_ordinary(self, text):
+        return [zlib.crc32(w.encode("utf-8", "surrogatepass")) % 50256 for w in re.findall(r"\s+|\S+", text)]
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        return [self.encode_ordinary(t) for t in texts]
+    def decode_single_token_bytes(self, i):
+        return b"<|endoftext|>" if i == self.eot_token else b"t%d" % i
+def get_encoding(name):
+    return _Encoding()
+PY
+# A pyarrow that cannot be imported (the no-pyarrow case where pyarrow is installed).
+mkdir -p "$WORK/nopyarrow/pyarrow"
+echo 'raise ImportError("no pyarrow here")' > "$WORK/nopyarrow/pyarrow/__init__.py"
+
+# The documents: as doc_NN.txt files in $WORK/txt, as docs.jsonl, and (with pyarrow) as docs.parquet.
+python3 - "$WORK" <<'PY' || { fail prepare_data "could not write the test documents"; exit 1; }
+import json, os, random, sys
+work = sys.argv[1]
+rng = random.Random(5)
+words = ["In", "the", "beginning", "caf\u00e9", "\u4e2d\u6587", "\U0001F600", "line\n", "tab\t", "  ", "end."]
+docs = [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 400))) for _ in range(40)]
+docs[3] = ""                                                # an empty document
+docs[7] = "\n".join("x" * rng.randrange(1, 200) for _ in range(50000))  # ~5 MB: pieces for a text file
+os.makedirs(f"{work}/txt")
+for i, d in enumerate(docs):
+    with open(f"{work}/txt/doc_{i:02d}.txt", "w", encoding="utf-8") as f:
+        f.write(d)
+with open(f"{work}/docs.jsonl", "w", encoding="utf-8") as f:
+    for i, d in enumerate(docs):
+        f.write(json.dumps({"id": i, "text": d, "meta": {"text": "not this"}}) + "\n")
+        if i % 10 == 0:
+            f.write("\n")                                   # blank lines are skipped
+json.dump(len(docs), open(f"{work}/ndocs", "w"))
+try:
+    import pyarrow as pa, pyarrow.parquet as pq
+except ImportError:
+    sys.exit(0)
+pq.write_table(pa.table({"id": list(range(len(docs))), "body": docs}), f"{work}/docs.parquet", row_group_size=7)
+PY
+NDOCS=$(cat "$WORK/ndocs")
+TXT=$(ls "$WORK"/txt/doc_*.txt | sort)
+
+pythonpath() { echo "$WORK/fake${PYTHONPATH_EXTRA:+:$PYTHONPATH_EXTRA}${PYTHONPATH:+:$PYTHONPATH}"; }
+prep() {  # name args...: runs prepare_data.py into $WORK/out_<name> (stdout+stderr in $WORK/<name>.log)
+  local name=$1; shift
+  PYTHONPATH="$(pythonpath)" python3 "$PREP" --prefix p --val-fraction 0.1 \
+    --shard-tokens 2000000 --out-dir "$WORK/out_$name" "$@" > "$WORK/$name.log" 2>&1
+}
+same_output() {  # a b: the two output directories hold the same files, byte for byte (and some shards)
+  [ -n "$(ls "$WORK/out_$1"/p_train_*.bin 2>/dev/null)" ] && diff -r "$WORK/out_$1" "$WORK/out_$2" >/dev/null
+}
+# the number of <|endoftext|> ids in a run's shards, and the first id of its first train shard
+eot_stats() { python3 - "$WORK/out_$1" <<'PY'
+import array, glob, sys
+ids = array.array("H")
+for p in sorted(glob.glob(sys.argv[1] + "/p_train_*.bin")) + sorted(glob.glob(sys.argv[1] + "/p_val_*.bin")):
+    ids.frombytes(open(p, "rb").read()[1024:])
+print(ids.count(50256), ids[0])
+PY
+}
+
+for tk in bytes gpt2; do
+  # shellcheck disable=SC2086
+  if prep txt_$tk --tokenizer $tk --workers 1 $TXT && prep jsonl_$tk --tokenizer $tk --workers 3 "$WORK/docs.jsonl"; then
+    if ! same_output txt_$tk jsonl_$tk; then
+      fail jsonl_equals_text_$tk "the shards differ: $(diff -r "$WORK/out_txt_$tk" "$WORK/out_jsonl_$tk" 2>&1 | head -2 | tr '\n' ' ')"
+    elif [ $tk = gpt2 ] && [ "$(eot_stats jsonl_$tk)" != "$NDOCS 50256" ]; then
+      fail jsonl_equals_text_gpt2 "expected $NDOCS <|endoftext|> tokens, the first one first; got (count, first id) $(eot_stats jsonl_$tk)"
+    elif ! grep -q "docs.jsonl: .* $NDOCS document(s)" "$WORK/jsonl_$tk.log"; then
+      fail jsonl_equals_text_$tk "the log does not count $NDOCS documents: $(grep docs.jsonl "$WORK/jsonl_$tk.log")"
+    elif ! grep -qE 'tokenized .*, [2-9] worker\(s\)\)$' "$WORK/jsonl_$tk.log"; then
+      fail jsonl_equals_text_$tk "not tokenized by several workers: $(grep tokenized "$WORK/jsonl_$tk.log")"
+    else
+      pass "jsonl_equals_text_$tk ($NDOCS documents, $(grep -o 'train: [0-9,]* tokens' "$WORK/jsonl_$tk.log"), $(grep -o '[0-9] worker(s)' "$WORK/jsonl_$tk.log") vs 1)"
+    fi
+  else
+    fail jsonl_equals_text_$tk "a run failed: $(tail -1 "$WORK/txt_$tk.log") $(tail -1 "$WORK/jsonl_$tk.log")"
+  fi
+done
+
+if [ ! -f "$WORK/docs.parquet" ]; then
+  skip parquet_equals_text "pyarrow is not installed (pip install pyarrow)"
+elif prep parquet --tokenizer gpt2 --workers 2 --text-field body "$WORK/docs.parquet"; then
+  same_output txt_gpt2 parquet && pass "parquet_equals_text (gpt2, $NDOCS documents in row groups of 7)" ||
+    fail parquet_equals_text "the shards differ from the text files'"
+else
+  fail parquet_equals_text "the run failed: $(tail -1 "$WORK/parquet.log")"
+fi
+
+# A directory (walked in sorted order; a hidden file skipped) and a quoted glob; --workers 2.
+touch "$WORK/txt/.hidden"
+if prep dir --tokenizer bytes --workers 2 "$WORK/txt" && prep glob --tokenizer bytes --workers 2 "$WORK/txt/doc_*.txt"; then
+  if same_output txt_bytes dir && same_output txt_bytes glob && grep -q "tokenized $NDOCS file(s)" "$WORK/dir.log"; then
+    pass "dir_and_glob_inputs ($NDOCS files, sorted, same shards as the file list)"
+  else
+    fail dir_and_glob_inputs "the shards differ from the file list's: $(grep tokenized "$WORK/dir.log" "$WORK/glob.log" | tr '\n' ' ')"
+  fi
+else
+  fail dir_and_glob_inputs "a run failed: $(tail -1 "$WORK/dir.log") $(tail -1 "$WORK/glob.log")"
+fi
+
+# Error cases: exit status 2, the whole output's last line is the one error line, the only line on stderr.
+printf 'text\0with a NUL\n' > "$WORK/nul.bin"
+printf 'hello' | gzip > "$WORK/text.txt.gz"
+printf '{"text": "a"}\n{"body": "b"}\n' > "$WORK/nofield.jsonl"
+printf '{"text": "a"}\n\n{"text": 3}\n' > "$WORK/number.jsonl"
+printf '{"text": "a"}\n{"text": "b"\n' > "$WORK/badjson.jsonl"
+printf 'x' > "$WORK/afile"
+errors=0 why=""
+expect_error() {  # name want-in-message args...
+  local name=$1 want=$2; shift 2
+  PYTHONPATH="$(pythonpath)" python3 "$PREP" --tokenizer bytes \
+    --out-dir "${OUT_DIR:-$WORK/out_err_$name}" "$@" > "$WORK/err_$name.out" 2> "$WORK/err_$name.err"
+  local rc=$? last
+  last=$(cat "$WORK/err_$name.out" "$WORK/err_$name.err" | tail -1)
+  if [ $rc != 2 ] || [ "$(wc -l < "$WORK/err_$name.err")" != 1 ] || [[ "$last" != "error: "* ]] ||
+     [[ "$last" != *"$want"* ]] || grep -q Traceback "$WORK/err_$name.err" ||
+     ls "${OUT_DIR:-$WORK/out_err_$name}"/*.bin >/dev/null 2>&1; then
+    errors=$((errors + 1))
+    why="$why $name (status $rc: $(head -c 300 "$WORK/err_$name.err" | tr '\n' '|'));"
+  fi
+}
+expect_error binary "'$WORK/nul.bin' is not a text file (a NUL byte at offset 4)" "$WORK/txt/doc_00.txt" "$WORK/nul.bin"
+expect_error gzip "is not a text file (gzip-compressed: decompress it first)" "$WORK/text.txt.gz"
+expect_error no_field "'$WORK/nofield.jsonl' line 2: no field 'text' (fields: body)" "$WORK/nofield.jsonl"
+expect_error number "line 3: field 'text' is int, not a string" "$WORK/number.jsonl"
+expect_error bad_json "'$WORK/badjson.jsonl' line 2: not JSON" "$WORK/badjson.jsonl"
+expect_error missing "cannot read '$WORK/missing.txt': No such file or directory" "$WORK/missing.txt"
+expect_error no_match "'$WORK/none_*.jsonl': no file matches" "$WORK/none_*.jsonl"
+expect_error bad_workers "--workers must be at least 1" --workers 0 "$WORK/txt/doc_00.txt"
+expect_error bad_flag "unrecognized arguments: --nope" --nope "$WORK/txt/doc_00.txt"
+OUT_DIR="$WORK/afile/sub" expect_error unwritable "--out-dir '$WORK/afile/sub': cannot write there: Not a directory" \
+  "$WORK/txt/doc_00.txt"
+if [ "$(id -u)" != 0 ]; then  # root writes anywhere
+  mkdir -p "$WORK/ro" && chmod 555 "$WORK/ro"
+  OUT_DIR="$WORK/ro" expect_error read_only "--out-dir '$WORK/ro': cannot write there: Permission denied" "$WORK/txt/doc_00.txt"
+fi
+# .parquet without pyarrow: here pyarrow is absent, or hidden by a pyarrow that fails to import
+printf 'PAR1' > "$WORK/fake.parquet"
+PYTHONPATH_EXTRA="$WORK/nopyarrow" expect_error no_pyarrow \
+  ".parquet inputs need the 'pyarrow' package (pip install pyarrow)" "$WORK/fake.parquet"
+if [ $errors = 0 ]; then
+  pass "errors_are_one_line (binary, gzip, missing/non-string field, bad JSON, missing input, no glob match, bad flags, unwritable --out-dir, no pyarrow)"
+else
+  fail errors_are_one_line "$errors case(s):$why"
+fi
