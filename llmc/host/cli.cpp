@@ -168,9 +168,14 @@ class HelpFormatter : public CLI::Formatter {
         }
         return name;
     }
+    // "TYPE=default" for options, "=on"/"=off" for switches, written here rather than by CLI11, whose
+    // releases print the default differently ("INT=50" in 2.1, "INT [50]" in 2.4).
     std::string make_option_opts(const CLI::Option* opt) const override {
-        if (opt->get_type_size() != 0) return CLI::Formatter::make_option_opts(opt);
-        return opt->get_default_str().empty() ? "" : "=" + opt->get_default_str();  // add_switch's on/off
+        std::string out;
+        if (opt->get_type_size() != 0 && !opt->get_type_name().empty()) out += " " + opt->get_type_name();
+        if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+        if (opt->get_required()) out += " REQUIRED";
+        return out;
     }
 };
 
