@@ -1,4 +1,4 @@
-// Host tests for llmc/parallel/launch: launcher detection from injected environments (each launcher,
+// Host tests for llmc/host/launch: launcher detection from injected environments (each launcher,
 // precedence, errors), rendezvous parsing and defaults, the id exchange over tcp and file with ranks as
 // threads (rank 0 starting last), timeouts with one-line errors, and the mpi path against fake MPI symbols
 // (both handle ABIs).
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/parallel/launch.h"
+#include "llmc/host/launch.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

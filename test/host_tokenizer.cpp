@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/formats/json.h"
+#include "llmc/host/json.h"
 #include "llmc/host/tokenizer.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"

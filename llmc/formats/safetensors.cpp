@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "llmc/formats/json.h"
+#include "llmc/host/json.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <vector>
 
-#include "llmc/formats/json.h"
-#include "llmc/parallel/launch.h"
+#include "llmc/host/json.h"
+#include "llmc/host/launch.h"
 
 namespace {
 struct Preset {

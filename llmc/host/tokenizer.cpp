@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "llmc/formats/json.h"
+#include "llmc/host/json.h"
 
 namespace {
 

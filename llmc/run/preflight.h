@@ -9,8 +9,8 @@
 
 #include "llmc/host/config.h"
 #include "llmc/host/dataloader.h"
+#include "llmc/host/launch.h"
 #include "llmc/host/tokenizer.h"
-#include "llmc/parallel/launch.h"
 
 // What the checks found, for the run to use as it is.
 struct RunPlan {

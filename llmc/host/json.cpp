@@ -1,4 +1,4 @@
-#include "llmc/formats/json.h"
+#include "llmc/host/json.h"
 
 #include <locale.h>
 

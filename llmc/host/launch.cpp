@@ -1,4 +1,4 @@
-#include "llmc/parallel/launch.h"
+#include "llmc/host/launch.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
