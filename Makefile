@@ -85,6 +85,11 @@ $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
+# The HellaSwag scorer is run/ code without CUDA (its forward pass is passed in): its test links it too.
+$(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
+
 $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 

@@ -28,6 +28,7 @@
 #include "llmc/model/weights_io.h"
 #include "llmc/parallel/comm.h"
 #include "llmc/run/generate.h"
+#include "llmc/run/hellaswag_eval.h"
 #include "llmc/run/preflight.h"
 #include "llmc/run/train_state.h"
 #ifdef TRAIN_GPT_FAULT_INJECTION
@@ -208,6 +209,8 @@ class Run {
     void build_model();
     void checkpoint(const char* why);
     void validate(int step);
+    // --eval-hellaswag: the accuracies of the model after `step` steps (stdout, train.jsonl, the dump).
+    void eval_hellaswag(int step);
     void export_now();
     void sample(int step);
     // A skipped step (non-finite loss or norm): its line, and the stop after --max-bad-steps in a row.
@@ -330,6 +333,32 @@ void Run::validate(int step) {
     logger_->record("val", {{"step", step}, {"val_loss", val_loss}});
 }
 
+void Run::eval_hellaswag(int step) {
+    const HellaSwagEvalShape shape{cfg_.batch, cfg_.seq, rank_, world_};
+    auto forward = [&](const int* inputs, const int* targets) {
+        comm_->arm(comm_->timeout_s(), "the HellaSwag evaluation");
+        std::vector<float> losses =
+            model_->evaluate_token_losses(inputs, targets);  // training state untouched
+        comm_->disarm();
+        return losses;
+    };
+    auto sum = [&](const std::vector<int>& v) {
+        return comm_->sum_ints(v, comm_->timeout_s(), "HellaSwag counts");
+    };
+    const HellaSwagResult r = evaluate_hellaswag(*plan_.hellaswag, shape, forward, sum);
+    printf("step %5d | hellaswag acc %.4f acc_norm %.4f (%d examples)\n", step, r.acc(), r.acc_norm(),
+           r.examples);
+    fflush(stdout);
+    logger_->record("hellaswag",
+                    {{"step", step}, {"acc", r.acc()}, {"acc_norm", r.acc_norm()}, {"examples", r.examples}});
+    if (cfg_.eval_hellaswag_dump.empty()) return;
+    try {  // a user's extra output: a failed write does not end the run
+        write_hellaswag_dump(hellaswag_dump_path(cfg_.eval_hellaswag_dump, rank_, world_), r.local);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "warning: --eval-hellaswag-dump: %s\n", e.what());
+    }
+}
+
 void Run::export_now() {
     comm_->arm(kCheckpointTimeoutS, "the export's gather");
     const std::vector<float> weights = model_->weights_to_host();  // collective
@@ -345,6 +374,7 @@ void Run::export_now() {
 
 int Run::export_without_training() {
     if (plan_.val_data) validate((int)state_->progress.step);
+    if (plan_.hellaswag) eval_hellaswag((int)state_->progress.step);
     export_now();
     return 0;
 }
@@ -393,6 +423,7 @@ int Run::train(double start_s) {
     for (int step = first_step; step < cfg_.steps; step++) {
         const bool last = step == cfg_.steps - 1;
         if (plan_.val_data && (step % cfg_.val_every == 0 || last)) validate(step);
+        if (plan_.hellaswag && cfg_.eval_every > 0 && step % cfg_.eval_every == 0) eval_hellaswag(step);
         batch_.next(plan_.train_data.get());
         auto t0 = std::chrono::steady_clock::now();
         const float lr = learning_rate(cfg_, step);
@@ -431,6 +462,7 @@ int Run::train(double start_s) {
     }
     checkpoint("end of training");
     if (cfg_.export_at_end) export_now();
+    if (plan_.hellaswag) eval_hellaswag(cfg_.steps);  // the trained model, after the checkpoint is safe
     if (cfg_.profile)
         profile_steps(cfg_, model_.get(), plan_.train_data.get(), &batch_, comm_.get(), logger_.get());
     print_summary(std::move(step_ms), warmup_steps_skipped, start_s);

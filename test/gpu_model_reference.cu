@@ -12,6 +12,7 @@
 // the repository root (the generator is scripts/reference_gpt.py, relative to the working directory).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -559,6 +560,48 @@ TEST(model_validation_does_not_change_training_fp8) {
     run_same_training_test(kSmall, Precision::FP8, with_validation(), "with validation");
 }
 // Every activation is written before it is read within a step: NaN-filled buffers change nothing.
+// evaluate_token_losses: position b*T + t holds -log softmax(logits of that position)[target], computed
+// here in double from the bf16 logits of a forward without targets, and the positions average to
+// evaluate()'s loss. A wrong index (row or shift) moves a loss by about its spread (~1 nat), far above the
+// classifier's float rounding (~1e-6).
+void run_token_losses_test(Precision precision) {
+    REQUIRE_GPU();
+    ContextGuard guard;
+    const ModelConfig m = model_of(kSmall);
+    const int B = kSmall.B, T = kSmall.T, N = B * T, V = m.vocab_size;
+    GptModel model(m, B, T, precision, &guard.ctx);
+    model.init_weights(7);
+    std::mt19937 gen(11);
+    std::uniform_int_distribution<int> tok(0, V - 1);
+    std::vector<int> in(N), tg(N);
+    for (int& t : in) t = tok(gen);
+    for (int& t : tg) t = tok(gen);
+    model.evaluate(in.data(), nullptr);
+    std::vector<double> want(N);
+    for (int i = 0; i < N; i++) {
+        const std::vector<float> z = model.logits_row(i);
+        double mx = -INFINITY, sum = 0;
+        for (float v : z) mx = std::max(mx, (double)v);
+        for (float v : z) sum += std::exp(v - mx);
+        want[i] = mx + std::log(sum) - z[tg[i]];
+    }
+    const float mean_loss = model.evaluate(in.data(), tg.data());
+    const std::vector<float> got = model.evaluate_token_losses(in.data(), tg.data());
+    EXPECT_EQ(got.size(), (size_t)N);
+    if (got.size() != (size_t)N) return;
+    double max_err = 0, sum = 0;
+    for (int i = 0; i < N; i++) {
+        max_err = std::max(max_err, std::fabs(got[i] - want[i]));
+        sum += got[i];
+    }
+    printf("  %s: per-position losses vs double from the logits: max |diff| %.2e; mean %.7f, evaluate %.7f\n",
+           to_string(precision), max_err, sum / N, mean_loss);
+    EXPECT_TRUE(max_err <= 1e-4);
+    EXPECT_NEAR(sum / N, mean_loss, 1e-5 * mean_loss);
+}
+TEST(model_token_losses_bf16) { run_token_losses_test(Precision::BF16); }
+TEST(model_token_losses_fp8) { run_token_losses_test(Precision::FP8); }
+
 TEST(model_no_read_before_write_bf16) {
     StepExtras e;
     e.poison = true;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/hellaswag.h"
 #include "llmc/host/dataloader.h"
 #include "llmc/host/json.h"
 #include "llmc/model/weights_io.h"
@@ -148,6 +149,7 @@ struct Fixture {
         std::ofstream(dir.file("junk_tokenizer.bin"), std::ios::binary) << noise;
         write_shards();
         write_checkpoints();
+        write_hellaswag_files();
         std::ofstream(dir.file("afile")) << "a regular file, not a folder\n";
     }
 
@@ -161,6 +163,20 @@ struct Fixture {
         truncate(dir.file("short.bin").c_str(), 1024 + 1000);  // half the tokens
         tokens[7] = 300;                                       // >= --vocab 256
         write_shard(dir.file("big_id_val_000.bin"), tokens);
+    }
+    // HellaSwag files: one of bytes whose longest row (70 tokens) is past --seq 64, one of GPT-2's
+    // vocabulary.
+    void write_hellaswag_files() {
+        HellaSwagSet set;
+        set.vocab_size = 256;
+        HellaSwagExample ex;
+        ex.context.assign(60, 'a');
+        ex.endings = {std::vector<int>(10, 'b'), {'c'}, {'d'}, {'e'}};
+        set.examples = {ex};
+        std::ofstream(dir.file("long_hs.bin"), std::ios::binary) << serialize_hellaswag(set);
+        set.vocab_size = 50257;
+        set.examples[0].context.resize(3);
+        std::ofstream(dir.file("gpt2_hs.bin"), std::ios::binary) << serialize_hellaswag(set);
     }
     void patch(const std::string& path, long offset, const char* bytes) {
         std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -258,6 +274,25 @@ std::vector<Case> cases() {
          "--log-dir 'afile/logs': 'afile' is not a directory"},
         {"--checkpoint-dir under a file", {"--checkpoint-dir", "afile/ckpt"}, S, 2,
          "--checkpoint-dir 'afile/ckpt': 'afile' is not a directory"},
+        {"--eval-hellaswag a missing file", {"--batch", "4", "--eval-hellaswag", "nope.bin"}, S, 2,
+         "--eval-hellaswag: 'nope.bin': cannot open: No such file or directory"},
+        {"--eval-hellaswag random bytes", {"--batch", "4", "--eval-hellaswag", "junk_tokenizer.bin"}, S, 2,
+         "--eval-hellaswag: 'junk_tokenizer.bin': bad magic (not a HellaSwag file written by "
+         "scripts/prepare_hellaswag.py)"},
+        {"--eval-hellaswag rows longer than --seq", {"--batch", "4", "--eval-hellaswag", "long_hs.bin"}, S, 2,
+         "--eval-hellaswag: 'long_hs.bin': its longest row (context + ending) has 70 tokens and needs --seq >= 69, "
+         "--seq is 64"},
+        {"--eval-hellaswag of another tokenizer", {"--batch", "4", "--eval-hellaswag", "gpt2_hs.bin"}, S, 2,
+         "--eval-hellaswag: 'gpt2_hs.bin': made with a tokenizer of 50257 entries, the model's vocabulary has 256 "
+         "(prepare it with the model's tokenizer)"},
+        {"--eval-hellaswag with --batch 2", {"--eval-hellaswag", "long_hs.bin"}, S, 2,
+         "--eval-hellaswag: needs --batch >= 4 (an example's 4 endings are rows of one batch), got --batch 2"},
+        {"--eval-every without --eval-hellaswag", {"--eval-every", "100"}, D, 2,
+         "--eval-every: has no effect without --eval-hellaswag FILE (no HellaSwag evaluation)"},
+        {"--eval-hellaswag-dump into a missing folder",
+         {"--batch", "4", "--seq", "16", "--eval-hellaswag", "gpt2_hs.bin", "--vocab", "50304",
+          "--eval-hellaswag-dump", "nodir/d.txt"}, S, 2,
+         "--eval-hellaswag-dump: 'nodir/d.txt': the folder 'nodir' does not exist"},
         {"--export into a missing folder", {"--init-from", "good.safetensors", "--export", "nodir/w.safetensors"}, S,
          2, "--export 'nodir/w.safetensors': 'nodir' is not a folder"},
     };

@@ -103,6 +103,10 @@ TEST(each_flag_sets_its_field) {
          [](const TrainConfig& c) { return c.val_every == 25; }},
         {{"--val-batches", "3", "--val-data", "v*.bin"},
          [](const TrainConfig& c) { return c.val_batches == 3; }},
+        {{"--eval-hellaswag", "hs.bin", "--eval-every", "250", "--eval-hellaswag-dump", "d.txt"},
+         [](const TrainConfig& c) {
+             return c.eval_hellaswag == "hs.bin" && c.eval_every == 250 && c.eval_hellaswag_dump == "d.txt";
+         }},
         {{"--lr", "0.0003"}, [](const TrainConfig& c) { return c.lr == 0.0003f; }},
         {{"--lr=1e-3"}, [](const TrainConfig& c) { return c.lr == 1e-3f; }},
         {{"--warmup", "10"}, [](const TrainConfig& c) { return c.warmup == 10; }},
@@ -404,6 +408,10 @@ TEST(every_numeric_flag_has_a_range) {
         {{"--warmup", "-1"}, "--warmup", "must be >= 0, got -1"},
         {{"--val-every", "-1"}, "--val-every", "must be >= 1, got -1"},
         {{"--val-batches", "0"}, "--val-batches", "must be >= 1, got 0"},
+        {{"--eval-every", "-1", "--eval-hellaswag", "hs.bin"}, "--eval-every", "must be >= 0, got -1"},
+        {{"--eval-hellaswag", "hs.bin", "--batch", "2"},
+         "--eval-hellaswag",
+         "needs --batch >= 4 (an example's 4 endings are rows of one batch), got --batch 2"},
         {{"--log-every", "-10"}, "--log-every", "must be >= 1, got -10"},
         {{"--fp8-history", "0"}, "--fp8-history", "must be >= 1, got 0"},
         {{"--fp8-history", "2147483647"}, "--fp8-history", "must be <= 2147483584"},
@@ -598,6 +606,12 @@ TEST(flags_without_effect) {
         {{"--export-format", "hf"},
          {"--export", "x"},
          "--export-format: has no effect without --export PATH"},
+        {{"--eval-every", "100"},
+         {"--eval-hellaswag", "hs.bin"},
+         "--eval-every: has no effect without --eval-hellaswag FILE (no HellaSwag evaluation)"},
+        {{"--eval-hellaswag-dump", "d.txt"},
+         {"--eval-hellaswag", "hs.bin"},
+         "--eval-hellaswag-dump: has no effect without --eval-hellaswag FILE"},
     };
     for (const Case& k : cases) {
         EXPECT_USAGE_ERROR(k.args,

@@ -188,39 +188,29 @@ TEST(to_json_has_every_field) {
     c.seed = 987654321012ull;
     c.log_dir = "runs/x";
     c.log_every = 29;
+    c.eval_hellaswag = "hs/val.bin";
+    c.eval_every = 31;
+    c.eval_hellaswag_dump = "hs/dump.txt";
     std::string j = to_json(c, num_parameters(c.model));
     for (const char* s :
          {"\"model\": \"350m\"", "\"gelu\": \"tanh\"", "\"precision\": \"fp8\"", "\"fp8_format\": \"e4m3\"",
           "\"fp8_amax_algo\": \"most_recent\"", "\"train_data\": \"data/t_*.bin\"",
-          "\"val_data\": \"data/v_*.bin\"", "\"schedule\": \"constant\"", "\"log_dir\": \"runs/x\""})
+          "\"val_data\": \"data/v_*.bin\"", "\"schedule\": \"constant\"", "\"log_dir\": \"runs/x\"",
+          "\"eval_hellaswag\": \"hs/val.bin\"", "\"eval_hellaswag_dump\": \"hs/dump.txt\""})
         EXPECT_CONTAINS(j, s);
     struct Num {
         const char* key;
         double value;
     };
-    for (const Num& n : std::vector<Num>{{"layers", 24},
-                                         {"channels", 1024},
-                                         {"heads", 16},
-                                         {"vocab", 50304},
-                                         {"max_seq", 1024},
-                                         {"parameters", (double)num_parameters(c.model)},
-                                         {"fp8_history", 17},
-                                         {"fp8_margin", 3},
-                                         {"batch", 7},
-                                         {"seq", 96},
-                                         {"steps", 123},
-                                         {"val_every", 11},
-                                         {"val_batches", 13},
-                                         {"lr", 2.5e-4f},
-                                         {"warmup", 19},
-                                         {"final_lr_frac", 0.05f},
-                                         {"weight_decay", 0.01f},
-                                         {"grad_clip", 0.5f},
-                                         {"beta1", 0.85f},
-                                         {"beta2", 0.97f},
-                                         {"adam_eps", 1e-6f},
-                                         {"seed", 987654321012.0},
-                                         {"log_every", 29}}) {
+    for (const Num& n : std::vector<Num>{
+             {"layers", 24},      {"channels", 1024},       {"heads", 16},
+             {"vocab", 50304},    {"max_seq", 1024},        {"parameters", (double)num_parameters(c.model)},
+             {"fp8_history", 17}, {"fp8_margin", 3},        {"batch", 7},
+             {"seq", 96},         {"steps", 123},           {"val_every", 11},
+             {"val_batches", 13}, {"eval_every", 31},       {"lr", 2.5e-4f},
+             {"warmup", 19},      {"final_lr_frac", 0.05f}, {"weight_decay", 0.01f},
+             {"grad_clip", 0.5f}, {"beta1", 0.85f},         {"beta2", 0.97f},
+             {"adam_eps", 1e-6f}, {"seed", 987654321012.0}, {"log_every", 29}}) {
         double v = json_number(j, n.key);
         // Floats are written as the shortest decimal that reads back as the same float (0.00025, not the
         // double 0.000249999993684...); integers exactly.
@@ -278,6 +268,15 @@ TEST(run_summary_for_people) {
                     "x 1 GPU = 8,192 tokens per step");
     EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
                     "  export       w.safetensors (seed layout) and exit, no training\n");
+    EXPECT_TRUE(s.find("  eval ") == std::string::npos);
+    c.eval_hellaswag = "hs.bin";
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
+                    "  eval         HellaSwag 'hs.bin' after the last step\n");
+    c.eval_every = 250;
+    c.eval_hellaswag_dump = "d.txt";
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 1, 1, "single"),
+                    "  eval         HellaSwag 'hs.bin' every 250 steps and after the last step, per-example "
+                    "results to d.txt\n");
 }
 
 TEST(validate_range_messages) {

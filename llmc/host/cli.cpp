@@ -344,6 +344,16 @@ void CliSpec::add_data_and_fp8_flags() {
     add("--val-data", c_.val_data, "validation shards (glob); empty: no validation", d);
     add("--val-every", c_.val_every, "validate every N steps (and after the last)", d);
     add("--val-batches", c_.val_batches, "batches per validation", d);
+    add("--eval-hellaswag", c_.eval_hellaswag,
+        "HellaSwag file (scripts/prepare_hellaswag.py): accuracy after the last step (acc and acc_norm, as "
+        "llm.c)",
+        d);
+    add("--eval-every", c_.eval_every,
+        "also evaluate HellaSwag every N steps, from step 0 (0: only at the end)", d);
+    add("--eval-hellaswag-dump", c_.eval_hellaswag_dump,
+        "write each example's ending losses and choices here (the latest evaluation; with several GPUs one "
+        "FILE.rankR per rank)",
+        d);
     const char* f = "FP8 (with --precision fp8)";
     add_choice("--fp8-format", &fp8_format_s_, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
                kFp8Format.type_name(), f);
@@ -473,6 +483,9 @@ std::string CliSpec::flag_without_effect() const {
          c_.sample_every > 0,
          "without --sample-every N (text samples are off)"},
         {{"--val-every", "--val-batches"}, !c_.val_data.empty(), "without --val-data (no validation)"},
+        {{"--eval-every", "--eval-hellaswag-dump"},
+         !c_.eval_hellaswag.empty(),
+         "without --eval-hellaswag FILE (no HellaSwag evaluation)"},
         {{"--checkpoint-every", "--keep-checkpoints", "--checkpoint-required"},
          !checkpoint_dir_of(c_).empty(),
          "without --checkpoint-dir DIR or --resume DIR (no checkpoints)"},

@@ -175,6 +175,7 @@ std::string validate_integers(const TrainConfig& cfg) {
     at_least("--log-every", cfg.log_every, 1);
     at_least("--val-every", cfg.val_every, 1);
     at_least("--val-batches", cfg.val_batches, 1);
+    at_least("--eval-every", cfg.eval_every, 0);
     at_least("--fp8-history", cfg.fp8.history_len, 1);
     at_least("--fp8-margin", cfg.fp8.margin, 0);
     at_least("--fp8-health-every", cfg.fp8_health_every, 1);
@@ -234,6 +235,10 @@ std::string validate_reals_and_combinations(const TrainConfig& cfg) {
         return "--temperature: must be a finite number >= 0 (0: always the most likely token), got " +
                num(cfg.temperature);
     if (cfg.export_at_end && cfg.export_path.empty()) return "--export-at-end: needs --export PATH";
+    if (!cfg.eval_hellaswag.empty() && cfg.batch < 4)
+        return "--eval-hellaswag: needs --batch >= 4 (an example's 4 endings are rows of one batch), got "
+               "--batch " +
+               std::to_string(cfg.batch);
     if (!cfg.resume.empty() && !cfg.init_from.empty())
         return "--init-from: not with --resume (the checkpoint has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
@@ -348,6 +353,9 @@ void add_training_json(const TrainConfig& c, json::Value* o) {
     str("val_data", c.val_data);
     integer("val_every", c.val_every);
     integer("val_batches", c.val_batches);
+    str("eval_hellaswag", c.eval_hellaswag);
+    integer("eval_every", c.eval_every);
+    str("eval_hellaswag_dump", c.eval_hellaswag_dump);
     real("lr", c.lr);
     integer("warmup", c.warmup);
     str("schedule", to_string(c.schedule));
@@ -481,7 +489,14 @@ std::string data_line(const TrainConfig& c) {
         s += ", validation '" + c.val_data + "' every " + plural(c.val_every, "step", "steps") + " (" +
              plural(c.val_batches, "batch", "batches") + ")";
     if (c.sample_every > 0) s += ", a text sample every " + plural(c.sample_every, "step", "steps");
-    return s + "\n";
+    s += "\n";
+    if (!c.eval_hellaswag.empty())
+        s += "  eval         HellaSwag '" + c.eval_hellaswag + "' " +
+             (c.eval_every > 0 ? "every " + plural(c.eval_every, "step", "steps") + " and " : "") +
+             "after the last step" +
+             (c.eval_hellaswag_dump.empty() ? "" : ", per-example results to " + c.eval_hellaswag_dump) +
+             "\n";
+    return s;
 }
 
 std::string output_lines(const TrainConfig& c) {

@@ -41,6 +41,10 @@ struct TrainConfig {
     std::string val_data;               // empty: no validation
     int val_every = 100;
     int val_batches = 20;
+    // HellaSwag accuracy (llm.c's completion-style scoring, llmc/run/hellaswag_eval.h).
+    std::string eval_hellaswag;       // file from scripts/prepare_hellaswag.py; empty: no evaluation
+    int eval_every = 0;               // 0: after the last step only; N: also at steps 0, N, 2N, ...
+    std::string eval_hellaswag_dump;  // per-example results of the latest evaluation; empty: none
     float lr = 6e-4f;
     int warmup = 0;
     LrSchedule schedule = LrSchedule::Cosine;

@@ -87,6 +87,9 @@ class GptModel {
     // the logits are readable), leaving the training state untouched: FP8 amaxes, calibration and scales are
     // those of a run without this call. Collective with targets.
     float evaluate(const int* inputs_BT, const int* targets_BT);
+    // The same evaluation forward with targets, returning each position's loss (B*T floats, row-major):
+    // -log softmax(logits)[target] over the whole vocabulary, as the training loss. Collective.
+    std::vector<float> evaluate_token_losses(const int* inputs_BT, const int* targets_BT);
 
     // Per-phase GPU time (see llmc/gpu/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);

@@ -122,3 +122,14 @@ float GptModel::evaluate(const int* inputs_BT, const int* targets_BT) {
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
     return loss / s.dp.world();
 }
+
+std::vector<float> GptModel::evaluate_token_losses(const int* inputs_BT, const int* targets_BT) {
+    CHECK(targets_BT, "evaluate_token_losses() needs targets");
+    evaluate(inputs_BT, targets_BT);  // its forward wrote the per-position losses (Act::Losses)
+    const Impl& s = *impl_;
+    std::vector<float> losses((size_t)s.B * s.T);
+    CHECK_CUDA(cudaMemcpyAsync(losses.data(), s.act.f32(Act::Losses), losses.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost, s.ctx->stream));
+    CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
+    return losses;
+}

@@ -100,14 +100,15 @@ int Communicator::broadcast_int(int value, double seconds, const char* what) {
     return (int)v;
 }
 
-std::vector<int> Communicator::max_ints(const std::vector<int>& values, double seconds, const char* what) {
+std::vector<int> Communicator::reduce_ints(const std::vector<int>& values, ncclRedOp_t op, double seconds,
+                                           const char* what) {
     if (!active()) return values;
-    CHECK((int)values.size() <= kScratchFloats, "max_ints: %zu values", values.size());
+    CHECK((int)values.size() <= kScratchFloats, "reduce_ints: %zu values", values.size());
     std::vector<float> v(values.begin(), values.end());
     arm(seconds, what);
     CHECK_CUDA(
         cudaMemcpyAsync(scratch_, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
-    CHECK_NCCL(ncclAllReduce(scratch_, scratch_, v.size(), ncclFloat32, ncclMax, nccl_, stream_));
+    CHECK_NCCL(ncclAllReduce(scratch_, scratch_, v.size(), ncclFloat32, op, nccl_, stream_));
     CHECK_CUDA(
         cudaMemcpyAsync(v.data(), scratch_, v.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     CHECK_CUDA(cudaStreamSynchronize(stream_));
@@ -116,12 +117,17 @@ std::vector<int> Communicator::max_ints(const std::vector<int>& values, double s
 }
 
 int Communicator::max_int(int value, double seconds, const char* what) {
-    return max_ints({value}, seconds, what)[0];
+    return reduce_ints({value}, ncclMax, seconds, what)[0];
+}
+
+std::vector<int> Communicator::sum_ints(const std::vector<int>& values, double seconds, const char* what) {
+    return reduce_ints(values, ncclSum, seconds, what);
 }
 
 bool Communicator::identical_on_all_ranks(uint32_t value, double seconds) {
     const int lo = (int)(value & 0xFFFF), hi = (int)(value >> 16);
     // max(x) == x and max(65535 - x) == 65535 - x on every rank: the max equals the min
-    const std::vector<int> m = max_ints({lo, hi, 0xFFFF - lo, 0xFFFF - hi}, seconds, "the FP8 scale check");
+    const std::vector<int> m =
+        reduce_ints({lo, hi, 0xFFFF - lo, 0xFFFF - hi}, ncclMax, seconds, "the FP8 scale check");
     return m[0] == lo && m[1] == hi && m[2] == 0xFFFF - lo && m[3] == 0xFFFF - hi;
 }

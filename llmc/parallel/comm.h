@@ -52,6 +52,9 @@ class Communicator {
     int broadcast_int(int value, double seconds, const char* what);
     // The maximum over the ranks of `value` (0 <= value < 2^24); a barrier.
     int max_int(int value, double seconds, const char* what);
+    // The element-wise sum over the ranks of up to 8 integers (each sum < 2^24, e.g. example counts); a
+    // barrier.
+    std::vector<int> sum_ints(const std::vector<int>& values, double seconds, const char* what);
     // Whether every rank passed the same value (e.g. a hash of its FP8 scales); a barrier.
     bool identical_on_all_ranks(uint32_t value, double seconds);
 
@@ -65,8 +68,10 @@ class Communicator {
     cudaStream_t stream_ = nullptr;
     float* scratch_ = nullptr;  // kScratchFloats floats for the small host-visible collectives
     static constexpr int kScratchFloats = 8;
-    // Element-wise max over the ranks of up to kScratchFloats integers in [0, 2^24) (exact in fp32).
-    std::vector<int> max_ints(const std::vector<int>& values, double seconds, const char* what);
+    // Element-wise max or sum over the ranks of up to kScratchFloats integers, exact in fp32 while every
+    // value and result is in [0, 2^24).
+    std::vector<int> reduce_ints(const std::vector<int>& values, ncclRedOp_t op, double seconds,
+                                 const char* what);
     std::atomic<double> deadline_{0};  // steady-clock seconds; 0: disarmed
     std::atomic<const char*> waiting_for_{""};
     std::atomic<bool> nccl_ready_{false}, stop_{false};

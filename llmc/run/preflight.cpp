@@ -1,8 +1,11 @@
 #include "llmc/run/preflight.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "llmc/formats/checkpoint.h"
@@ -120,6 +123,39 @@ std::string open_token_sources(const TrainConfig& cfg, RunPlan* plan) {
     return "";
 }
 
+// --eval-hellaswag: the whole file, read and validated against the model's vocabulary (what the run then
+// scores), with every row (context + ending) within --seq; --eval-hellaswag-dump: a file in a writable
+// folder.
+std::string load_hellaswag(const TrainConfig& cfg, RunPlan* plan) {
+    if (cfg.eval_hellaswag.empty()) return "";
+    const std::string flag = "--eval-hellaswag: ";
+    try {
+        plan->hellaswag =
+            std::make_unique<HellaSwagSet>(read_hellaswag(cfg.eval_hellaswag, cfg.model.vocab_size));
+    } catch (const std::exception& e) {  // "hellaswag 'PATH': ..." -> "--eval-hellaswag: 'PATH': ..."
+        const std::string what = e.what(), lead = "hellaswag ";
+        return flag + (what.compare(0, lead.size(), lead) == 0 ? what.substr(lead.size()) : what);
+    }
+    // a row of L tokens is L - 1 positions: inputs are its first L - 1 tokens (layout_hellaswag)
+    const int longest = plan->hellaswag->max_row_tokens();
+    if (longest - 1 > cfg.seq)
+        return flag + "'" + cfg.eval_hellaswag + "': its longest row (context + ending) has " +
+               std::to_string(longest) + " tokens and needs --seq >= " + std::to_string(longest - 1) +
+               ", --seq is " + std::to_string(cfg.seq);
+    const std::string& dump = cfg.eval_hellaswag_dump;
+    if (dump.empty()) return "";
+    struct stat st;
+    if (stat(dump.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return "--eval-hellaswag-dump: '" + dump + "' is a folder (it names the file to write)";
+    const size_t slash = dump.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dump.substr(0, slash);
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        return "--eval-hellaswag-dump: '" + dump + "': the folder '" + dir + "' does not exist";
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+        return "--eval-hellaswag-dump: '" + dump + "': cannot write in '" + dir + "': " + strerror(errno);
+    return "";
+}
+
 }  // namespace
 
 std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan) {
@@ -128,6 +164,7 @@ std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, 
     if (e.empty()) e = check_weight_files(cfg);
     if (e.empty()) e = load_sample_tokenizer(cfg, &plan->tokenizer);
     if (e.empty()) e = open_token_sources(cfg, plan);
+    if (e.empty()) e = load_hellaswag(cfg, plan);
     return e;
 }
 

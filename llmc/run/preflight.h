@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "llmc/formats/hellaswag.h"
 #include "llmc/host/config.h"
 #include "llmc/host/dataloader.h"
 #include "llmc/host/launch.h"
@@ -20,14 +21,16 @@ struct RunPlan {
     std::unique_ptr<TokenSource> train_data;   // reads the global batch (B x micro-steps x GPUs rows)
     std::unique_ptr<TokenSource> val_data;     // B x GPUs rows; null without --val-data
     Tokenizer tokenizer = Tokenizer::bytes();  // for text samples
+    std::unique_ptr<HellaSwagSet> hellaswag;   // --eval-hellaswag's examples; null without it
 };
 
 // The read-only checks, cheapest first: flag combinations the CLI cannot judge alone (--export with nothing
 // to export unless `allow_export_of_init`, a test hook), the launcher's environment and --rendezvous, the
 // gradient accumulation on this many GPUs, --init-from's header against the model, --resume's newest
 // readable checkpoint against the model and recipe, the --export destination, the tokenizer and --prompt
-// (with --sample-every), and the train and val shards (every header, the first shard's tokens). Creates
-// nothing. Returns "" and fills *plan, or the one-line error naming the flag.
+// (with --sample-every), the train and val shards (every header, the first shard's tokens), and the
+// --eval-hellaswag file (read whole: every example must fit --seq) and its dump's folder. Creates nothing.
+// Returns "" and fills *plan, or the one-line error naming the flag.
 std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan);
 // Creates the log directory (rank 0) and the checkpoint directory (rank 0) and checks that files can be
 // written in them. "" or the one-line error naming the flag.
