@@ -17,22 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_temp_dir.h"
 #include "llmc/formats/hellaswag.h"
 
 namespace {
 
 constexpr int kVocab = 300;
 
-std::string temp_dir() {
-    if (access("/dev/shm", W_OK | X_OK) == 0) return "/dev/shm";
-    const char* t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
-
 // Never destroyed, so the atexit handler that removes the file may still use it.
 const std::string& file_path() {
     static const std::string* path = [] {
-        auto* p = new std::string(temp_dir() + "/fuzz_hellaswag_" + std::to_string(getpid()) + ".bin");
+        auto* p = new std::string(fuzz_temp_dir() + "/fuzz_hellaswag_" + std::to_string(getpid()) + ".bin");
         atexit([] { std::remove(file_path().c_str()); });
         return p;
     }();

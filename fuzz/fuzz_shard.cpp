@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_temp_dir.h"
 #include "llmc/host/dataloader.h"
 
 namespace {
@@ -22,18 +23,10 @@ namespace {
 constexpr int kB = 2, kT = 4, kVocab = 300, kBatches = 6;
 constexpr size_t kBT = (size_t)kB * kT;
 
-// Where the temporary files go: /dev/shm when usable (tmpfs: each run rewrites the file, and disk I/O
-// would dominate), else $TMPDIR or /tmp.
-std::string temp_dir() {
-    if (access("/dev/shm", W_OK | X_OK) == 0) return "/dev/shm";
-    const char* t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
-
 // Never destroyed, so the atexit handler that removes the file may still use it.
 const std::string& shard_path() {
     static const std::string* path = [] {
-        auto* p = new std::string(temp_dir() + "/fuzz_shard_" + std::to_string(getpid()) + ".bin");
+        auto* p = new std::string(fuzz_temp_dir() + "/fuzz_shard_" + std::to_string(getpid()) + ".bin");
         atexit([] { std::remove(shard_path().c_str()); });
         return p;
     }();

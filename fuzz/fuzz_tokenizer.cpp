@@ -16,17 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_temp_dir.h"
 #include "llmc/host/tokenizer.h"
 
 namespace {
-
-// Where the temporary files go: /dev/shm when usable (tmpfs: each run rewrites the file, and disk I/O
-// would dominate), else $TMPDIR or /tmp.
-std::string temp_dir() {
-    if (access("/dev/shm", W_OK | X_OK) == 0) return "/dev/shm";
-    const char* t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
 
 // Never destroyed, so the atexit handler that removes the files may still use them.
 struct Paths {
@@ -34,7 +27,7 @@ struct Paths {
 };
 const Paths& paths() {
     static const Paths* p = [] {
-        const std::string base = temp_dir() + "/fuzz_tokenizer_" + std::to_string(getpid());
+        const std::string base = fuzz_temp_dir() + "/fuzz_tokenizer_" + std::to_string(getpid());
         auto* q = new Paths{base + ".bin", base + ".saved.bin"};
         atexit([] {
             std::remove(paths().in.c_str());

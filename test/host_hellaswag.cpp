@@ -21,23 +21,8 @@ namespace {
 
 using testing::TempDir;
 
-void write_bytes(const std::string& path, const std::string& data) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) return;
-    fwrite(data.data(), 1, data.size(), f);
-    fclose(f);
-}
-
-std::string read_bytes(const std::string& path) {
-    std::string out;
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    fclose(f);
-    return out;
-}
+using testing::read_bytes;
+using testing::write_bytes;
 
 std::vector<int> bytes_of(const std::string& s) {
     std::vector<int> ids;

@@ -20,23 +20,8 @@ namespace {
 
 using testing::TempDir;
 
-void write_bytes(const std::string& path, const std::string& data) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) return;
-    fwrite(data.data(), 1, data.size(), f);
-    fclose(f);
-}
-
-std::string read_bytes(const std::string& path) {
-    std::string out;
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    fclose(f);
-    return out;
-}
+using testing::read_bytes;
+using testing::write_bytes;
 
 void put_u32(std::string& out, uint32_t v) {
     for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));

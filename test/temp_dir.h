@@ -56,4 +56,22 @@ class TempDir {
     std::string path;
 };
 
+// A whole file written from / read into bytes (tests; failures show up in the assertions that follow).
+inline void write_bytes(const std::string& path, const std::string& data) {
+    FILE* f = fopen(path.c_str(), "wb");
+    if (!f) return;
+    fwrite(data.data(), 1, data.size(), f);
+    fclose(f);
+}
+inline std::string read_bytes(const std::string& path) {
+    std::string out;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    fclose(f);
+    return out;
+}
+
 }  // namespace testing

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "llmc/host/file_bytes.h"
 #include "llmc/host/tokenizer.h"  // escape_for_log
 
 namespace {
@@ -18,17 +19,10 @@ constexpr uint32_t kMaxVocab = 65536;                                // token id
     throw std::runtime_error("hellaswag '" + escape_for_log(name) + "': " + what);
 }
 
+// Reads the whole file; throws for a missing/unreadable one.
 std::string read_file(const std::string& path) {
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) file_error(path, std::string("cannot open: ") + strerror(errno));
     std::string data;
-    char buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, got);
-    const bool bad = ferror(f) != 0;
-    const int err = errno;
-    fclose(f);
-    if (bad) file_error(path, std::string("read error: ") + strerror(err));
+    if (std::string e = read_whole_file(path, &data); !e.empty()) file_error(path, e);
     return data;
 }
 
@@ -123,10 +117,6 @@ HellaSwagExample parse_example(Cursor& c, uint32_t index, uint32_t vocab) {
     return ex;
 }
 
-void put_u32(std::string& out, uint32_t v) {
-    for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
 void put_tokens(std::string& out, const std::vector<int>& ids, int vocab) {
     for (int id : ids) {
         if (id < 0 || id >= vocab)
@@ -169,18 +159,18 @@ std::string serialize_hellaswag(const HellaSwagSet& set) {
     if (set.vocab_size <= 0 || static_cast<uint32_t>(set.vocab_size) > kMaxVocab || set.examples.empty())
         throw std::invalid_argument("hellaswag: a set needs a vocabulary size in [1, 65536] and examples");
     std::string out(kHellaSwagMagic, sizeof(kHellaSwagMagic));
-    put_u32(out, kHellaSwagVersion);
-    put_u32(out, static_cast<uint32_t>(set.vocab_size));
-    put_u32(out, static_cast<uint32_t>(set.examples.size()));
+    put_u32_le(out, kHellaSwagVersion);
+    put_u32_le(out, static_cast<uint32_t>(set.vocab_size));
+    put_u32_le(out, static_cast<uint32_t>(set.examples.size()));
     for (const HellaSwagExample& ex : set.examples) {
         bool empty = ex.context.empty();
         for (const std::vector<int>& e : ex.endings) empty = empty || e.empty();
         if (ex.label < 0 || ex.label >= kHellaSwagEndings || empty)
             throw std::invalid_argument(
                 "hellaswag: an example needs a label in [0, 4), a context and 4 endings");
-        put_u32(out, static_cast<uint32_t>(ex.label));
-        put_u32(out, static_cast<uint32_t>(ex.context.size()));
-        for (const std::vector<int>& e : ex.endings) put_u32(out, static_cast<uint32_t>(e.size()));
+        put_u32_le(out, static_cast<uint32_t>(ex.label));
+        put_u32_le(out, static_cast<uint32_t>(ex.context.size()));
+        for (const std::vector<int>& e : ex.endings) put_u32_le(out, static_cast<uint32_t>(e.size()));
         put_tokens(out, ex.context, set.vocab_size);
         for (const std::vector<int>& e : ex.endings) put_tokens(out, e, set.vocab_size);
     }

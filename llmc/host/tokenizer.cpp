@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "llmc/host/file_bytes.h"
 #include "llmc/host/json.h"
 
 namespace {
@@ -22,22 +23,10 @@ uint32_t get_u32(const unsigned char* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-void put_u32(std::string& out, uint32_t v) {
-    for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
 // Reads the whole file; throws for a missing/unreadable one.
 std::string read_file(const std::string& path) {
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) file_error(path, std::string("cannot open: ") + strerror(errno));
     std::string data;
-    char buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, got);
-    bool bad = ferror(f) != 0;
-    int err = errno;
-    fclose(f);
-    if (bad) file_error(path, std::string("read error: ") + strerror(err));
+    if (std::string e = read_whole_file(path, &data); !e.empty()) file_error(path, e);
     return data;
 }
 
@@ -170,11 +159,11 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 void Tokenizer::save(const std::string& path) const {
     std::string out(kMagic, sizeof(kMagic));
-    put_u32(out, static_cast<uint32_t>(kind_));
-    put_u32(out, static_cast<uint32_t>(tokens_.size()));
-    put_u32(out, eot_ < 0 ? kNoEot : static_cast<uint32_t>(eot_));
+    put_u32_le(out, static_cast<uint32_t>(kind_));
+    put_u32_le(out, static_cast<uint32_t>(tokens_.size()));
+    put_u32_le(out, eot_ < 0 ? kNoEot : static_cast<uint32_t>(eot_));
     for (const std::string& s : tokens_) {
-        put_u32(out, static_cast<uint32_t>(s.size()));
+        put_u32_le(out, static_cast<uint32_t>(s.size()));
         out += s;
     }
     std::string tmp = path + ".tmp";

@@ -1,0 +1,14 @@
+// Whole files as bytes and little-endian integers in them, for the small binary readers and writers
+// (llmc/host/tokenizer, llmc/formats/hellaswag). Host-only.
+#pragma once
+#include <cstdint>
+#include <string>
+
+// Reads all of `path` into *data: "" on success, else the reason in one line ("cannot open: ..." or
+// "read error: ..."), for the caller to prefix with what the file is.
+std::string read_whole_file(const std::string& path, std::string* data);
+
+// Appends v as 4 little-endian bytes.
+inline void put_u32_le(std::string& out, uint32_t v) {
+    for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
