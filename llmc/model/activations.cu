@@ -21,7 +21,6 @@ enum class Size {
     NV,
     BHT,
     One,
-    Two,
     ReduceScratch,
     NormPartials,
     TokenSlots,
@@ -117,8 +116,6 @@ size_t elements(Size z, const ActivationShape& s) {
             return s.B * s.H * s.T;
         case Size::One:
             return 1;
-        case Size::Two:
-            return 2;
         case Size::ReduceScratch:  // LayerNorm and bias backward partial sums
             return std::max<size_t>(layernorm_backward_scratch_bytes((int)N, (int)C),
                                     matmul_dbias_scratch_bytes((int)N, (int)(4 * C))) /
