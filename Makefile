@@ -129,11 +129,14 @@ clean:
 fuzz:
 	@bash scripts/fuzz.sh
 
-# The report's workload, train_gpt bf16 + fp8 and the PyTorch peers, one table + bench.json + bench.png (needs a GPU).
+# The benchmark workloads (GPT-1.5B, GPT-2 124M), train_gpt bf16 + fp8 and the peers (PyTorch; llm.c with
+# LLMC=path/to/train_gpt2cu), one table per model + bench.json + bench.png (needs a GPU). MODEL=1.5b|124m|both.
 BENCH_STEPS ?= 30
+MODEL ?= both
+LLMC ?=
 .PHONY: bench
 bench: train_gpt
-	@bash scripts/bench.sh $(BENCH_STEPS)
+	@MODEL=$(MODEL) LLMC=$(LLMC) bash scripts/bench.sh $(BENCH_STEPS)
 
 # Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
 BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))

@@ -18,6 +18,7 @@
 #include "llmc/gpu/context.h"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/check.h"
+#include "llmc/host/choice_cache.h"
 #include "llmc/host/cli.h"
 #include "llmc/host/config.h"
 #include "llmc/host/dataloader.h"
@@ -118,6 +119,7 @@ void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, G
     printf(" total %.1f ms\n", sum);
     fields.push_back({"total", sum});
     logger->record("profile", fields);
+    for (const std::string& line : model->gemm_report()) printf("gemm: %s\n", line.c_str());
 }
 
 // SIGINT/SIGTERM: the first asks the loop to finish its step, checkpoint and exit 0; a second exits at once.
@@ -282,13 +284,25 @@ void Run::open_gpu() {
            ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "");
 }
 
+// The step options of the configuration; the tuned GEMM choices go to --gemm-cache, else the user's cache
+// directory ("none": nowhere).
+static StepOptions step_options(const TrainConfig& cfg) {
+    StepOptions o;
+    o.recompute_fc_proj_input = cfg.recompute == 1;
+    o.deterministic_attention = cfg.deterministic;
+    o.cuda_graph = cfg.cuda_graph;
+    o.gemm_autotune = cfg.gemm_autotune;
+    o.gemm_cache_path = cfg.gemm_cache == "none" ? ""
+                        : cfg.gemm_cache.empty() ? default_cache_path("gemm_algos.tsv")
+                                                 : cfg.gemm_cache;
+    return o;
+}
+
 // The model (it prints its memory plan), its weights (--init-from, else the seeded init) and, with --resume,
 // the training state of the checkpoint.
 void Run::build_model() {
-    model_ =
-        std::make_unique<GptModel>(cfg_.model, cfg_.batch, cfg_.seq, cfg_.precision, &ctx_, cfg_.fp8,
-                                   DataParallel{comm_.get(), plan_.micro_steps},
-                                   StepOptions{cfg_.recompute == 1, cfg_.deterministic, cfg_.cuda_graph});
+    model_ = std::make_unique<GptModel>(cfg_.model, cfg_.batch, cfg_.seq, cfg_.precision, &ctx_, cfg_.fp8,
+                                        DataParallel{comm_.get(), plan_.micro_steps}, step_options(cfg_));
     model_->init_weights(cfg_.seed);
     if (!cfg_.init_from.empty()) {
         try {  // the header was checked before the GPU; this reads the tensors

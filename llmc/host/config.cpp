@@ -235,6 +235,9 @@ std::string validate_reals_and_combinations(const TrainConfig& cfg) {
         return "--temperature: must be a finite number >= 0 (0: always the most likely token), got " +
                num(cfg.temperature);
     if (cfg.export_at_end && cfg.export_path.empty()) return "--export-at-end: needs --export PATH";
+    if (!cfg.gemm_autotune && !cfg.gemm_cache.empty())
+        return "--gemm-cache: applies with --gemm-autotune (the choices it stores), not with "
+               "--no-gemm-autotune";
     if (!cfg.eval_hellaswag.empty() && cfg.batch < 4)
         return "--eval-hellaswag: needs --batch >= 4 (an example's 4 endings are rows of one batch), got "
                "--batch " +
@@ -387,6 +390,8 @@ void add_run_json(const TrainConfig& c, json::Value* o) {
     integer("recompute", c.recompute);
     flag("deterministic", c.deterministic);
     flag("cuda_graph", c.cuda_graph);
+    flag("gemm_autotune", c.gemm_autotune);
+    str("gemm_cache", c.gemm_cache);
     integer("sample_every", c.sample_every);
     integer("sample_tokens", c.sample_tokens);
     str("prompt", c.prompt);

@@ -12,10 +12,13 @@
 //                             * dY^T stored [OC, N] (col-major [N, OC])                 m=C  n=OC k=N  "TN"
 // clang-format on
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "llmc/gpu/sanitizer_marks.h"
 #include "llmc/kernels/matmul.cuh"
@@ -81,6 +84,8 @@ static void dbias_split(int N, int OC, int* splits, int* rows_per_split) {
 // Plan cache
 
 namespace {
+
+constexpr int kGemmCandidates = 8;  // heuristic answers timed per GEMM when autotuning
 
 enum class GemmKind : int32_t { Forward, Dgrad, Wgrad, Fp8Forward, Fp8Dgrad, Fp8Wgrad };
 
@@ -197,6 +202,10 @@ struct MatmulPlan {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
+    // How the algorithm was chosen (matmul_plan_report).
+    enum class Choice { Heuristic, Timed, FromCache } choice = Choice::Heuristic;
+    int rank = 0, candidates = 1;      // Timed: the winner's place among the heuristic's answers
+    float us = 0.0f, first_us = 0.0f;  // Timed: the winner's and the first answer's microseconds
 };
 
 static void destroy_plan(MatmulPlan* p) {
@@ -215,8 +224,175 @@ void matmul_plan_cache_clear(MatmulPlanCache* cache) {
 
 MatmulPlanCache::~MatmulPlanCache() { matmul_plan_cache_clear(this); }
 
-// Builds descriptors and layouts for `key` and asks the heuristic for the best algorithm.
-static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmArgs& args) {
+// ---------------------------------------------------------------------------------------------------------
+// Algorithm choice (GemmTuning): time the heuristic's best answers on the call's operands, keep the fastest.
+
+namespace {
+
+constexpr int kTimingRounds = 2;  // candidates are timed in turn, twice; each keeps its faster round
+constexpr int kTimedRuns = 8;     // launches per timing (after two warm-up launches)
+
+// What a stored choice is valid for: the GPU, the library and the workspace the algorithms may use.
+std::string tuning_fingerprint(const GpuContext* ctx) {
+    char buf[320];
+    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu", ctx->props.name,
+             ctx->props.major, ctx->props.minor, ctx->props.multiProcessorCount, cublasLtGetVersion(),
+             ctx->cublaslt_workspace_size);
+    return buf;
+}
+
+std::vector<int64_t> key_ints(const GemmKey& k) {
+    int32_t v[sizeof(GemmKey) / sizeof(int32_t)];
+    memcpy(v, &k, sizeof k);
+    return std::vector<int64_t>(v, v + sizeof(GemmKey) / sizeof(int32_t));
+}
+
+// A choice as stored: the algorithm's 8 opaque words.
+std::vector<uint64_t> algo_words(const cublasLtMatmulAlgo_t& a) {
+    return std::vector<uint64_t>(a.data, a.data + 8);
+}
+
+size_t d_bytes(const GemmKey& k) {
+    return ((size_t)(k.n - 1) * k.ldd + k.m) * (k.d_type == CUDA_R_32F ? 4 : 2);
+}
+
+// Takes a stored algorithm if cuBLASLt still accepts it for this plan within our workspace.
+bool adopt(GpuContext* ctx, MatmulPlan* p, const std::vector<uint64_t>& words) {
+    if (words.size() != 8) return false;
+    cublasLtMatmulAlgo_t algo;
+    memcpy(algo.data, words.data(), sizeof algo.data);
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, &algo, &r) !=
+            CUBLAS_STATUS_SUCCESS ||
+        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ctx->cublaslt_workspace_size)
+        return false;
+    p->algo = algo;
+    p->workspace = r.workspaceSize;
+    p->choice = MatmulPlan::Choice::FromCache;
+    return true;
+}
+
+// Mean microseconds of one launch of `algo` writing D at `d`, or -1 if cuBLASLt refuses it.
+float time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                     const GemmArgs& args, void* d, cudaStream_t stream, cudaEvent_t start,
+                     cudaEvent_t stop) {
+    const float alpha = 1.0f, beta = args.beta;
+    auto run = [&] {
+        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, d, p.c, d, p.d,
+                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    };
+    for (int i = 0; i < 2; i++)
+        if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < kTimedRuns; i++) run();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0f * ms / kTimedRuns;
+}
+
+// Microseconds of each candidate (infinity where refused). With beta != 0 cuBLASLt reads C = D, so the
+// timings write a scratch copy and the real accumulator stays untouched; otherwise they write D itself, which
+// the real call that follows overwrites.
+std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
+                                   const std::vector<cublasLtMatmulHeuristicResult_t>& cands,
+                                   const GemmArgs& args, cudaStream_t stream) {
+    void* d = args.d;
+    void* scratch = nullptr;
+    if (p.key.beta_nonzero) {
+        CHECK_CUDA(cudaMalloc(&scratch, d_bytes(p.key)));
+        CHECK_CUDA(cudaMemsetAsync(scratch, 0, d_bytes(p.key), stream));
+        d = scratch;
+    }
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    std::vector<float> us(cands.size(), INFINITY);
+    for (int round = 0; round < kTimingRounds; round++)
+        for (size_t i = 0; i < cands.size(); i++) {
+            const float t = time_algorithm(ctx, p, cands[i].algo, args, d, stream, start, stop);
+            if (t >= 0.0f) us[i] = std::min(us[i], t);
+        }
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
+    if (scratch) {
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        CHECK_CUDA(cudaFree(scratch));
+    }
+    return us;
+}
+
+// The plan's algorithm under autotuning: the stored choice if there is one, else (outside stream capture:
+// no timing inside a graph) the fastest candidate, stored for later processes. Inside a capture with no
+// stored choice the heuristic's first stays.
+void choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* p,
+                      const std::vector<cublasLtMatmulHeuristicResult_t>& cands, const GemmArgs& args,
+                      cudaStream_t stream) {
+    if (!cache->choices)
+        cache->choices = std::make_unique<ChoiceCache>(cache->tuning.cache_path, tuning_fingerprint(ctx));
+    const std::vector<int64_t> key = key_ints(p->key);
+    std::vector<uint64_t> stored;
+    if (cache->choices->find(key, &stored) && adopt(ctx, p, stored)) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CHECK_CUDA(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;
+    const std::vector<float> us = time_candidates(ctx, *p, cands, args, stream);
+    const size_t best = std::min_element(us.begin(), us.end()) - us.begin();  // ties: the heuristic's order
+    if (!std::isfinite(us[best])) return;
+    std::string error;
+    const std::vector<uint64_t> mine = algo_words(cands[best].algo);
+    const std::vector<uint64_t> kept = cache->choices->publish(key, mine, &error);
+    if (!error.empty() && !cache->warned) {
+        fprintf(stderr, "warning: GEMM autotuning: choices not stored (%s)\n", error.c_str());
+        cache->warned = true;
+    }
+    if (kept != mine && adopt(ctx, p, kept)) return;  // another process stored its choice first
+    p->algo = cands[best].algo;
+    p->workspace = cands[best].workspaceSize;
+    p->choice = MatmulPlan::Choice::Timed;
+    p->rank = (int)best;
+    p->candidates = (int)cands.size();
+    p->us = us[best];
+    p->first_us = us[0];
+}
+
+uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+    uint32_t v = 0;  // ID is int32, TILE_ID / STAGES_ID / SPLITK_NUM uint32: all fit
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
+    return v;
+}
+
+}  // namespace
+
+std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
+    std::vector<std::string> lines;
+    for (const MatmulPlan* p : cache.plans) {
+        if (!p->ok) continue;
+        char how[160];
+        if (p->choice == MatmulPlan::Choice::Timed)
+            snprintf(how, sizeof how, "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx)",
+                     p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us);
+        else
+            snprintf(
+                how, sizeof how, "%s",
+                p->choice == MatmulPlan::Choice::FromCache ? "from the cache file" : "heuristic's first");
+        char line[512];
+        snprintf(line, sizeof line, "%s: algo %u tile %u stages %u split-k %u, %s", describe(p->key).c_str(),
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_ID),
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), how);
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+// Builds descriptors and layouts for `key` and asks the heuristic for the best algorithm (with autotuning:
+// its best few, then choose_algorithm).
+static MatmulPlan* create_plan(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key,
+                               const GemmArgs& args, cudaStream_t stream) {
     MatmulPlan* p = new MatmulPlan();
     p->key = key;
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -251,16 +427,20 @@ static MatmulPlan* create_plan(GpuContext* ctx, const GemmKey& key, const GemmAr
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
         CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t results[kGemmCandidates] = {};
     int returned = 0;
+    const int wanted = cache->tuning.autotune ? kGemmCandidates : 1;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, pref,
-                                                       1, &result, &returned);
+                                                       wanted, results, &returned);
     CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
-    if (st == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
-        p->ok = true;
-        p->algo = result.algo;
-        p->workspace = result.workspaceSize;
-    }
+    std::vector<cublasLtMatmulHeuristicResult_t> usable;
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < returned; i++)
+        if (results[i].state == CUBLAS_STATUS_SUCCESS) usable.push_back(results[i]);
+    if (usable.empty()) return p;
+    p->ok = true;
+    p->algo = usable[0].algo;
+    p->workspace = usable[0].workspaceSize;
+    if (cache->tuning.autotune) choose_algorithm(cache, ctx, p, usable, args, stream);
     return p;
 }
 
@@ -274,7 +454,7 @@ static void run_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key
             break;
         }
     if (!plan) {
-        plan = create_plan(ctx, key, args);
+        plan = create_plan(cache, ctx, key, args, stream);
         cache->plans.push_back(plan);
     }
     if (!plan->ok)

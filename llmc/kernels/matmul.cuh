@@ -29,15 +29,31 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "llmc/gpu/context.h"
 #include "llmc/gpu/cuda_common.cuh"
+#include "llmc/host/choice_cache.h"
 
 struct MatmulPlan;  // defined in matmul.cu: descriptors + layouts + algorithm for one GEMM key
 
+// How a plan's algorithm is chosen. Off: cuBLASLt's first heuristic answer. On: its best kGemmCandidates
+// answers are each timed on the call's own operands (outside stream capture, e.g. the first training step)
+// and the fastest is kept; with a cache file the choice is stored there (keyed by GPU, SM count, cuBLASLt
+// version and the GEMM) and later processes take it from there instead of timing, so runs sharing the file
+// make the same choices and stay bitwise reproducible.
+struct GemmTuning {
+    bool autotune = false;
+    std::string cache_path;  // "": no file (each process times its own)
+};
+
 struct MatmulPlanCache {
     std::vector<MatmulPlan*> plans;
+    GemmTuning tuning;
+    std::unique_ptr<ChoiceCache> choices;  // opened on the first tuned plan
+    bool warned = false;                   // a cache write error was printed
 
     MatmulPlanCache() = default;
     MatmulPlanCache(const MatmulPlanCache&) = delete;
@@ -47,6 +63,9 @@ struct MatmulPlanCache {
 };
 // Destroys every cached plan (the cache stays usable and refills on demand). The destructor calls it.
 void matmul_plan_cache_clear(MatmulPlanCache* cache);
+// One line per plan: the GEMM, the algorithm (id, tile, stages, split-K) and how it was chosen (timed: its
+// rank among the heuristic's answers and its time against the first answer's; or from the cache file).
+std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache);
 
 // ---------------------------------------------------------------------------------------------------------
 // BF16

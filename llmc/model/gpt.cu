@@ -22,6 +22,7 @@ GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, con
       dp(dpar.comm, ctx_, &params, &timer),
       runtime(std::max(dpar.grad_accum_steps, 1), (size_t)B_ * T_) {
     CHECK(accum_steps >= 1, "grad_accum_steps = %d", accum_steps);
+    matmul_plans.tuning = {opts.gemm_autotune, opts.gemm_cache_path};
 }
 
 static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool fp8) {
@@ -213,3 +214,4 @@ size_t GptModel::peak_memory_bytes() const { return impl_->peak_bytes; }
 
 void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
 std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }
+std::vector<std::string> GptModel::gemm_report() const { return matmul_plan_report(impl_->matmul_plans); }

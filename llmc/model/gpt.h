@@ -27,7 +27,9 @@ struct StateTensorInfo {
 struct StepOptions {
     bool recompute_fc_proj_input = false;  // fp8: rebuild the fc-proj FP8 input from the pre-GELU tensor
     bool deterministic_attention = true;
-    bool cuda_graph = true;  // launch_step(): replay one captured CUDA graph per step
+    bool cuda_graph = true;       // launch_step(): replay one captured CUDA graph per step
+    bool gemm_autotune = false;   // time cuBLASLt's best candidates per GEMM (llmc/kernels/matmul.cuh)
+    std::string gemm_cache_path;  // where those choices are stored and shared ("": not stored)
 };
 
 // What a training step did, read once after it completed.
@@ -94,6 +96,8 @@ class GptModel {
     // Per-phase GPU time (see llmc/gpu/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);
     std::vector<double> collect_phase_ms();
+    // One line per cuBLASLt plan built so far: the GEMM, its algorithm and how it was chosen.
+    std::vector<std::string> gemm_report() const;
 
     // Host copies, canonical order, float32: master weights (collective with several ranks: gathered),
     // gradients (one GPU only: with several, only this rank's reduced shard is meaningful); logits of the

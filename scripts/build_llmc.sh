@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds llm.c's train_gpt2cu (BF16, cuDNN flash attention when the cudnn-frontend headers of `make deps` are
+# there) from a checkout of github.com/karpathy/llm.c, in a copy outside this repository, for `make bench
+# LLMC=...`. CUDA 13 changed cudaMemAdvise to take a cudaMemLocation: the copy gets that one-line change.
+# Usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]   (prints the binary's path last)
+set -eu
+src=${1:?usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]}
+build=${2:-/tmp/llmc_build}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+[ -f "$src/train_gpt2.cu" ] || { echo "build_llmc: $src has no train_gpt2.cu (not an llm.c checkout)" >&2; exit 2; }
+rm -rf "$build" && mkdir -p "$build" && cp -r "$src"/. "$build"
+cd "$build"
+sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, cudaMemLocation{cudaMemLocationTypeHost, 0})/' \
+  llmc/cuda_utils.cuh
+cap=${GPU_COMPUTE_CAPABILITY:-90}
+fe="$repo/third_party/cudnn-frontend/include"
+# (llm.c's Makefile looks for the headers in ./cudnn-frontend/include before it takes CUDNN_FRONTEND_PATH)
+[ -d "$fe" ] && ln -sfn "$repo/third_party/cudnn-frontend" cudnn-frontend
+if [ -d "$fe" ] && make train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$fe" GPU_COMPUTE_CAPABILITY="$cap" \
+  NO_MULTI_GPU=1 NO_USE_MPI=1 > build.log 2>&1; then
+  echo "build_llmc: built with cuDNN flash attention"
+else
+  echo "build_llmc: the cuDNN build failed (build.log), building without cuDNN"
+  make clean > /dev/null 2>&1 || true
+  make train_gpt2cu GPU_COMPUTE_CAPABILITY="$cap" NO_MULTI_GPU=1 NO_USE_MPI=1 > build.log 2>&1 ||
+    { tail -20 build.log; exit 1; }
+fi
+echo "$build/train_gpt2cu"
