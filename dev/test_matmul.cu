@@ -22,6 +22,7 @@
 #include "test/reference/fp8.h"
 #include "test/reference/gemm.h"
 #include "test/require_gpu.h"
+#include "test/temp_dir.h"
 
 namespace {
 
@@ -366,6 +367,64 @@ TEST(fp8_wgrad) {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Autotuning (GemmTuning): the timed choice must give results within the same tolerances, the timing runs
+// must not touch an accumulating output (beta = 1: a timing run writing D would add A B to it again and
+// again), and a second plan cache on the same file must take the stored algorithms without timing.
+
+TEST(autotuned_gemms) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    testing::TempDir dir("gemm_tuning");
+    const Shape s{1024, 256, 384};
+    Quant qx = quantize(dev::random_normal((size_t)s.N * s.C), CUDA_R_8F_E4M3);
+    Quant qw = quantize(dev::random_normal((size_t)s.OC * s.C, 0.f, 0.05f), CUDA_R_8F_E4M3);
+    Quant qdy = quantize(dev::random_normal((size_t)s.N * s.OC, 0.f, 1e-3f), CUDA_R_8F_E5M2);
+    auto dw0 = randn_bf16((size_t)s.OC * s.C, 0.05f);
+    auto* d_x = (__nv_fp8_e4m3*)dev::to_device(qx.bytes);
+    auto* d_w = (__nv_fp8_e4m3*)dev::to_device(qw.bytes);
+    auto* d_xT = (__nv_fp8_e4m3*)dev::to_device(transpose(qx.bytes, s.N, s.C));
+    uint8_t* d_dyT = dev::to_device(transpose(qdy.bytes, s.N, s.OC));
+    float *d_xs = scalar_to_device(qx.scale_inv), *d_ws = scalar_to_device(qw.scale_inv),
+          *d_dys = scalar_to_device(qdy.scale_inv);
+    bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+    bf16* d_dw = dev::to_device_bf16(dw0);
+    const RefGemm fwd = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
+    RefGemm wgrad = ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
+    const Tol wtol = fp8_tol();
+    accumulate_onto(&wgrad, dw0, wtol);
+    std::vector<std::string> reports[2];
+    for (int pass = 0; pass < 2; pass++) {  // 0: times and stores the choices, 1: reads them
+        MatmulPlanCache cache;
+        cache.tuning = {true, dir.file("algos.tsv")};
+        if (pass == 1) {  // start from dW0 again
+            cudaFree(d_dw);
+            d_dw = dev::to_device_bf16(dw0);
+        }
+        matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, nullptr, s.N, s.C, s.OC, kStream);
+        matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, CUDA_R_8F_E5M2, d_dys, s.N, s.C, s.OC,
+                         /*accumulate=*/true, kStream);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        check("tuned fp8 out", dev::from_device_bf16(d_out, fwd.val.size()), fwd.val, fwd.unit,
+              fp8_fast_tol(s.C));
+        check("tuned fp8 dweight (accumulated)", dev::from_device_bf16(d_dw, wgrad.val.size()), wgrad.val,
+              wgrad.unit, wtol);
+        reports[pass] = matmul_plan_report(cache);
+    }
+    EXPECT_EQ(reports[0].size(), (size_t)2);
+    EXPECT_EQ(reports[1].size(), (size_t)2);
+    for (size_t i = 0; i < reports[0].size() && i < reports[1].size(); i++) {
+        printf(" %s\n %s\n", reports[0][i].c_str(), reports[1][i].c_str());
+        EXPECT_CONTAINS(reports[0][i], "timed: answer");
+        EXPECT_CONTAINS(reports[1][i], "from the cache file");
+        // the same algorithm: the report's text up to ", timed" / ", from" names it
+        EXPECT_TRUE(reports[0][i].substr(0, reports[0][i].rfind(", timed")) ==
+                    reports[1][i].substr(0, reports[1][i].rfind(", from")));
+    }
+    cudaFree(d_x), cudaFree(d_w), cudaFree(d_xT), cudaFree(d_dyT), cudaFree(d_xs), cudaFree(d_ws);
+    cudaFree(d_dys), cudaFree(d_out), cudaFree(d_dw);
 }
 
 // ---------------------------------------------------------------------------------------------------------

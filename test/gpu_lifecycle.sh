@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run-lifecycle tests of the train_gpt binary on a GPU (part of `make test` there): kill-and-resume is
-# bit-exact in bf16 and fp8, kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
+# bit-exact in bf16, fp8 and fp8 with --fp8-lm-head, kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
 # checkpoints and exits 0 (a second signal exits at once), a poisoned step is skipped and --max-bad-steps
 # stops with a checkpoint. Prints one [PASS]/[FAIL] line per case. Model: GPT-2 124M, random tokens.
 # LIFECYCLE_ARGS overrides the model/batch flags (e.g. for GPT-1.5B).
@@ -31,13 +31,15 @@ run_and_signal() {  # dir stop_step signal extra_args...
   wait $pid
 }
 
-for p in bf16 fp8; do
+# Each variant: name, then its flags (the options whose state a checkpoint must carry).
+for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_lm_head:--precision fp8 --fp8-lm-head"; do
+  p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"
   want "resume_bitexact_$p" || continue
   d=$WORK/resume_$p; mkdir -p "$d"
-  "$BIN" "${MODEL[@]}" --precision $p --steps "$STEPS" --log-dir "$d/full" > "$d/full.txt" 2>&1 || { fail "resume_bitexact_$p" "uninterrupted run failed: $(tail -1 "$d/full.txt")"; continue; }
-  run_and_signal "$d" "$STOP_AT" TERM --precision $p; rc=$?
+  "$BIN" "${MODEL[@]}" "${VARGS[@]}" --steps "$STEPS" --log-dir "$d/full" > "$d/full.txt" 2>&1 || { fail "resume_bitexact_$p" "uninterrupted run failed: $(tail -1 "$d/full.txt")"; continue; }
+  run_and_signal "$d" "$STOP_AT" TERM "${VARGS[@]}"; rc=$?
   if [ $rc != 0 ] || ! grep -q "stopped by SIGTERM" "$d/out1.txt"; then fail "resume_bitexact_$p" "SIGTERM run exited $rc: $(tail -1 "$d/out1.txt")"; continue; fi
-  "$BIN" "${MODEL[@]}" --precision $p --steps "$STEPS" --log-dir "$d/log" --resume "$d/ckpt" > "$d/out2.txt" 2>&1 || { fail "resume_bitexact_$p" "resume failed: $(tail -1 "$d/out2.txt")"; continue; }
+  "$BIN" "${MODEL[@]}" "${VARGS[@]}" --steps "$STEPS" --log-dir "$d/log" --resume "$d/ckpt" > "$d/out2.txt" 2>&1 || { fail "resume_bitexact_$p" "resume failed: $(tail -1 "$d/out2.txt")"; continue; }
   losses "$d/full/train.jsonl" > "$d/a.txt"; losses "$d/log/train.jsonl" > "$d/b.txt"
   resumed_at=$(grep -o "resumed from .*: step [0-9]*" "$d/out2.txt" | grep -o "[0-9]*$")
   if [ "$(wc -l < "$d/b.txt")" -ne "$STEPS" ]; then fail "resume_bitexact_$p" "train.jsonl has $(wc -l < "$d/b.txt") steps, expected $STEPS (appended)"

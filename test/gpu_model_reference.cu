@@ -370,14 +370,19 @@ constexpr double kFp8GradRtol = 0.25;
 constexpr double kFp8Loss0Rtol = 2e-2;
 constexpr double kFp8StepRtol = 5e-2, kFp8StepAtol = 5e-2;
 
-void run_fp8_reference_test(const RefConfig& cfg) {
+// lm_head: the LM head is an FP8 Linear too (--fp8-lm-head): its logits see E4M3 x E4M3 and the tied
+// embedding's LM-head gradient E5M2 x E4M3, the same per-GEMM errors as a block Linear, so the same
+// tolerances hold (and are checked against our BF16 path as well as the reference).
+void run_fp8_reference_test(const RefConfig& cfg, bool lm_head = false) {
     Reference ref;
     if (!load_reference(cfg, &ref)) return;
     const ModelConfig& m = ref.model;
     ContextGuard guard;
     std::vector<float> grads[2], losses[2];
-    for (int run = 0; run < 2; run++) {  // 0: bf16, 1: fp8
-        GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx);
+    for (int run = 0; run < 2; run++) {  // 0: bf16, 1: fp8 (with the LM head in FP8 too when lm_head)
+        Fp8Config fp8;
+        fp8.lm_head = lm_head;
+        GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx, fp8);
         model.load_weights(ref.params);
         for (int s = 1; s <= ref.steps; s++) {
             losses[run].push_back(gpt_testing::forward(model, ref.inputs.data(), ref.targets.data()));
@@ -386,7 +391,8 @@ void run_fp8_reference_test(const RefConfig& cfg) {
             gpt_testing::update(model, ref.adamw, s);
         }
     }
-    printf("%s fp8 vs reference (and vs our bf16 path)\n", cfg.name);
+    printf("%s fp8%s vs reference (and vs our bf16 path)\n", cfg.name,
+           lm_head ? " with the FP8 LM head" : "");
     printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0],
            losses[0][0], ref.loss, rel_error(losses[1][0], ref.loss), kFp8Loss0Rtol);
     EXPECT_NEAR(losses[1][0], ref.loss, kFp8Loss0Rtol * ref.loss);
@@ -411,6 +417,8 @@ void run_fp8_reference_test(const RefConfig& cfg) {
 
 TEST(model_fp8_small) { run_fp8_reference_test(kSmall); }
 TEST(model_fp8_gpt1p5b_2layer) { run_fp8_reference_test(kBig); }
+TEST(model_fp8_lm_head_small) { run_fp8_reference_test(kSmall, true); }
+TEST(model_fp8_lm_head_gpt1p5b_2layer) { run_fp8_reference_test(kBig, true); }
 
 struct Run {
     std::vector<float> losses, norms, weights, fp8_state;

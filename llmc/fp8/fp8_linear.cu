@@ -49,7 +49,11 @@ void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16*
     } else {
         fp8_calibrate_if_needed(f, dy, stream,
                                 [&] { fp8_amax(scales, dy.slot, dout_NOC, (long)N * OC, stream); });
-        fp8_cast_transpose_dbias(dy, dbias_OC, dbias_scratch, scales, dout_NOC, N, OC, accumulate, stream);
+        if (dbias_OC)
+            fp8_cast_transpose_dbias(dy, dbias_OC, dbias_scratch, scales, dout_NOC, N, OC, accumulate,
+                                     stream);
+        else  // no bias (the LM head)
+            fp8_cast_transpose(dy, scales, dout_NOC, N, OC, stream);
     }
     mark(f, kPhaseGemm, stream);
     const cudaDataType_t dy_type = cuda_type(dy);

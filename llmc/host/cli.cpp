@@ -370,6 +370,9 @@ void CliSpec::add_data_and_fp8_flags() {
     add_choice("--fp8-amax-algo", &amax_algo_s_, "scale from the max of the history, or the most recent amax",
                kAmaxAlgo.type_name(), f);
     add("--fp8-margin", c_.fp8.margin, "scale = fp8_max / amax / 2^margin", f);
+    add_switch("--fp8-lm-head,!--no-fp8-lm-head", c_.fp8.lm_head,
+               "the LM head (tied embedding) as an FP8 Linear too (its own scales); --no-fp8-lm-head: BF16",
+               f);
     add("--fp8-health-every", c_.fp8_health_every,
         "print scale range, saturated and fallen-back slots every N steps", f);
 }
@@ -498,7 +501,8 @@ std::string CliSpec::flag_without_effect() const {
         {{"--checkpoint-every", "--keep-checkpoints", "--checkpoint-required"},
          !checkpoint_dir_of(c_).empty(),
          "without --checkpoint-dir DIR or --resume DIR (no checkpoints)"},
-        {{"--fp8-format", "--fp8-history", "--fp8-amax-algo", "--fp8-margin", "--fp8-health-every"},
+        {{"--fp8-format", "--fp8-history", "--fp8-amax-algo", "--fp8-margin", "--fp8-health-every",
+          "--fp8-lm-head"},
          c_.precision == Precision::FP8,
          "with --precision bf16 (the FP8 flags apply to --precision fp8)"},
         {{"--final-lr-frac"},

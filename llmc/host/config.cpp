@@ -342,6 +342,7 @@ void add_model_json(const TrainConfig& c, size_t parameters, json::Value* o) {
     o->set("fp8_history", json::Value::integer(c.fp8.history_len));
     o->set("fp8_amax_algo", json::Value::string(to_string(c.fp8.amax_algo)));
     o->set("fp8_margin", json::Value::integer(c.fp8.margin));
+    o->set("fp8_lm_head", json::Value::boolean(c.fp8.lm_head));
 }
 
 void add_training_json(const TrainConfig& c, json::Value* o) {
@@ -472,7 +473,8 @@ std::string precision_line(const TrainConfig& c) {
     return s + "fp8 " + to_string(f.format) +
            (f.format == Fp8Format::Hybrid ? " (E4M3 forward, E5M2 gradients)" : " (E4M3 everywhere)") +
            ", delayed scaling: amax " + to_string(f.amax_algo) + " over " + std::to_string(f.history_len) +
-           " steps, margin " + std::to_string(f.margin) + (c.recompute ? ", recompute 1" : "") + "\n";
+           " steps, margin " + std::to_string(f.margin) + (f.lm_head ? ", LM head in fp8" : "") +
+           (c.recompute ? ", recompute 1" : "") + "\n";
 }
 
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {

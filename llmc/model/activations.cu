@@ -11,7 +11,7 @@
 
 namespace {
 enum class Count { One, L, LPlus1 };
-enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX };
+enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX, Fp8LmHead };
 // Sizes in elements of the row's dtype (Bytes: in bytes).
 enum class Size {
     N,
@@ -19,6 +19,7 @@ enum class Size {
     N3C,
     NF,
     NV,
+    NOutMax,  // N x the widest FP8 Linear output: 4C, or V with the FP8 LM head
     BHT,
     One,
     ReduceScratch,
@@ -76,8 +77,9 @@ const ActivationSpec kActivations[] = {
     {Act::Fp8XtFcProj,       "fp8 saved X^T",                Count::L,      Size::NF,               Dtype::FP8,   When::Fp8KeptFcProjX},
     {Act::Fp8XtFcProjShared, "fp8 fc-proj X^T (recomputed)", Count::One,    Size::NF,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
     {Act::Fp8XRows,          "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8DyRows,         "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8DyT,            "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
+    {Act::Fp8XtLmHead,       "fp8 saved X^T",                Count::One,    Size::NC,               Dtype::FP8,   When::Fp8LmHead},
+    {Act::Fp8DyRows,         "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},
+    {Act::Fp8DyT,            "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},
     {Act::Fp8DyScaleInv,     "fp8 scratch",                  Count::One,    Size::One,              Dtype::F32,   When::Fp8},
     {Act::Fp8DbiasScratch,   "fp8 scratch",                  Count::One,    Size::DbiasScratch,     Dtype::Bytes, When::Fp8},
 };
@@ -95,6 +97,8 @@ bool present(When w, const ActivationShape& s) {
             return s.fp8 && !s.recompute_fc_proj_input;
         case When::Fp8RecomputedFcProjX:
             return s.fp8 && s.recompute_fc_proj_input;
+        case When::Fp8LmHead:
+            return s.fp8 && s.fp8_lm_head;
     }
     return false;
 }
@@ -112,6 +116,8 @@ size_t elements(Size z, const ActivationShape& s) {
             return N * 4 * C;
         case Size::NV:
             return N * s.V;
+        case Size::NOutMax:
+            return N * std::max(4 * C, s.fp8_lm_head ? s.V : 0);
         case Size::BHT:
             return s.B * s.H * s.T;
         case Size::One:

@@ -43,6 +43,7 @@ enum class Act {
     Fp8XtFc,
     Fp8XtFcProj,        // per layer: the FP8 X^T a Linear keeps for its wgrad
     Fp8XtFcProjShared,  // --recompute 1: one fc-proj X^T, rebuilt in backward
+    Fp8XtLmHead,        // --fp8-lm-head: the final LayerNorm's FP8 output, transposed
     Fp8XRows,
     Fp8DyRows,
     Fp8DyT,
@@ -56,6 +57,7 @@ struct ActivationShape {
     int accum_steps;
     bool fp8;
     bool recompute_fc_proj_input;
+    bool fp8_lm_head;
 };
 
 class Activations {

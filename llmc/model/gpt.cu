@@ -35,7 +35,8 @@ static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool
             (size_t)m.vocab_size,
             s.accum_steps,
             fp8,
-            s.options.recompute_fc_proj_input};
+            s.options.recompute_fc_proj_input,
+            fp8 && s.fp8_lm_head};
 }
 
 // Before allocating: if parameters + activations (+ a reserve for library workspaces) exceed the free GPU
@@ -99,9 +100,18 @@ struct Fp8LinearStorage {
     float *w_scale_inv = nullptr, *x_scale_inv = nullptr;
 };
 
+// The block Linears' entries, then (--fp8-lm-head) the LM head's: its W and W^T always have their own bytes,
+// since the encoder reads the tied embedding's BF16 copy.
 static void plan_fp8_linear_storage(GptModel::Impl& s, std::vector<Fp8LinearStorage>* storage) {
-    storage->resize((size_t)s.cfg.num_layers * kLinearsPerLayer);
-    for (size_t i = 0; i < storage->size(); i++) {
+    const size_t num_block = (size_t)s.cfg.num_layers * kLinearsPerLayer;
+    storage->resize(num_block + (s.fp8_lm_head ? 1 : 0));
+    if (s.fp8_lm_head) {
+        Fp8LinearStorage& f = storage->back();
+        s.param_arena.add("fp8 lm-head W, W^T", &f.weight, 2 * (size_t)s.cfg.vocab_size * s.cfg.channels);
+        s.param_arena.add("fp8 scale_inv", &f.w_scale_inv, 1);
+        s.param_arena.add("fp8 scale_inv", &f.x_scale_inv, 1);
+    }
+    for (size_t i = 0; i < num_block; i++) {
         Fp8LinearStorage& f = (*storage)[i];
         const LinearParams p = linear_params(s, 0, (int)(i % kLinearsPerLayer));
         // one GPU: W and W^T live in the unused BF16 copy of the weight (build_fp8_linears)
@@ -144,16 +154,35 @@ static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStor
         }
 }
 
+// --fp8-lm-head: the LM head as FP8 Linear number L x 4, its input from the final LayerNorm (FP8 rows +
+// transposed copy), W and W^T cast from the tied embedding's BF16 weight after every update (the embedding's
+// AdamW is the plain one: the encoder reads its BF16 copy), no bias (dY is cast without dbias).
+static std::unique_ptr<Linear> build_fp8_lm_head(GptModel::Impl& s, const Fp8LinearStorage& st) {
+    Fp8LinearSetup f;
+    f.index = s.cfg.num_layers * kLinearsPerLayer;
+    f.recipe = static_cast<DelayedScaling*>(s.recipe.get());
+    f.scratch = &s.fp8_scratch;
+    f.saved_xT_IN = s.act.fp8(Act::Fp8XtLmHead);
+    f.recompute_input = false;
+    f.master_weight_OI = nullptr;
+    f.fp8_weight = st.weight;
+    f.w_scale_inv = st.w_scale_inv;
+    f.x_scale_inv = st.x_scale_inv;
+    return make_fp8_linear(linear_params(s, 0, kLmHead), &s.linear_runtime, f);
+}
+
 GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuContext* ctx,
                    const Fp8Config& fp8, const DataParallel& dp, const StepOptions& options)
     : impl_(new Impl(m, B, T, ctx, dp, options)) {
     Impl& s = *impl_;
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
+    s.fp8_lm_head = fp8.lm_head && use_fp8;
     const int num_block_linears = m.num_layers * kLinearsPerLayer;
+    const int num_fp8_linears = num_block_linears + (s.fp8_lm_head ? 1 : 0);
     if (use_fp8)
-        s.recipe = std::make_unique<DelayedScaling>(
-            fp8, fp8_linear_slot_dtypes(fp8.format, num_block_linears), &s.timer);
+        s.recipe = std::make_unique<DelayedScaling>(fp8, fp8_linear_slot_dtypes(fp8.format, num_fp8_linears),
+                                                    &s.timer);
     else
         s.recipe = std::make_unique<NoScaling>();
 
@@ -174,14 +203,17 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         build_fp8_linears(s, fp8_storage);
     else
         build_bf16_linears(s);
-    s.lm_head = make_bf16_linear(linear_params(s, 0, kLmHead), &s.linear_runtime, s.act.bf(Act::Lnf));
+    s.lm_head = s.fp8_lm_head
+                    ? build_fp8_lm_head(s, fp8_storage.back())
+                    : make_bf16_linear(linear_params(s, 0, kLmHead), &s.linear_runtime, s.act.bf(Act::Lnf));
     s.plain_adamw.assign(kNumParamTensors, true);
     for (int k = 0; k < kNumParamTensors; k++)
         if (is_block_linear_weight(k)) s.plain_adamw[k] = !s.linear(0, param_spec(k).linear).fuses_adamw();
     if (use_fp8)
-        printf("fp8: %d scaled tensors (X, W, dY of %d Linears), %s, history %d, amax %s, margin %d\n",
-               num_block_linears * kFp8RolesPerLinear, num_block_linears, to_string(fp8.format),
-               fp8.history_len, to_string(fp8.amax_algo), fp8.margin);
+        printf("fp8: %d scaled tensors (X, W, dY of %d Linears%s), %s, history %d, amax %s, margin %d\n",
+               num_fp8_linears * kFp8RolesPerLinear, num_fp8_linears,
+               s.fp8_lm_head ? " with the LM head" : "", to_string(fp8.format), fp8.history_len,
+               to_string(fp8.amax_algo), fp8.margin);
 }
 
 GptModel::~GptModel() { delete impl_; }
@@ -190,6 +222,7 @@ void GptModel::Impl::cast_stale_weights() {
     if (!recipe->weights_stale()) return;
     mark(kPhaseCast);
     for (auto& lin : block_linears) lin->cast_weight();
+    lm_head->cast_weight();
     recipe->set_weights_stale(false);
 }
 

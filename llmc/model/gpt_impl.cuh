@@ -52,6 +52,7 @@ struct GptModel::Impl {
     Fp8Scratch fp8_scratch;
     std::vector<std::unique_ptr<Linear>> block_linears;  // kLinearsPerLayer x L, index 4 * l + kind
     std::unique_ptr<Linear> lm_head;
+    bool fp8_lm_head = false;       // lm_head is an FP8 Linear (the recipe's last slots)
     std::vector<bool> plain_adamw;  // per parameter tensor: false where its Linears fuse AdamW with the cast
 
     int micro = 0;  // backward passes since the last update

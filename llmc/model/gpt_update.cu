@@ -78,9 +78,11 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     adamw_all(s, beta1, beta2, eps);
     s.dp.gather_weights();  // every rank's updated shard to every rank
     s.micro = 0;
-    // Several GPUs in FP8: W and W^T for the next step from the gathered BF16 weights, with the just-updated
-    // weight scales (a skipped step: the restored scales and unchanged weights, so the same bytes as before)
+    // FP8 Linears without fused AdamW (several GPUs; the FP8 LM head): W and W^T for the next step from the
+    // new BF16 weights, with the just-updated weight scales (a skipped step: the restored scales and
+    // unchanged weights, so the same bytes as before)
     for (auto& lin : s.block_linears) lin->weights_gathered();
+    s.lm_head->weights_gathered();
     s.mark(kPhaseOther);
     s.have_targets = false;
     CHECK_CUDA(cudaMemcpyAsync(s.runtime.readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));

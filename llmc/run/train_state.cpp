@@ -17,7 +17,7 @@ std::string recipe_signature(const TrainConfig& cfg) {
     if (cfg.precision == Precision::BF16) return "bf16";
     return std::string("fp8 ") + to_string(cfg.fp8.format) +
            " history=" + std::to_string(cfg.fp8.history_len) + " amax=" + to_string(cfg.fp8.amax_algo) +
-           " margin=" + std::to_string(cfg.fp8.margin);
+           " margin=" + std::to_string(cfg.fp8.margin) + (cfg.fp8.lm_head ? " lm_head=fp8" : "");
 }
 
 TrainState::TrainState(const TrainConfig& cfg, GptModel* model, TokenSource* train_data, Communicator* comm)
