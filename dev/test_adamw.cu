@@ -231,6 +231,68 @@ TEST(adamw_shard_view) {
 // Tiny P: fewer elements than one vector.
 TEST(adamw_tiny) { check_adamw(5, Hyper(), 2.0f, 0, 0, 2); }
 
+// --adam-moments bf16: m and v stored in BF16. Against the float64 reference run from the GPU's own (BF16)
+// moments, with the new moments rounded to BF16 as the kernel stores them: master within the FP32 tolerances
+// of check_adamw (its inputs are the same values); m and v within one BF16 rounding of the reference (the
+// kernel rounds its FP32 result, the reference its float64 one: they can land on neighbouring BF16 values
+// when the exact value is near a rounding boundary, 2^-8 relative, plus the FP32 atol of check_adamw).
+// Then against the FP32-moment path from the same (BF16-representable) start: one step moves the master by
+// u = lr m^ / (sqrt(v^) + eps), |u| <~ 10 lr here; BF16 storage of m and v changes u by at most (2^-9 +
+// 2^-10)(1 + tiny) relative, so the masters differ by <= 10 lr x 1.5 x 2^-9 ~ 3e-2 lr: allow 5e-2 lr, which
+// still fails a kernel that drops the update (10 lr) or mixes up m and v.
+void check_adamw_bf16_moments(size_t P, size_t offset, int steps) {
+    printf("  bf16 moments: P=%zu offset %zu\n", P, offset);
+    Hyper h;
+    std::vector<float> master = dev::random_normal(P + offset, 0.0f, 0.1f);
+    std::vector<float> m = dev::random_normal(P + offset, 0.0f, 0.01f),
+                       v = dev::random_uniform(P + offset, 0.01f, 0.1f);
+    ref_round_to_bf16(m);
+    ref_round_to_bf16(v);
+    float* d_master_alloc = dev::to_device(master);
+    bf16 *d_m_alloc = dev::to_device_bf16(m), *d_v_alloc = dev::to_device_bf16(v);
+    float *d_m32_alloc = dev::to_device(m), *d_v32_alloc = dev::to_device(v),
+          *d_master32_alloc = dev::to_device(master);
+    bf16* d_grads = dev::device_alloc<bf16>(P);
+    float* d_master = d_master_alloc + offset;
+    bf16 *d_m = d_m_alloc + offset, *d_v = d_v_alloc + offset;
+    for (int t = 1; t <= steps; t++) {
+        std::vector<float> grads = dev::random_normal(P);
+        ref_round_to_bf16(grads);
+        std::vector<__nv_bfloat16> gh(P);
+        for (size_t i = 0; i < P; i++) gh[i] = __float2bfloat16(grads[i]);
+        CHECK_CUDA(cudaMemcpy(d_grads, gh.data(), P * sizeof(bf16), cudaMemcpyHostToDevice));
+        std::vector<float> ref_master = dev::from_device(d_master, P), ref_m = dev::from_device_bf16(d_m, P),
+                           ref_v = dev::from_device_bf16(d_v, P);
+        ref_adamw_step(&ref_master, &ref_m, &ref_v, grads, 0.5f, h, t);
+        float* d_half = dev::to_device(std::vector<float>{0.5f});
+        adamw_update(d_master, (bf16*)nullptr, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps,
+                     h.weight_decay, t, d_half, 0);
+        if (t == 1)  // the FP32-moment path from the same start
+            adamw_update(d_master32_alloc + offset, (bf16*)nullptr, d_m32_alloc + offset,
+                         d_v32_alloc + offset, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, t,
+                         d_half, 0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaFree(d_half));
+        const std::vector<float> got_master = dev::from_device(d_master, P);
+        testing::expect_close("master (bf16 moments)", got_master, ref_master, 1e-5 * h.lr, 1e-6);
+        testing::expect_close("m (bf16)", dev::from_device_bf16(d_m, P), ref_m, 1e-6, testing::kBf16Eps);
+        testing::expect_close("v (bf16)", dev::from_device_bf16(d_v, P), ref_v, 1e-12, testing::kBf16Eps);
+        if (t == 1)
+            testing::expect_close("master: bf16 vs fp32 moments", got_master,
+                                  dev::from_device(d_master32_alloc + offset, P), 5e-2 * h.lr, 0.0);
+    }
+    for (void* p : {(void*)d_master_alloc, (void*)d_m_alloc, (void*)d_v_alloc, (void*)d_m32_alloc,
+                    (void*)d_v32_alloc, (void*)d_master32_alloc, (void*)d_grads})
+        CHECK_CUDA(cudaFree(p));
+}
+
+// The vector path (aligned), the head/tail element path (3 elements in) and a P below one vector.
+TEST(adamw_bf16_moments) {
+    check_adamw_bf16_moments(1000003, 0, 3);
+    check_adamw_bf16_moments(100003, 3, 2);
+    check_adamw_bf16_moments(5, 0, 2);
+}
+
 // GPT-2 1.5B-size update (P = 1.5e9). Bytes per parameter: read master, m, v (fp32) and grad (bf16), write
 // master, m, v (fp32) and params (bf16) = 28.
 BENCH(adamw_update_gpt1p5b) {

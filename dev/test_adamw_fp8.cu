@@ -116,8 +116,63 @@ void check_shape(int OC, int C) {
     testing::expect_same_bits("W^T (skipped step)", skipped.wT, qT);
 }
 
+// --adam-moments bf16: the fused kernel with BF16 moments must give bitwise the unfused pair with BF16
+// moments (master, m, v, W, W^T, scale_inv, amax), for an applied and a skipped step.
+void check_bf16_moments(int OC, int C) {
+    const size_t n = (size_t)OC * C;
+    printf("  bf16 moments: OC = %d, C = %d\n", OC, C);
+    Inputs in = random_inputs(n);
+    ref_round_to_bf16(in.m);
+    ref_round_to_bf16(in.v);
+    const float scale = 1000.0f;
+    for (int apply : {1, 0}) {
+        std::vector<float> out[2][3];
+        std::vector<uint8_t> w[2], wT[2];
+        for (int fused = 0; fused < 2; fused++) {
+            Allocs A;
+            float* d_master = A(dev::to_device(in.master));
+            bf16 *d_m = A(dev::to_device_bf16(in.m)), *d_v = A(dev::to_device_bf16(in.v));
+            bf16* d_grads = A(dev::to_device_bf16(in.grads));
+            fp8b *d_w = A(dev::device_alloc<fp8b>(n)), *d_wT = A(dev::device_alloc<fp8b>(n));
+            float* d_scale_inv = A(dev::device_alloc<float>(1));
+            int* d_apply = A(dev::to_device(std::vector<int>{apply}));
+            const AdamWStepScalars scalars = adamw_step_scalars(kLr, kBeta1, kBeta2, kWd, kStep);
+            AdamWStepScalars* d_scalars = A(dev::device_alloc<AdamWStepScalars>(1));
+            CHECK_CUDA(cudaMemcpy(d_scalars, &scalars, sizeof(scalars), cudaMemcpyHostToDevice));
+            Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E4M3}, 4);
+            upload_scale(&st, 0, scale);
+            if (fused) {
+                adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
+                                        nullptr, d_apply, Fp8Tensor{d_w, d_wT, d_scale_inv, 0}, &st, 0);
+            } else {
+                adamw_update(d_master, (bf16*)nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars,
+                             nullptr, d_apply, 0);
+                fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 0, d_master, OC, C, 0);
+            }
+            CHECK_CUDA(cudaDeviceSynchronize());
+            out[fused][0] = dev::from_device(d_master, n);
+            out[fused][1] = dev::from_device_bf16(d_m, n);
+            out[fused][2] = dev::from_device_bf16(d_v, n);
+            w[fused] = dev::from_device(reinterpret_cast<uint8_t*>(d_w), n);
+            wT[fused] = dev::from_device(reinterpret_cast<uint8_t*>(d_wT), n);
+            fp8_scale_state_destroy(&st);
+        }
+        for (int k = 0; k < 3; k++) EXPECT_TRUE(testing::same_bits(out[1][k], out[0][k]));
+        EXPECT_TRUE(w[1] == w[0]);
+        EXPECT_TRUE(wT[1] == wT[0]);
+        if (apply)
+            EXPECT_TRUE(!testing::same_bits(out[1][1], in.m));  // the moments did move
+        else
+            EXPECT_TRUE(testing::same_bits(out[1][1], in.m) && testing::same_bits(out[1][0], in.master));
+    }
+}
+
 }  // namespace
 
+TEST(adamw_fp8_weight_bf16_moments) {
+    check_bf16_moments(400, 208);
+    check_bf16_moments(6400, 1600);
+}
 TEST(adamw_fp8_weight_partial_tiles) { check_shape(400, 208); }
 TEST(adamw_fp8_weight_gpt1p5b_fc) { check_shape(6400, 1600); }
 

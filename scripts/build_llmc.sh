@@ -13,14 +13,22 @@ cd "$build"
 sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, cudaMemLocation{cudaMemLocationTypeHost, 0})/' \
   llmc/cuda_utils.cuh
 cap=${GPU_COMPUTE_CAPABILITY:-90}
+# cuDNN's header and library where this repository's Makefile finds them (llm.c's Makefile only names -lcudnn)
+cuda=${CUDA_HOME:-/usr/local/cuda}
+for d in "$cuda/include" /usr/include/x86_64-linux-gnu /usr/include /usr/local/include; do
+  [ -f "$d/cudnn.h" ] && { export CPATH="$d${CPATH:+:$CPATH}"; break; }
+done
+for d in "$cuda/lib64" "$cuda/lib" /usr/lib/x86_64-linux-gnu /usr/local/lib; do
+  [ -e "$d/libcudnn.so" ] && { export LIBRARY_PATH="$d${LIBRARY_PATH:+:$LIBRARY_PATH}"; break; }
+done
 fe="$repo/third_party/cudnn-frontend/include"
 # (llm.c's Makefile looks for the headers in ./cudnn-frontend/include before it takes CUDNN_FRONTEND_PATH)
 [ -d "$fe" ] && ln -sfn "$repo/third_party/cudnn-frontend" cudnn-frontend
 if [ -d "$fe" ] && make train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH="$fe" GPU_COMPUTE_CAPABILITY="$cap" \
-  NO_MULTI_GPU=1 NO_USE_MPI=1 > build.log 2>&1; then
+  NO_MULTI_GPU=1 NO_USE_MPI=1 > build_cudnn.log 2>&1; then
   echo "build_llmc: built with cuDNN flash attention"
 else
-  echo "build_llmc: the cuDNN build failed (build.log), building without cuDNN"
+  echo "build_llmc: the cuDNN build failed ($build/build_cudnn.log: $(grep -m1 -iE 'error' build_cudnn.log)), building without cuDNN"
   make clean > /dev/null 2>&1 || true
   make train_gpt2cu GPU_COMPUTE_CAPABILITY="$cap" NO_MULTI_GPU=1 NO_USE_MPI=1 > build.log 2>&1 ||
     { tail -20 build.log; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run-lifecycle tests of the train_gpt binary on a GPU (part of `make test` there): kill-and-resume is
-# bit-exact in bf16, fp8 and fp8 with --fp8-lm-head, kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
+# bit-exact in bf16 and fp8, each also with the options whose state a checkpoint carries (--adam-moments
+# bf16; fp8: and --fp8-lm-head), kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
 # checkpoints and exits 0 (a second signal exits at once), a poisoned step is skipped and --max-bad-steps
 # stops with a checkpoint. Prints one [PASS]/[FAIL] line per case. Model: GPT-2 124M, random tokens.
 # LIFECYCLE_ARGS overrides the model/batch flags (e.g. for GPT-1.5B).
@@ -32,7 +33,8 @@ run_and_signal() {  # dir stop_step signal extra_args...
 }
 
 # Each variant: name, then its flags (the options whose state a checkpoint must carry).
-for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_lm_head:--precision fp8 --fp8-lm-head"; do
+for variant in "bf16:--precision bf16" "fp8:--precision fp8" "bf16_options:--precision bf16 --adam-moments bf16" \
+               "fp8_options:--precision fp8 --fp8-lm-head --adam-moments bf16"; do
   p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"
   want "resume_bitexact_$p" || continue
   d=$WORK/resume_$p; mkdir -p "$d"

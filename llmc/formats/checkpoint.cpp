@@ -119,7 +119,8 @@ CheckpointMeta checked_meta(const SafetensorsReader& r, const std::string& path,
                                  expect.model);
     if (m.recipe != expect.recipe)
         throw CheckpointMismatch(path + ": checkpoint trained with '" + m.recipe + "', this run uses '" +
-                                 expect.recipe + "' (pass the same precision and FP8 flags)");
+                                 expect.recipe +
+                                 "' (pass the same --precision, FP8 and --adam-moments flags)");
     int64_t a = 0, b = 0, calibrating = 0;
     if (!parse_int(meta_of("step"), &m.step) || !parse_int(meta_of("opt_step"), &m.opt_step) ||
         !parse_int(meta_of("train_data.a"), &a) || !parse_int(meta_of("train_data.b"), &b) ||

@@ -9,9 +9,9 @@ namespace {
 
 // Phase 1: thread (rr, cc) updates and quantizes rows rr + 16 i (i < 8), columns [c, c + 8) of the tile, two
 // rows' loads in flight at a time (master, m, v: 96 bytes, grads: 16 bytes per row); phase 2 writes W^T.
-template <__nv_fp8_interpretation_t FMT>
+template <__nv_fp8_interpretation_t FMT, class MT>
 __global__ void __launch_bounds__(kCtThreads)
-    adamw_fp8_weight_kernel(float* __restrict__ master, float* __restrict__ m_st, float* __restrict__ v_st,
+    adamw_fp8_weight_kernel(float* __restrict__ master, MT* __restrict__ m_st, MT* __restrict__ v_st,
                             const bf16* __restrict__ grads, int OC, int C, AdamWCoefs coefs,
                             const AdamWStepScalars* __restrict__ step_dev,
                             const float* __restrict__ grad_scale, const int* __restrict__ apply,
@@ -29,22 +29,19 @@ __global__ void __launch_bounds__(kCtThreads)
     constexpr int kBatch = 2;
 #pragma unroll
     for (int b = 0; b < 8; b += kBatch) {
-        f128 p[kBatch][2], m[kBatch][2], v[kBatch][2];
+        float p[kBatch][8], m[kBatch][8], v[kBatch][8];
         x128 g[kBatch];
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
             const int n = n0 + rr + 16 * (b + i);
             if (col_ok && n < OC) {
                 const size_t off = (size_t)n * C + c;
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    p[i][h] = load128_stream(master + off + 4 * h);
-                    if (update) {
-                        m[i][h] = load128_stream(m_st + off + 4 * h);
-                        v[i][h] = load128_stream(v_st + off + 4 * h);
-                    }
+                load_moments8(master + off, p[i]);
+                if (update) {
+                    load_moments8(m_st + off, m[i]);
+                    load_moments8(v_st + off, v[i]);
+                    g[i] = load128_stream(grads + off);
                 }
-                if (update) g[i] = load128_stream(grads + off);
             }
         }
 #pragma unroll
@@ -56,20 +53,16 @@ __global__ void __launch_bounds__(kCtThreads)
                 float val[8];
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
-                    float& pk = p[i][k / 4][k % 4];
+                    float& pk = p[i][k];
                     if (update)
-                        adamw_element(pk, m[i][k / 4][k % 4], v[i][k / 4][k % 4],
-                                      __bfloat162float(g[i][k]) * gscale, coefs, t);
+                        adamw_element(pk, m[i][k], v[i][k], __bfloat162float(g[i][k]) * gscale, coefs, t);
                     val[k] = pk;
                     amax_bits = max(amax_bits, fp8_abs_bits(pk));
                 }
                 if (update) {
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        store128_stream(master + off + 4 * h, p[i][h]);
-                        store128_stream(m_st + off + 4 * h, m[i][h]);
-                        store128_stream(v_st + off + 4 * h, v[i][h]);
-                    }
+                    store_moments8(master + off, p[i]);
+                    store_moments8(m_st + off, m[i]);
+                    store_moments8(v_st + off, v[i]);
                 }
                 q = to_fp8x8<FMT>(val, scale);
                 *reinterpret_cast<uint2*>(w + off) = q;
@@ -83,8 +76,9 @@ __global__ void __launch_bounds__(kCtThreads)
 
 }  // namespace
 
-void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, const bf16* grads_OCC, int OC,
-                             int C, float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
+template <class MT>
+void adamw_update_fp8_weight(float* master_OCC, MT* m_OCC, MT* v_OCC, const bf16* grads_OCC, int OC, int C,
+                             float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
                              const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,
                              cudaStream_t stream) {
     CHECK(OC > 0 && C > 0 && OC % 16 == 0 && C % 16 == 0,
@@ -98,9 +92,16 @@ void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, cons
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
     fp8_dispatch_format(st, w.slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        adamw_fp8_weight_kernel<FMT><<<grid, kCtThreads, 0, stream>>>(
+        adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
             master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
             w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot, st->scale_inv + w.slot);
         CHECK_LAUNCH();
     });
 }
+
+template void adamw_update_fp8_weight<float>(float*, float*, float*, const bf16*, int, int, float, float,
+                                             float, const AdamWStepScalars*, const float*, const int*,
+                                             const Fp8Tensor&, Fp8ScaleState*, cudaStream_t);
+template void adamw_update_fp8_weight<bf16>(float*, bf16*, bf16*, const bf16*, int, int, float, float, float,
+                                            const AdamWStepScalars*, const float*, const int*,
+                                            const Fp8Tensor&, Fp8ScaleState*, cudaStream_t);

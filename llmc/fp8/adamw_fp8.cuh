@@ -11,7 +11,9 @@
 // this step), the amax of the master into the slot's staging amax and the scale_inv used into w.scale_inv.
 // Bitwise the same as adamw_update(params_P = nullptr) followed by fp8_cast_transpose of the master. apply[0]
 // == 0 (a skipped step): master, m and v are untouched and W, W^T are cast from them as they are.
-void adamw_update_fp8_weight(float* master_OCC, float* m_OCC, float* v_OCC, const bf16* grads_OCC, int OC,
-                             int C, float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
+// MT: the moments' storage, float or bf16 (as adamw_update).
+template <class MT>
+void adamw_update_fp8_weight(float* master_OCC, MT* m_OCC, MT* v_OCC, const bf16* grads_OCC, int OC, int C,
+                             float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
                              const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,
                              cudaStream_t stream);

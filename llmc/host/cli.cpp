@@ -218,7 +218,8 @@ class CliSpec {
 
     TrainConfig& c_;
     std::map<std::string, std::string> value_flags_;  // every name of a flag that takes a value -> long name
-    std::string precision_s_, gelu_s_, schedule_s_, fp8_format_s_, amax_algo_s_, model_s_, export_format_s_;
+    std::string precision_s_, gelu_s_, schedule_s_, fp8_format_s_, amax_algo_s_, model_s_, export_format_s_,
+        adam_moments_s_;
     int layers_ = 0, channels_ = 0, heads_ = 0, vocab_ = 0, max_seq_ = 0;  // applied only when given
 };
 
@@ -231,6 +232,7 @@ const Choice<Fp8Format> kFp8Format{"--fp8-format",
 const Choice<AmaxAlgo> kAmaxAlgo{"--fp8-amax-algo",
                                  {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
 const Choice<bool> kExportFormat{"--export-format", {{"seed", false}, {"hf", true}}};
+const Choice<bool> kAdamMoments{"--adam-moments", {{"fp32", false}, {"bf16", true}}};
 
 // "124m|350m|774m|1.5b" (sep "|") or "124m, 350m, 774m, 1.5b" (sep ", ").
 std::string preset_names(const char* sep) {
@@ -253,6 +255,7 @@ CliSpec::CliSpec(TrainConfig* cfg, const char* argv0)
     amax_algo_s_ = kAmaxAlgo.name_of(c_.fp8.amax_algo);
     model_s_ = c_.model_name;
     export_format_s_ = kExportFormat.name_of(c_.export_hf);
+    adam_moments_s_ = kAdamMoments.name_of(c_.adam_bf16_moments);
     app.formatter(std::make_shared<HelpFormatter>());
     app.get_formatter()->column_width(42);
     app.option_defaults()->always_capture_default();
@@ -324,6 +327,10 @@ void CliSpec::add_training_flags() {
     add("--grad-clip", c_.grad_clip, "clip the global gradient norm to this (0: off)", g);
     add("--beta1", c_.beta1, "AdamW beta1", g);
     add("--beta2", c_.beta2, "AdamW beta2", g);
+    add_choice("--adam-moments", &adam_moments_s_,
+               "storage of the AdamW moments m and v (the arithmetic is FP32 either way); bf16: 8 bytes less "
+               "memory and traffic per parameter",
+               kAdamMoments.type_name(), g);
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
         "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
@@ -471,6 +478,7 @@ std::string CliSpec::assemble() {
     if (err.empty()) err = kFp8Format.parse(fp8_format_s_, &c_.fp8.format);
     if (err.empty()) err = kAmaxAlgo.parse(amax_algo_s_, &c_.fp8.amax_algo);
     if (err.empty()) err = kExportFormat.parse(export_format_s_, &c_.export_hf);
+    if (err.empty()) err = kAdamMoments.parse(adam_moments_s_, &c_.adam_bf16_moments);
     if (!err.empty()) return err;
     const bool gelu_tanh = m.gelu_tanh;  // the preset does not touch it, but keep it explicit
     if (!model_preset(model_s_, &m)) return "--model: '" + model_s_ + "' is not one of " + preset_names(", ");

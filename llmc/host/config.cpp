@@ -369,6 +369,7 @@ void add_training_json(const TrainConfig& c, json::Value* o) {
     real("beta1", c.beta1);
     real("beta2", c.beta2);
     real("adam_eps", c.adam_eps);
+    str("adam_moments", c.adam_bf16_moments ? "bf16" : "fp32");
     o->set("seed", json_seed(c.seed));
 }
 
@@ -468,13 +469,15 @@ std::string model_line(const TrainConfig& c, size_t parameters) {
 
 std::string precision_line(const TrainConfig& c) {
     std::string s = "  precision    ";
-    if (c.precision == Precision::BF16) return s + "bf16 (BF16 GEMMs, FP32 master weights and AdamW)\n";
+    const std::string adam =
+        c.adam_bf16_moments ? "FP32 master weights, BF16 AdamW moments" : "FP32 master weights and AdamW";
+    if (c.precision == Precision::BF16) return s + "bf16 (BF16 GEMMs, " + adam + ")\n";
     const Fp8Config& f = c.fp8;
     return s + "fp8 " + to_string(f.format) +
            (f.format == Fp8Format::Hybrid ? " (E4M3 forward, E5M2 gradients)" : " (E4M3 everywhere)") +
            ", delayed scaling: amax " + to_string(f.amax_algo) + " over " + std::to_string(f.history_len) +
            " steps, margin " + std::to_string(f.margin) + (f.lm_head ? ", LM head in fp8" : "") +
-           (c.recompute ? ", recompute 1" : "") + "\n";
+           (c.recompute ? ", recompute 1" : "") + (c.adam_bf16_moments ? ", BF16 AdamW moments" : "") + "\n";
 }
 
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {

@@ -53,7 +53,8 @@ struct TrainConfig {
     float weight_decay = 0.1f;
     float grad_clip = 1.0f;  // 0 disables clipping
     float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
-    uint64_t seed = 3985;  // the seed script's seed
+    bool adam_bf16_moments = false;  // --adam-moments bf16: m and v stored in BF16 (FP32 arithmetic)
+    uint64_t seed = 3985;            // the seed script's seed
     std::string log_dir = "logs";
     int log_every = 1;
     int fp8_health_every = 50;

@@ -15,8 +15,9 @@ namespace {
 
 // Vectors [head, head + 8 * nvec) take the 16-byte path; elements [0, head) and [head + 8 * nvec, P) the
 // scalar one.
+template <class MT>
 __global__ void __launch_bounds__(256)
-    adamw_kernel(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+    adamw_kernel(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P,
                  size_t head, size_t nvec, AdamWCoefs c, AdamWStepScalars step_host,
                  const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
                  ShardView view) {
@@ -28,37 +29,30 @@ __global__ void __launch_bounds__(256)
     for (size_t i = tid; i < nvec; i += stride) {
         const size_t off = head + i * 8, full = view.map(off);
         const x128 g = load128_stream(grads_P + full);
-        f128 p[2], m[2], v[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            p[h] = load128_stream(master_P + off + 4 * h);
-            m[h] = load128_stream(m_P + off + 4 * h);
-            v[h] = load128_stream(v_P + off + 4 * h);
-        }
+        float p[8], m[8], v[8];
+        load_moments8(master_P + off, p);
+        load_moments8(m_P + off, m);
+        load_moments8(v_P + off, v);
         x128 out;
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            float& pk = p[k / 4][k % 4];
-            adamw_element(pk, m[k / 4][k % 4], v[k / 4][k % 4], __bfloat162float(g[k]) * scale, c, t);
-            out[k] = __float2bfloat16_rn(pk);
+            adamw_element(p[k], m[k], v[k], __bfloat162float(g[k]) * scale, c, t);
+            out[k] = __float2bfloat16_rn(p[k]);
         }
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            store128_stream(master_P + off + 4 * h, p[h]);
-            store128_stream(m_P + off + 4 * h, m[h]);
-            store128_stream(v_P + off + 4 * h, v[h]);
-        }
+        store_moments8(master_P + off, p);
+        store_moments8(m_P + off, m);
+        store_moments8(v_P + off, v);
         if (params_P) store128_stream(params_P + full, out);
     }
     const size_t nscalar = P - nvec * 8;
     for (size_t j = tid; j < nscalar; j += stride) {
         const size_t idx = j < head ? j : j + nvec * 8;
         const size_t full = view.map(idx);
-        float p = master_P[idx], m = m_P[idx], v = v_P[idx];
+        float p = master_P[idx], m = moment_to_float(m_P[idx]), v = moment_to_float(v_P[idx]);
         adamw_element(p, m, v, __bfloat162float(grads_P[full]) * scale, c, t);
         master_P[idx] = p;
-        m_P[idx] = m;
-        v_P[idx] = v;
+        m_P[idx] = moment_from_float<MT>(m);
+        v_P[idx] = moment_from_float<MT>(v);
         if (params_P) params_P[full] = __float2bfloat16_rn(p);
     }
 }
@@ -78,18 +72,21 @@ AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, float we
 
 namespace {
 
-void launch_adamw(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+template <class MT>
+void launch_adamw(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P,
                   float beta1, float beta2, float eps, const AdamWStepScalars& step_host,
                   const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
                   cudaStream_t stream, const ShardView& view) {
     if (P == 0) return;
     const AdamWCoefs c = adamw_coefs(beta1, beta2, eps);
 
-    // Head: elements until the bf16 views are 16-byte aligned; the fp32 views must then be aligned too.
+    // Head: elements until the bf16 views are 16-byte aligned; the fp32 (and moment) views must then be
+    // aligned too.
     // params_P == nullptr: no BF16 copy to write (its alignment then follows the gradients')
     const bf16* params_view = params_P ? params_P : grads_P;
     CHECK(((uintptr_t)params_view & 1) == 0 && ((uintptr_t)grads_P & 1) == 0 &&
-              ((uintptr_t)master_P & 3) == 0 && ((uintptr_t)m_P & 3) == 0 && ((uintptr_t)v_P & 3) == 0,
+              ((uintptr_t)master_P & 3) == 0 && ((uintptr_t)m_P % sizeof(MT)) == 0 &&
+              ((uintptr_t)v_P % sizeof(MT)) == 0,
           "adamw_update: misaligned pointer");
     // A shard view (several GPUs) takes the vector path only from element 0 with whole vectors per chunk.
     size_t head = view.identity ? ((16 - ((uintptr_t)params_view & 15)) & 15) / 2 : 0;
@@ -106,7 +103,7 @@ void launch_adamw(float* master_P, bf16* params_P, float* m_P, float* v_P, const
     int device = 0, num_sms = 0, blocks_per_sm = 0;
     CHECK_CUDA(cudaGetDevice(&device));
     CHECK_CUDA(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, adamw_kernel, block, 0));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, adamw_kernel<MT>, block, 0));
     const int grid =
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
     adamw_kernel<<<grid, block, 0, stream>>>(master_P, params_P, m_P, v_P, grads_P, P, head, nvec, c,
@@ -116,18 +113,30 @@ void launch_adamw(float* master_P, bf16* params_P, float* m_P, float* v_P, const
 
 }  // namespace
 
-void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                  const float* grad_scale, cudaStream_t stream, const ShardView& view) {
+template <class MT>
+void adamw_update(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int t, const float* grad_scale,
+                  cudaStream_t stream, const ShardView& view) {
     launch_adamw(master_P, params_P, m_P, v_P, grads_P, P, beta1, beta2, eps,
                  adamw_step_scalars(lr, beta1, beta2, weight_decay, t), nullptr, grad_scale, nullptr, stream,
                  view);
 }
 
-void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+template <class MT>
+void adamw_update(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P,
                   float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
                   const float* grad_scale, const int* apply, cudaStream_t stream, const ShardView& view) {
     CHECK(step_dev, "adamw_update: step scalars (device) required");
     launch_adamw(master_P, params_P, m_P, v_P, grads_P, P, beta1, beta2, eps, AdamWStepScalars{}, step_dev,
                  grad_scale, apply, stream, view);
 }
+
+// The two moment storage types.
+#define INSTANTIATE_ADAMW(MT)                                                                                \
+    template void adamw_update<MT>(float*, bf16*, MT*, MT*, const bf16*, size_t, float, float, float, float, \
+                                   float, int, const float*, cudaStream_t, const ShardView&);                \
+    template void adamw_update<MT>(float*, bf16*, MT*, MT*, const bf16*, size_t, float, float, float,        \
+                                   const AdamWStepScalars*, const float*, const int*, cudaStream_t,          \
+                                   const ShardView&);
+INSTANTIATE_ADAMW(float)
+INSTANTIATE_ADAMW(bf16)

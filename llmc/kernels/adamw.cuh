@@ -1,5 +1,5 @@
-// AdamW update with PyTorch semantics (torch.optim.AdamW), FP32 master weights and moments, BF16 gradients
-// and a BF16 working copy of the parameters written from the new master weights.
+// AdamW update with PyTorch semantics (torch.optim.AdamW), FP32 master weights, FP32 or BF16 moments, BF16
+// gradients and a BF16 working copy of the parameters written from the new master weights.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,14 +27,17 @@ struct AdamWStepScalars {
 };
 AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, float weight_decay, int t);
 
-void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int t,
-                  const float* grad_scale, cudaStream_t stream, const ShardView& view = ShardView::whole());
+// MT, the moments' storage: float, or bf16 (rounded to nearest when stored; the arithmetic stays FP32).
+template <class MT>
+void adamw_update(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int t, const float* grad_scale,
+                  cudaStream_t stream, const ShardView& view = ShardView::whole());
 
 // The same update with the per-step scalars read from device memory (step_dev) and an optional device flag
 // `apply` (nullptr: always): apply[0] == 0 leaves everything untouched (a skipped step). Nothing here depends
 // on host values that change between steps, so a training step captured as a CUDA graph replays correctly.
-void adamw_update(float* master_P, bf16* params_P, float* m_P, float* v_P, const bf16* grads_P, size_t P,
+template <class MT>
+void adamw_update(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16* grads_P, size_t P,
                   float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
                   const float* grad_scale, const int* apply, cudaStream_t stream,
                   const ShardView& view = ShardView::whole());

@@ -3,41 +3,46 @@
 // (llmc/parallel/shard_view.h). The recipe's state (empty in BF16) travels with it.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "llmc/kernels/init.cuh"
 #include "llmc/model/gpt_impl.cuh"
 
-// This rank's shard of parameter tensor k of an FP32 sharded buffer (master, m, v) from the whole host
-// tensor.
-static void shard_from_host(GptModel::Impl& s, float* shard_buffer, int k, const float* host_tensor) {
+// This rank's shard of parameter tensor k of a sharded buffer (master, m, v: FP32, or BF16 moments) from the
+// whole host tensor.
+template <class T>
+static void shard_from_host(GptModel::Impl& s, T* shard_buffer, int k, const T* host_tensor) {
     const ParamShard& sh = s.params.shards[k];
     for (size_t sl = 0; sl < sh.slices; sl++)
         CHECK_CUDA(cudaMemcpyAsync(shard_buffer + sh.shard_offset + sl * sh.view.chunk,
                                    host_tensor + sl * sh.slice_numel + sh.view.rank_offset,
-                                   sh.view.chunk * sizeof(float), cudaMemcpyHostToDevice, s.ctx->stream));
+                                   sh.view.chunk * sizeof(T), cudaMemcpyHostToDevice, s.ctx->stream));
 }
 
-// Whole parameter tensor k of an FP32 sharded buffer into host_tensor (nullptr: take part in the gather
-// only). With several ranks a collective: each slice is all-gathered into `scratch` (one slice).
-static void shard_to_host(GptModel::Impl& s, const float* shard_buffer, int k, float* host_tensor,
-                          float* scratch) {
+static ncclDataType_t nccl_type(const float*) { return ncclFloat32; }
+static ncclDataType_t nccl_type(const bf16*) { return ncclBfloat16; }
+
+// Whole parameter tensor k of a sharded buffer into host_tensor (nullptr: take part in the gather only). With
+// several ranks a collective: each slice is all-gathered into `scratch` (one FP32 slice's bytes).
+template <class T>
+static void shard_to_host(GptModel::Impl& s, const T* shard_buffer, int k, T* host_tensor, float* scratch) {
     const ParamShard& sh = s.params.shards[k];
     if (!s.dp.sharded()) {
         if (host_tensor)
             CHECK_CUDA(cudaMemcpyAsync(host_tensor, shard_buffer + sh.shard_offset,
-                                       sh.shard_numel * sizeof(float), cudaMemcpyDeviceToHost,
-                                       s.ctx->stream));
+                                       sh.shard_numel * sizeof(T), cudaMemcpyDeviceToHost, s.ctx->stream));
         CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
         return;
     }
     s.dp.comm_after_compute();
     cudaStream_t cs = s.dp.comm()->stream();
+    T* gathered = reinterpret_cast<T*>(scratch);
     for (size_t sl = 0; sl < sh.slices; sl++) {
-        CHECK_NCCL(ncclAllGather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, scratch, sh.view.chunk,
-                                 ncclFloat32, s.dp.comm()->nccl(), cs));
+        CHECK_NCCL(ncclAllGather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, gathered, sh.view.chunk,
+                                 nccl_type(shard_buffer), s.dp.comm()->nccl(), cs));
         if (host_tensor)
-            CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, scratch,
-                                       sh.slice_numel * sizeof(float), cudaMemcpyDeviceToHost, cs));
+            CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, gathered,
+                                       sh.slice_numel * sizeof(T), cudaMemcpyDeviceToHost, cs));
     }
     CHECK_CUDA(cudaStreamSynchronize(cs));
 }
@@ -57,8 +62,10 @@ static void with_gather_scratch(GptModel::Impl& s, Fn fn) {
 
 // After new master weights: fresh AdamW moments, BF16 working weights published to every rank.
 static void sync_working_weights(GptModel::Impl& s) {
-    CHECK_CUDA(cudaMemsetAsync(s.params.adam_m, 0, s.params.P_shard * sizeof(float), s.ctx->stream));
-    CHECK_CUDA(cudaMemsetAsync(s.params.adam_v, 0, s.params.P_shard * sizeof(float), s.ctx->stream));
+    s.params.with_moments([&](auto* m, auto* v) {
+        CHECK_CUDA(cudaMemsetAsync(m, 0, s.params.P_shard * s.params.moment_bytes(), s.ctx->stream));
+        CHECK_CUDA(cudaMemsetAsync(v, 0, s.params.P_shard * s.params.moment_bytes(), s.ctx->stream));
+    });
     s.publish_weights();
     CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
 }
@@ -131,12 +138,14 @@ std::vector<float> GptModel::fp8_state_to_host() const {
 std::vector<StateTensorInfo> GptModel::state_layout() const {
     const Impl& s = *impl_;
     std::vector<StateTensorInfo> out;
-    auto add = [&](const std::string& name, const std::vector<size_t>& shape, size_t numel) {
-        out.push_back({name, "F32", std::vector<int64_t>(shape.begin(), shape.end()), numel * sizeof(float)});
+    auto add = [&](const std::string& name, const std::vector<size_t>& shape, size_t numel, bool bf16) {
+        out.push_back({name, bf16 ? "BF16" : "F32", std::vector<int64_t>(shape.begin(), shape.end()),
+                       numel * (bf16 ? sizeof(bf16) : sizeof(float))});
     };
     for (const char* prefix : {"master.", "adam_m.", "adam_v."})
-        for (const ParamTensorInfo& t : s.params.table) add(prefix + t.name, t.shape, t.numel);
-    for (const RecipeStateTensor& t : s.recipe->state_tensors()) add(t.name, t.shape, t.floats);
+        for (const ParamTensorInfo& t : s.params.table)
+            add(prefix + t.name, t.shape, t.numel, prefix[0] == 'a' && s.params.bf16_moments);
+    for (const RecipeStateTensor& t : s.recipe->state_tensors()) add(t.name, t.shape, t.floats, false);
     return out;
 }
 
@@ -145,11 +154,16 @@ void GptModel::state_to_host(const std::vector<void*>& host) {
     const std::vector<StateTensorInfo> layout = state_layout();
     CHECK(host.size() == layout.size(), "state_to_host: %zu buffers for %zu tensors", host.size(),
           layout.size());
-    float* const sharded[3] = {s.params.master, s.params.adam_m, s.params.adam_v};
     with_gather_scratch(s, [&](float* scratch) {
-        for (int b = 0; b < 3; b++)
-            for (int k = 0; k < kNumParamTensors; k++)
-                shard_to_host(s, sharded[b], k, static_cast<float*>(host[b * kNumParamTensors + k]), scratch);
+        for (int k = 0; k < kNumParamTensors; k++)
+            shard_to_host(s, s.params.master, k, static_cast<float*>(host[k]), scratch);
+        s.params.with_moments([&](auto* m, auto* v) {
+            using T = std::remove_pointer_t<decltype(m)>;
+            for (int k = 0; k < kNumParamTensors; k++) {
+                shard_to_host(s, m, k, static_cast<T*>(host[kNumParamTensors + k]), scratch);
+                shard_to_host(s, v, k, static_cast<T*>(host[2 * kNumParamTensors + k]), scratch);
+            }
+        });
     });
     // the recipe's state is replicated: identical on every rank
     const std::vector<RecipeStateTensor> recipe = s.recipe->state_tensors();
@@ -167,10 +181,15 @@ void GptModel::state_from_host(const std::vector<const void*>& host) {
     const std::vector<StateTensorInfo> layout = state_layout();
     CHECK(host.size() == layout.size(), "state_from_host: %zu buffers for %zu tensors", host.size(),
           layout.size());
-    float* const sharded[3] = {s.params.master, s.params.adam_m, s.params.adam_v};
-    for (int b = 0; b < 3; b++)
-        for (int k = 0; k < kNumParamTensors; k++)
-            shard_from_host(s, sharded[b], k, static_cast<const float*>(host[b * kNumParamTensors + k]));
+    for (int k = 0; k < kNumParamTensors; k++)
+        shard_from_host(s, s.params.master, k, static_cast<const float*>(host[k]));
+    s.params.with_moments([&](auto* m, auto* v) {
+        using T = std::remove_pointer_t<decltype(m)>;
+        for (int k = 0; k < kNumParamTensors; k++) {
+            shard_from_host(s, m, k, static_cast<const T*>(host[kNumParamTensors + k]));
+            shard_from_host(s, v, k, static_cast<const T*>(host[2 * kNumParamTensors + k]));
+        }
+    });
     const std::vector<RecipeStateTensor> recipe = s.recipe->state_tensors();
     for (size_t i = 0; i < recipe.size(); i++) {
         const size_t idx = 3 * kNumParamTensors + i;

@@ -40,19 +40,24 @@ static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
     for (int k = 0; k < kNumParamTensors; k++) {
         if (!s.plain_adamw[k]) continue;
         const ParamShard& sh = p.shards[k];
-        adamw_update(p.master + sh.shard_offset, p.params + sh.full_offset, p.adam_m + sh.shard_offset,
-                     p.adam_v + sh.shard_offset, p.grads + sh.full_offset, sh.shard_numel, beta1, beta2, eps,
-                     s.adamw_scalars() + (p.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st,
-                     sh.view);
+        p.with_moments([&](auto* m, auto* v) {
+            adamw_update(p.master + sh.shard_offset, p.params + sh.full_offset, m + sh.shard_offset,
+                         v + sh.shard_offset, p.grads + sh.full_offset, sh.shard_numel, beta1, beta2, eps,
+                         s.adamw_scalars() + (p.table[k].weight_decay ? 0 : 1), &d->grad_scale, &d->apply, st,
+                         sh.view);
+        });
     }
     for (int l = 0; l < s.cfg.num_layers; l++)
         for (int kind = 0; kind < kLinearsPerLayer; kind++) {
             Linear& lin = s.linear(l, kind);
             if (!lin.fuses_adamw()) continue;
             const int w = linear_spec(kind).weight;  // one GPU: the master is unsharded
+            const bool b16 = p.bf16_moments;
             const FusedAdamW f = {p.slice(p.master, w, l),
-                                  p.slice(p.adam_m, w, l),
-                                  p.slice(p.adam_v, w, l),
+                                  b16 ? nullptr : p.slice(p.adam_m, w, l),
+                                  b16 ? nullptr : p.slice(p.adam_v, w, l),
+                                  b16 ? p.slice(p.adam_m16, w, l) : nullptr,
+                                  b16 ? p.slice(p.adam_v16, w, l) : nullptr,
                                   p.slice(p.grads, w, l),
                                   beta1,
                                   beta2,

@@ -36,7 +36,8 @@ struct LinearRuntime {
 
 // The AdamW step of one weight whose update is fused with its FP8 cast (one GPU, FP8 block weights).
 struct FusedAdamW {
-    float *master_OI, *m_OI, *v_OI;
+    float *master_OI, *m_OI, *v_OI;  // FP32 moments, or
+    bf16 *m16_OI, *v16_OI;           // BF16 moments (the other pair null)
     const bf16* grads_OI;
     float beta1, beta2, eps;
     const AdamWStepScalars* step;

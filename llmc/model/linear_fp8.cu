@@ -87,8 +87,12 @@ class Fp8Linear : public Linear {
     // One GPU: AdamW writes the FP32 master and the FP8 W and W^T in one pass, with the just-updated scales.
     void update_weight_fused(const FusedAdamW& a, cudaStream_t stream) override {
         if (!master_) return;
-        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
-                                a.eps, a.step, a.grad_scale, a.apply, lin_.w, scales(), stream);
+        if (a.m16_OI)
+            adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, p_.out, p_.in, a.beta1,
+                                    a.beta2, a.eps, a.step, a.grad_scale, a.apply, lin_.w, scales(), stream);
+        else
+            adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
+                                    a.eps, a.step, a.grad_scale, a.apply, lin_.w, scales(), stream);
     }
 
   private:

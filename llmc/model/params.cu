@@ -1,7 +1,8 @@
 // Parameter and optimizer-state layout and ZeRO-1 shards (llmc/model/params.h).
 #include "llmc/model/params.h"
 
-ModelParams::ModelParams(const ModelConfig& m, int rank, int world) : table(parameter_table(m)) {
+ModelParams::ModelParams(const ModelConfig& m, int rank, int world, bool bf16)
+    : table(parameter_table(m)), bf16_moments(bf16) {
     for (const ParamTensorInfo& t : table) {
         P += t.numel;
         ParamShard sh;
@@ -26,6 +27,11 @@ void ModelParams::plan(Arena* arena) {
     arena->add("grads bf16", &grads, P);
     // ZeRO-1: optimizer state and master weights are this rank's shard
     arena->add("master fp32", &master, P_shard);
-    arena->add("adam m fp32", &adam_m, P_shard);
-    arena->add("adam v fp32", &adam_v, P_shard);
+    if (bf16_moments) {
+        arena->add("adam m bf16", &adam_m16, P_shard);
+        arena->add("adam v bf16", &adam_v16, P_shard);
+    } else {
+        arena->add("adam m fp32", &adam_m, P_shard);
+        arena->add("adam v fp32", &adam_v, P_shard);
+    }
 }

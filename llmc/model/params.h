@@ -1,6 +1,7 @@
 // The model's parameters and optimizer state in one device allocation, laid out by the parameter table
 // (llmc/model/layout.h): BF16 working weights and gradients (whole, canonical order) and this rank's ZeRO-1
-// shard of the FP32 master weights and AdamW moments (llmc/parallel/shard_view.h).
+// shard of the FP32 master weights and AdamW moments (FP32, or BF16 with --adam-moments bf16)
+// (llmc/parallel/shard_view.h).
 #pragma once
 #include <vector>
 
@@ -17,7 +18,7 @@ struct ParamShard {
 
 struct ModelParams {
     // Plans the shards of every tensor; exits with a one-line error when `world` does not divide a slice.
-    ModelParams(const ModelConfig& m, int rank, int world);
+    ModelParams(const ModelConfig& m, int rank, int world, bool bf16_moments = false);
     // Adds the buffers to `arena` (allocated by the caller).
     void plan(Arena* arena);
 
@@ -27,9 +28,20 @@ struct ModelParams {
     size_t P_shard = 0;              // master/m/v elements on this rank
     bf16* params = nullptr;          // working weights, canonical order
     bf16* grads = nullptr;
-    float* master = nullptr;  // this rank's shard (P_shard), as adam_m and adam_v
-    float* adam_m = nullptr;
-    float* adam_v = nullptr;
+    float* master = nullptr;  // this rank's shard (P_shard), as the moments
+    bool bf16_moments = false;
+    float *adam_m = nullptr, *adam_v = nullptr;     // FP32 moments (null with bf16_moments)
+    bf16 *adam_m16 = nullptr, *adam_v16 = nullptr;  // BF16 moments (null without)
+
+    // fn(m, v) with the moment buffers in their storage type (float* or bf16*).
+    template <class Fn>
+    void with_moments(Fn&& fn) const {
+        if (bf16_moments)
+            fn(adam_m16, adam_v16);
+        else
+            fn(adam_m, adam_v);
+    }
+    size_t moment_bytes() const { return bf16_moments ? sizeof(bf16) : sizeof(float); }
 
     bf16* param(int id) const { return params + table[id].offset; }
     bf16* grad(int id) const { return grads + table[id].offset; }

@@ -14,10 +14,11 @@ std::string model_signature(const ModelConfig& m) {
 }
 
 std::string recipe_signature(const TrainConfig& cfg) {
-    if (cfg.precision == Precision::BF16) return "bf16";
+    const std::string moments = cfg.adam_bf16_moments ? " adam_moments=bf16" : "";
+    if (cfg.precision == Precision::BF16) return "bf16" + moments;
     return std::string("fp8 ") + to_string(cfg.fp8.format) +
            " history=" + std::to_string(cfg.fp8.history_len) + " amax=" + to_string(cfg.fp8.amax_algo) +
-           " margin=" + std::to_string(cfg.fp8.margin) + (cfg.fp8.lm_head ? " lm_head=fp8" : "");
+           " margin=" + std::to_string(cfg.fp8.margin) + (cfg.fp8.lm_head ? " lm_head=fp8" : "") + moments;
 }
 
 TrainState::TrainState(const TrainConfig& cfg, GptModel* model, TokenSource* train_data, Communicator* comm)
