@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds llm.c's train_gpt2cu (BF16, cuDNN flash attention when the cudnn-frontend headers of `make deps` are
 # there) from a checkout of github.com/karpathy/llm.c, in a copy outside this repository, for `make bench
-# LLMC=...`. CUDA 13 changed cudaMemAdvise to take a cudaMemLocation: the copy gets that one-line change.
+# LLMC=...`. CUDA 13 changed cudaMemAdvise to take a cudaMemLocation, and cudnn-frontend 1.x needs NVRTC and
+# the driver library at link time: the copy gets those two one-line changes.
 # Usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]   (prints the binary's path last)
 set -eu
 src=${1:?usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]}
@@ -12,6 +13,8 @@ rm -rf "$build" && mkdir -p "$build" && cp -r "$src"/. "$build"
 cd "$build"
 sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, cudaMemLocation{cudaMemLocationTypeHost, 0})/' \
   llmc/cuda_utils.cuh
+# cudnn-frontend 1.x (make deps) compiles some kernels at run time: it needs NVRTC and the driver API too
+sed -i 's/NVCC_LDFLAGS += -lcudnn$/NVCC_LDFLAGS += -lcudnn -lnvrtc -lcuda/' Makefile
 cap=${GPU_COMPUTE_CAPABILITY:-90}
 # cuDNN's header and library where this repository's Makefile finds them (llm.c's Makefile only names -lcudnn)
 cuda=${CUDA_HOME:-/usr/local/cuda}

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Run-lifecycle tests of the train_gpt binary on a GPU (part of `make test` there): kill-and-resume is
-# bit-exact in bf16 and fp8, each also with the options whose state a checkpoint carries (--adam-moments
-# bf16; fp8: and --fp8-lm-head), kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
+# bit-exact in bf16 and fp8 (its default has the FP8 LM head), each also with --adam-moments bf16, kill -9 during a checkpoint write leaves the previous one loadable, SIGINT
 # checkpoints and exits 0 (a second signal exits at once), a poisoned step is skipped and --max-bad-steps
 # stops with a checkpoint. Prints one [PASS]/[FAIL] line per case. Model: GPT-2 124M, random tokens.
 # LIFECYCLE_ARGS overrides the model/batch flags (e.g. for GPT-1.5B).

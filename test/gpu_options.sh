@@ -2,7 +2,7 @@
 # Step options of the train_gpt binary on a GPU (part of `make test` there). GPT-2 124M, random tokens, 8 steps.
 #   recompute_bitwise: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) gives bitwise the
 #     losses and grad norms of --recompute 0: the rebuilt bytes are the forward's (same input, same scale).
-#   graph_bitwise_{bf16,fp8}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
+#   graph_bitwise_{bf16,fp8,fp8_bf16_head}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
 #     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
@@ -31,7 +31,8 @@ else
   fail recompute_bitwise "a run failed: $(tail -2 "$WORK/r0.txt" "$WORK/r1.txt" | tr '\n' ' ')"
 fi
 
-for variant in "bf16:--precision bf16" "fp8:--precision fp8" "bf16_options:--precision bf16 --adam-moments bf16" \
+for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--precision fp8 --no-fp8-lm-head" \
+               "bf16_options:--precision bf16 --adam-moments bf16" \
                "fp8_options:--precision fp8 --fp8-lm-head --adam-moments bf16"; do
   p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"
   if run g1_$p "${VARGS[@]}" --batch 4 --total-batch 8192 && run g0_$p "${VARGS[@]}" --batch 4 --total-batch 8192 --no-cuda-graph; then

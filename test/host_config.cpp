@@ -251,7 +251,7 @@ TEST(run_summary_for_people) {
          {"train_gpt: GPT-2 124m (12 layers, 768 channels, 12 heads, vocab 50304, max seq 1024, GELU erf), "
           "124,475,904 parameters\n",
           "  precision    fp8 hybrid (E4M3 forward, E5M2 gradients), delayed scaling: amax max over "
-          "1024 steps, margin 0\n",
+          "1024 steps, margin 0, LM head in fp8\n",
           "  batch        8 x 1024 tokens x 4 micro-steps x 2 GPUs (torchrun) = 65,536 tokens per step; "
           "50 steps, lr 0.0006 cosine to 6e-05\n",
           "  data         random tokens (seed 3985)\n", "  logs         logs/config.json, logs/train.jsonl\n",

@@ -520,7 +520,12 @@ std::string CliSpec::flag_without_effect() const {
     };
     for (const Rule& r : rules)
         for (const char* f : r.flags)
-            if (!r.applies && given(f)) return std::string(f) + ": has no effect " + r.because;
+            if (!r.applies && given(f)) {
+                // a switch is named as it was spelled (its negation leaves the value false)
+                const bool negated = std::string(f) == "--fp8-lm-head" && !c_.fp8.lm_head;
+                return (negated ? std::string("--no-fp8-lm-head") : std::string(f)) + ": has no effect " +
+                       r.because;
+            }
     return "";
 }
 
