@@ -138,9 +138,9 @@ std::vector<float> GptModel::fp8_state_to_host() const {
 std::vector<StateTensorInfo> GptModel::state_layout() const {
     const Impl& s = *impl_;
     std::vector<StateTensorInfo> out;
-    auto add = [&](const std::string& name, const std::vector<size_t>& shape, size_t numel, bool bf16) {
-        out.push_back({name, bf16 ? "BF16" : "F32", std::vector<int64_t>(shape.begin(), shape.end()),
-                       numel * (bf16 ? sizeof(bf16) : sizeof(float))});
+    auto add = [&](const std::string& name, const std::vector<size_t>& shape, size_t numel, bool half) {
+        out.push_back({name, half ? "BF16" : "F32", std::vector<int64_t>(shape.begin(), shape.end()),
+                       numel * (half ? sizeof(bf16) : sizeof(float))});
     };
     for (const char* prefix : {"master.", "adam_m.", "adam_v."})
         for (const ParamTensorInfo& t : s.params.table)
