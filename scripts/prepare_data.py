@@ -32,6 +32,8 @@ Next to the shards it writes <out-dir>/tokenizer.bin, the vocabulary train_gpt d
 Tokenizers:
     bytes  UTF-8 bytes, vocabulary 256 (no dependencies)           -> train_gpt --vocab 256
     gpt2   GPT-2 BPE via tiktoken, vocabulary 50257                -> train_gpt --vocab 50304 (padded)
+           (tiktoken downloads its BPE files once; without network, --gpt2-ranks FILE reads GPT-2's ranks from a
+           tiktoken-format file instead, e.g. whisper/assets/gpt2.tiktoken inside PyPI's openai-whisper sdist)
 
 Example:
     python3 scripts/prepare_data.py --tokenizer bytes --out-dir data --prefix kjv kjv.txt
@@ -119,22 +121,45 @@ class Gpt2Tokenizer:
     vocab_size = 50257
     chunk_chars = 1 << 20  # encode in ~1M-character pieces cut at line ends (bounded memory, batched)
 
-    def __init__(self, threads=8):
+    def __init__(self, threads=8, ranks_path=None):
         try:
             import tiktoken
         except ImportError:
             die("--tokenizer gpt2 needs the 'tiktoken' package (pip install tiktoken); "
                 "or use --tokenizer bytes (no dependencies, vocabulary 256)")
-        try:
-            self.enc = tiktoken.get_encoding("gpt2")
-        except Exception as e:  # the BPE files are downloaded on first use
-            reason = str(e).splitlines()[0] if str(e) else ""
-            die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {reason[:200]}); "
-                "it needs network access once, or use --tokenizer bytes")
+        self.ranks_path = ranks_path
+        if ranks_path:
+            self.enc = self._offline_encoding(tiktoken, ranks_path)
+        else:
+            try:
+                self.enc = tiktoken.get_encoding("gpt2")
+            except Exception as e:  # the BPE files are downloaded on first use
+                reason = str(e).splitlines()[0] if str(e) else ""
+                die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {reason[:200]}); "
+                    "it needs network access once, or pass --gpt2-ranks FILE, or use --tokenizer bytes")
         self.eot = self.enc.eot_token
         self.threads = threads
         if self.enc.n_vocab != self.vocab_size:
             die(f"tiktoken's gpt2 encoding has {self.enc.n_vocab} tokens, expected {self.vocab_size}")
+
+    @staticmethod
+    def _offline_encoding(tiktoken, path):
+        """GPT-2's encoding from a local ranks file in tiktoken's format (base64 token, rank per line; e.g. the
+        gpt2.tiktoken that PyPI's openai-whisper package ships), with tiktoken's own GPT-2 split pattern."""
+        try:
+            from tiktoken.load import load_tiktoken_bpe
+            ranks = load_tiktoken_bpe(path)
+        except Exception as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            die(f"--gpt2-ranks '{path}': not a tiktoken ranks file ({reason[:200]})")
+        if len(ranks) != 50256:
+            die(f"--gpt2-ranks '{path}': {len(ranks)} ranks, GPT-2 has 50256 (plus <|endoftext|>)")
+        try:
+            from tiktoken_ext.openai_public import r50k_pat_str as pattern
+        except ImportError:  # tiktoken before 0.7: GPT-2's original pattern
+            pattern = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+        return tiktoken.Encoding(name="gpt2", pat_str=pattern, mergeable_ranks=ranks,
+                                 special_tokens={"<|endoftext|>": 50256})
 
     def token_bytes(self):
         return [self.enc.decode_single_token_bytes(i) for i in range(self.enc.n_vocab)]
@@ -166,8 +191,8 @@ class Gpt2Tokenizer:
         return [le_uint16(i) for i in ids]
 
 
-def make_tokenizer(name, threads=8):
-    return BytesTokenizer() if name == "bytes" else Gpt2Tokenizer(threads)
+def make_tokenizer(name, threads=8, ranks_path=None):
+    return BytesTokenizer() if name == "bytes" else Gpt2Tokenizer(threads, ranks_path)
 
 
 # --- inputs ----------------------------------------------------------------------------------------------
@@ -394,9 +419,9 @@ def chunks(segs):
 _worker = {}  # the tokenizer and --text-field of this process
 
 
-def init_worker(tok_name, field):
+def init_worker(tok_name, ranks_path, field):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
-    _worker["tok"] = make_tokenizer(tok_name, threads=1)
+    _worker["tok"] = make_tokenizer(tok_name, threads=1, ranks_path=ranks_path)
     _worker["field"] = field
 
 
@@ -456,7 +481,8 @@ def encoded_chunks(files, tok, field, workers):
         return
     # spawn, not fork: the main process may run threads (tqdm's monitor, tiktoken's), which fork copies badly
     ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=init_worker, initargs=(tok.name, field))
+    pool = ctx.Pool(workers, initializer=init_worker,
+                    initargs=(tok.name, getattr(tok, "ranks_path", None), field))
     pending = collections.deque()
     try:
         try:
@@ -715,6 +741,9 @@ def parse_args(argv):
     p.add_argument("--shard-tokens", type=int, default=100_000_000, help="maximum tokens per shard")
     p.add_argument("--tokenizer", choices=["gpt2", "bytes"], default="gpt2",
                    help="gpt2: GPT-2 BPE via tiktoken; bytes: UTF-8 bytes (vocabulary 256)")
+    p.add_argument("--gpt2-ranks", default=None, metavar="FILE",
+                   help="gpt2 without network: GPT-2's BPE ranks from this tiktoken-format file (e.g. "
+                        "whisper/assets/gpt2.tiktoken of PyPI's openai-whisper) instead of tiktoken's download")
     p.add_argument("--text-field", default="text", help="the document's field (.jsonl) or column (.parquet)")
     p.add_argument("--workers", type=int, default=None,
                    help="tokenizer processes (the output does not depend on it); default: the CPUs, at most 8, "
@@ -724,6 +753,10 @@ def parse_args(argv):
         die(f"--val-fraction must be in [0, 1), got {args.val_fraction}")
     if not 1 <= args.shard_tokens <= MAX_SHARD_TOKENS:
         die(f"--shard-tokens must be in [1, {MAX_SHARD_TOKENS}], got {args.shard_tokens}")
+    if args.gpt2_ranks is not None and args.tokenizer != "gpt2":
+        die("--gpt2-ranks applies to --tokenizer gpt2")
+    if args.gpt2_ranks is not None and not os.path.isfile(args.gpt2_ranks):
+        die(f"--gpt2-ranks '{args.gpt2_ranks}': no such file")
     if args.workers is None:
         args.workers = default_workers() if args.tokenizer == "gpt2" else 1
     if args.workers < 1:
@@ -752,7 +785,7 @@ def main(argv):
     if any(fmt == "parquet" for _, fmt in files):
         import_pyarrow()  # before any work
     prefix = args.prefix if args.prefix is not None else default_prefix(args.inputs[0], files)
-    tok = make_tokenizer(args.tokenizer)
+    tok = make_tokenizer(args.tokenizer, ranks_path=args.gpt2_ranks)
     with open_spool(args.out_dir) as spool:
         n = tokenize_inputs(files, tok, args.text_field, args.workers, spool)
         n_val = round(n * args.val_fraction)

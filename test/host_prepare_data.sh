@@ -8,6 +8,9 @@
 #     exactly one <|endoftext|>.
 #   parquet_equals_text: the same for a Parquet file of several row groups.
 #   dir_and_glob_inputs: a directory and a quoted glob give the files in sorted order, the same shards.
+#   gpt2_ranks_offline: with tiktoken's download failing (no network), --gpt2-ranks FILE builds the encoding
+#     from the file in the main process and in every worker: the same shards as the downloaded encoding's;
+#     without it the failure is one line that names --gpt2-ranks; a file that is not one is one line too.
 #   errors_are_one_line: binary and gzip inputs, a missing or non-string field, bad JSON, an unwritable
 #     --out-dir, a missing input, .parquet without pyarrow: exit status 2, one line "error: ..." naming the
 #     problem, no traceback, no shard written.
@@ -33,9 +36,30 @@ class _Encoding:
         return [self.encode_ordinary(t) for t in texts]
     def decode_single_token_bytes(self, i):
         return b"<|endoftext|>" if i == self.eot_token else b"t%d" % i
+class Encoding(_Encoding):  # built from ranks (--gpt2-ranks): the same ids as the downloaded encoding
+    def __init__(self, name, pat_str, mergeable_ranks, special_tokens):
+        assert name == "gpt2" and special_tokens == {"<|endoftext|>": 50256} and len(mergeable_ranks) == 50256
 def get_encoding(name):
+    import os
+    if os.environ.get("FAKE_TIKTOKEN_OFFLINE"):
+        raise ConnectionError("could not reach openaipublic.blob.core.windows.net")
     return _Encoding()
 PY
+cat > "$WORK/fake/tiktoken/load.py" <<'PY'
+import base64
+def load_tiktoken_bpe(path):  # tiktoken's format: base64 token, space, rank (one per line)
+    ranks = {}
+    for line in open(path, "rb").read().splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+PY
+python3 -c "
+import base64, sys
+with open(sys.argv[1], 'wb') as f:
+    for i in range(50256):
+        f.write(base64.b64encode(b't%d' % i) + b' %d\n' % i)" "$WORK/gpt2.tiktoken"
 # A pyarrow that cannot be imported (the no-pyarrow case where pyarrow is installed).
 mkdir -p "$WORK/nopyarrow/pyarrow"
 echo 'raise ImportError("no pyarrow here")' > "$WORK/nopyarrow/pyarrow/__init__.py"
@@ -125,6 +149,25 @@ if prep dir --tokenizer bytes --workers 2 "$WORK/txt" && prep glob --tokenizer b
   fi
 else
   fail dir_and_glob_inputs "a run failed: $(tail -1 "$WORK/dir.log") $(tail -1 "$WORK/glob.log")"
+fi
+
+# GPT-2 BPE without network: the ranks file, in the main process (--workers 1) and in 3 workers.
+if FAKE_TIKTOKEN_OFFLINE=1 prep ranks1 --workers 1 --gpt2-ranks "$WORK/gpt2.tiktoken" $TXT &&
+   FAKE_TIKTOKEN_OFFLINE=1 prep ranks3 --workers 3 --gpt2-ranks "$WORK/gpt2.tiktoken" $TXT; then
+  FAKE_TIKTOKEN_OFFLINE=1 prep offline --workers 1 $TXT; rc=$?
+  printf 'not a ranks file\n' > "$WORK/bad.tiktoken"
+  FAKE_TIKTOKEN_OFFLINE=1 prep badranks --workers 1 --gpt2-ranks "$WORK/bad.tiktoken" $TXT; rc_bad=$?
+  if ! same_output txt_gpt2 ranks1 || ! same_output txt_gpt2 ranks3; then
+    fail gpt2_ranks_offline "the shards differ from the downloaded encoding's"
+  elif [ $rc != 2 ] || [ "$(wc -l < "$WORK/offline.log")" != 1 ] || ! grep -q "^error: .*--gpt2-ranks FILE" "$WORK/offline.log"; then
+    fail gpt2_ranks_offline "without the file: exit $rc, $(tr '\n' ' ' < "$WORK/offline.log" | cut -c1-200)"
+  elif [ $rc_bad != 2 ] || [ "$(wc -l < "$WORK/badranks.log")" != 1 ] || ! grep -q "^error: --gpt2-ranks .*not a tiktoken ranks file" "$WORK/badranks.log"; then
+    fail gpt2_ranks_offline "a bad ranks file: exit $rc_bad, $(tr '\n' ' ' < "$WORK/badranks.log" | cut -c1-200)"
+  else
+    pass "gpt2_ranks_offline (same shards with 1 and 3 workers; without it: $(cut -c1-80 "$WORK/offline.log")...)"
+  fi
+else
+  fail gpt2_ranks_offline "a run failed: $(tail -1 "$WORK/ranks1.log") $(tail -1 "$WORK/ranks3.log")"
 fi
 
 # Error cases: exit status 2, the whole output's last line is the one error line, the only line on stderr.
