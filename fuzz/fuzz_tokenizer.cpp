@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_temp_dir.h"
+#include "llmc/host/file_bytes.h"
 #include "llmc/host/tokenizer.h"
 
 namespace {
@@ -49,17 +50,6 @@ void write_file(const std::string& path, const uint8_t* data, size_t size) {
         perror("fuzz_tokenizer: cannot write the temporary file");
         abort();
     }
-}
-
-std::string read_file(const std::string& path) {
-    std::string s;
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) return s;
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, got);
-    fclose(f);
-    return s;
 }
 
 [[noreturn]] void finding(const char* what) {
@@ -152,7 +142,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < tokens.size(); i++)
         if (t.token_bytes(static_cast<int>(i)) != tokens[i]) finding("an entry differs from the file's");
     t.save(p.out);
-    const std::string saved = read_file(p.out);
+    std::string saved;  // empty when unreadable: then the comparison below reports it
+    read_whole_file(p.out, &saved);
     if (saved.size() != size || (size && memcmp(saved.data(), data, size) != 0))
         finding("save() does not write back the file's bytes");
 

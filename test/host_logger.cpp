@@ -35,17 +35,6 @@ bool write_file(const std::string& p, const std::string& text) {
     return fclose(f) == 0;
 }
 
-std::string read_file(const std::string& p) {
-    std::string out;
-    FILE* f = fopen(p.c_str(), "r");
-    if (!f) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    fclose(f);
-    return out;
-}
-
 // Entries of a directory other than . and .. (the probe file must not be left behind).
 int count_entries(const std::string& dir) {
     std::string cmd = "ls -A '" + dir + "' | wc -l";
@@ -86,7 +75,7 @@ TEST(prepare_log_dir_under_a_regular_file) {
     EXPECT_TRUE(one_line(msg));
     EXPECT_CONTAINS(msg, "log directory '" + file + "': ");
     EXPECT_CONTAINS(msg, "not a directory");
-    EXPECT_TRUE(read_file(file) == "not a directory\n");  // untouched
+    EXPECT_TRUE(testing::read_bytes(file) == "not a directory\n");  // untouched
 }
 
 TEST(prepare_log_dir_empty_path) {
@@ -122,8 +111,9 @@ TEST(run_logger_writes_config_and_records) {
         EXPECT_TRUE(logger.dir() == dir);
         logger.record("train", {{"step", 3}, {"loss", 1.5}});
     }
-    EXPECT_TRUE(read_file(dir + "/config.json") == "{\"x\": 1}\n");
-    EXPECT_TRUE(read_file(dir + "/train.jsonl") == "{\"kind\": \"train\", \"step\": 3, \"loss\": 1.5}\n");
+    EXPECT_TRUE(testing::read_bytes(dir + "/config.json") == "{\"x\": 1}\n");
+    EXPECT_TRUE(testing::read_bytes(dir + "/train.jsonl") ==
+                "{\"kind\": \"train\", \"step\": 3, \"loss\": 1.5}\n");
     EXPECT_EQ(count_entries(dir), 2);  // config.json, train.jsonl: no probe file left
 }
 
