@@ -206,8 +206,16 @@ class CliSpec {
         return add(name, *var, desc, group)->type_name(type);
     }
     // A flag without a value (with "!--no-x" among the names: negatable); help shows its default, on/off.
+    // names "--x" or "--x,!--no-x" (a negation sets var to false).
     CLI::Option* add_switch(const std::string& names, bool& var, const std::string& desc, const char* group) {
+        const size_t neg = names.find(",!");
+        if (neg != std::string::npos) negations_[names.substr(0, neg)] = {names.substr(neg + 2), &var};
         return app.add_flag(names, var, desc)->group(group)->default_str(var ? "on" : "off");
+    }
+    // A given flag as the user spelled it: a switch whose value is false was given as its negation.
+    std::string spelling(const char* flag) const {
+        const auto it = negations_.find(flag);
+        return it != negations_.end() && !*it->second.second ? it->second.first : std::string(flag);
     }
     void add_model_flags();
     void add_training_flags();
@@ -218,6 +226,7 @@ class CliSpec {
 
     TrainConfig& c_;
     std::map<std::string, std::string> value_flags_;  // every name of a flag that takes a value -> long name
+    std::map<std::string, std::pair<std::string, const bool*>> negations_;  // switch -> its negation, value
     std::string precision_s_, gelu_s_, schedule_s_, fp8_format_s_, amax_algo_s_, model_s_, export_format_s_,
         adam_moments_s_;
     int layers_ = 0, channels_ = 0, heads_ = 0, vocab_ = 0, max_seq_ = 0;  // applied only when given
@@ -521,12 +530,7 @@ std::string CliSpec::flag_without_effect() const {
     };
     for (const Rule& r : rules)
         for (const char* f : r.flags)
-            if (!r.applies && given(f)) {
-                // a switch is named as it was spelled (its negation leaves the value false)
-                const bool negated = std::string(f) == "--fp8-lm-head" && !c_.fp8.lm_head;
-                return (negated ? std::string("--no-fp8-lm-head") : std::string(f)) + ": has no effect " +
-                       r.because;
-            }
+            if (!r.applies && given(f)) return spelling(f) + ": has no effect " + r.because;
     return "";
 }
 
