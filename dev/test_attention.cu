@@ -229,4 +229,34 @@ BENCH(attention_gpt1p5b) {
     }
 }
 
+// The plan choice: every plan of cuDNN's heuristics modes A, B and FALLBACK, timed on the GPT-1.5B shape
+// (deterministic backward, the trainer's default). A#0 is the plan attention_forward/backward use.
+BENCH(attention_plans_gpt1p5b) {
+    const Shape s{12, 1024, 25, 64};
+    const int B = s.B, T = s.T, H = s.H, D = s.D;
+    GpuContext* ctx = test_context();
+    std::vector<float> qkv, dout;
+    make_inputs(s, 1.0f, &qkv, &dout);
+    DeviceBuffers d;
+    upload(s, qkv, dout, &d);
+    AttentionGraphs graphs(true);
+    attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, 0);  // the stats backward reads
+    const double fwd_flops = 2.0 * 2.0 * B * H * (double)T * T * D / 2, bwd_flops = 2.5 * fwd_flops;
+    for (bool backward : {false, true}) {
+        const std::vector<AttentionPlanTiming> plans = attention_time_plans(
+            ctx, backward, true, d.qkv, d.out, d.stats, d.dout, d.dqkv, B, T, H, D, 20, 0);
+        for (const AttentionPlanTiming& p : plans) {
+            if (p.ms < 0) {
+                fprintf(stderr, "bench: attention %s plan %s\n", backward ? "backward" : "forward",
+                        p.name.c_str());
+                continue;
+            }
+            const std::string shape = bench::fmt("B=%d,T=%d,H=%d,D=%d,det,%s,ws=%lldMB", B, T, H, D,
+                                                 p.name.c_str(), (long long)(p.workspace_bytes >> 20));
+            bench::report_flops(backward ? "attention_backward_plan" : "attention_forward_plan", shape, p.ms,
+                                backward ? bwd_flops : fwd_flops, bench::kPeakBf16Tflops);
+        }
+    }
+}
+
 TEST_MAIN()

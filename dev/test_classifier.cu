@@ -1,9 +1,13 @@
 // Tests for llmc/kernels/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU
-// reference on the same bf16 logits, the read-only mode, determinism, mean_loss. Benchmark (--bench): the
-// bandwidth at GPT-2 size.
+// reference on the same bf16 logits, the read-only mode, determinism, mean_loss; and for its FP8 form
+// (llmc/fp8/fp8_classifier.cuh: dlogits quantized with their amax) against the same reference and the BF16
+// kernel's losses, with the byte transpose (fp8_transpose) its backward uses. Benchmark (--bench): the
+// bandwidth at GPT-2 size, both forms.
 #include <cstring>
 
 #include "dev/dev_utils.h"
+#include "dev/fp8_test_utils.h"
+#include "llmc/fp8/fp8_classifier.cuh"
 #include "llmc/kernels/classifier.cuh"
 #include "test/reference/classifier.h"
 
@@ -99,7 +103,86 @@ void check_classifier(int N, int V) {
     CHECK_CUDA(cudaFree(d_mean));
 }
 
+// The FP8 classifier on the same inputs: calibration pass (amax only), then the quantizing pass with the
+// fitted scale (or 4x it: the target entries, the largest |g|, saturate).
+void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
+    using namespace fp8_test;
+    printf("  N=%d V=%d %s%s\n", N, V, name(d), saturate ? " saturating" : "");
+    std::vector<float> logits;
+    std::vector<int> targets;
+    make_inputs(N, V, &logits, &targets);
+    const float dloss = 1.0f / N;
+    std::vector<float> ref_losses, ref_dlogits;
+    ref_classifier(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+    Allocs A;
+    bf16* d_logits = A(dev::to_device_bf16(logits));
+    int* d_targets = A(dev::to_device(targets));
+    float* d_losses = A(dev::device_alloc<float>(N));
+    fused_classifier(d_logits, d_losses, d_targets, dloss, N, V, false, 0);
+    const std::vector<float> bf16_losses = dev::from_device(d_losses, N);
+
+    Fp8ScaleState st = fp8_scale_state_create({d}, 2);
+    float* staging = fp8_staging_amax(&st);
+    CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
+    fp8_fused_classifier_amax(&st, 0, d_logits, d_losses, d_targets, dloss, N, V, 0);
+    const float amax = dev::from_device(staging, 1)[0];
+    // The losses are the BF16 kernel's code: the same bits.
+    EXPECT_TRUE(testing::same_bits(dev::from_device(d_losses, N), bf16_losses));
+    // amax = max |g| of the fp32 g, whose relative error is <= ~2e-5 (the BF16 test's derivation; the largest
+    // |g| is a target entry p - 1 ~ -1, where the absolute error 2e-5 * dloss is relative too).
+    float ref_amax = 0.0f;
+    for (float g : ref_dlogits) ref_amax = std::max(ref_amax, std::fabs(g));
+    testing::expect_close("amax", {amax}, {ref_amax}, 0.0, 2e-5);
+
+    float scale = fp8_compute_scale(amax, fp8_dtype_max(d), 0, 1.0f);
+    if (saturate) scale *= 4.0f;
+    upload_scale(&st, 0, scale);
+    CHECK_CUDA(cudaMemset(staging, 0, sizeof(float)));
+    CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
+    fp8b* d_q = A(dev::device_alloc<fp8b>((size_t)N * V));
+    float* d_sinv = A(dev::device_alloc<float>(1));
+    fp8_fused_classifier(d_q, d_sinv, &st, 0, d_logits, d_losses, d_targets, dloss, N, V, 0);
+    const std::vector<uint8_t> q = dev::from_device(d_q, (size_t)N * V);
+    EXPECT_TRUE(testing::same_bits(dev::from_device(d_losses, N), bf16_losses));
+    EXPECT_EQ(fp8_float_bits(dev::from_device(staging, 1)[0]), fp8_float_bits(amax));  // as the amax pass
+    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]), fp8_float_bits(fp8_compute_scale_inv(scale)));
+    EXPECT_TRUE(testing::same_bits(dev::from_device_bf16(d_logits, (size_t)N * V), logits));  // read only
+
+    // Against the float64 reference quantized on the CPU with the same scale: a code differs only where the
+    // reference lies within the GPU's fp32 error of a rounding midpoint. Non-target entries: relative error
+    // <= 2e-5, midpoints spaced >= 2^-4 (E4M3) / 2^-3 (E5M2) of the value apart, so at most a 2 * 2e-5 / 2^-4
+    // = 6.4e-4 fraction of them (fewer in the subnormal range, where the spacing is absolute); target entries
+    // (absolute error 2e-5 * dloss after p - 1 cancels) may all differ: N more. Never by more than one code.
+    std::vector<uint8_t> ref_q(q.size());
+    for (size_t i = 0; i < q.size(); i++) ref_q[i] = ref_fp8_quantize(ref_dlogits[i], scale, d);
+    expect_bytes_near("dlogits vs float64 reference", q, ref_q, (size_t)(1e-3 * q.size()) + N);
+    const size_t sat = check_saturation(ref_dlogits, ref_q, scale, d);
+    if (saturate) EXPECT_TRUE(sat > 0);
+
+    // The byte transpose the LM head's wgrad reads: exactly the bytes, transposed.
+    fp8b* d_qT = A(dev::device_alloc<fp8b>((size_t)N * V));
+    fp8_transpose(d_qT, d_q, N, V, 0);
+    const std::vector<uint8_t> qT = dev::from_device(d_qT, (size_t)N * V);
+    bool transposed = true;
+    for (int n = 0; n < N && transposed; n++)
+        for (int v = 0; v < V; v++)
+            if (qT[(size_t)v * N + n] != q[(size_t)n * V + v]) {
+                transposed = false;
+                printf("  transpose: first difference at n=%d v=%d\n", n, v);
+                break;
+            }
+    EXPECT_TRUE(transposed);
+    fp8_scale_state_destroy(&st);
+}
+
 }  // namespace
+
+TEST(classifier_fp8_dlogits) {
+    check_fp8_classifier(48, 400, Fp8Dtype::E5M2, false);  // neither N nor V a multiple of the 128 tile
+    check_fp8_classifier(64, 50304, Fp8Dtype::E5M2, false);
+    check_fp8_classifier(32, 50304, Fp8Dtype::E5M2, true);
+    check_fp8_classifier(48, 1024, Fp8Dtype::E4M3, false);
+}
 
 TEST(classifier_small_vocab) {
     check_classifier(37, 512);
@@ -177,6 +260,26 @@ BENCH(fused_classifier_gpt1p5b) {
     bench::report_bandwidth("fused_classifier", shape, ms, bytes);
     ms = dev::time_ms([&] { fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, N, V, false, 0); });
     bench::report_bandwidth("fused_classifier", shape + ",loss-only", ms, bytes / 2);
+    // The FP8 LM head's path: BF16 logits read (twice, the second from L2) and E5M2 dlogits written, then
+    // the byte transpose (read + write one byte each); it replaced BF16 dlogits + a cast-transpose of them.
+    {
+        Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E5M2}, 2);
+        fp8_test::upload_scale(&st, 0, 57344.0f * N);
+        for (int n = 0; n < N; n += R)  // fresh logits (the BF16 runs above left dlogits)
+            CHECK_CUDA(cudaMemcpy(d_logits + (size_t)n * V, d_block, (size_t)R * V * sizeof(bf16),
+                                  cudaMemcpyDeviceToDevice));
+        __nv_fp8_storage_t *d_q = dev::device_alloc<__nv_fp8_storage_t>((size_t)N * V),
+                           *d_qT = dev::device_alloc<__nv_fp8_storage_t>((size_t)N * V);
+        ms = dev::time_ms([&] {
+            fp8_fused_classifier(d_q, nullptr, &st, 0, d_logits, d_losses, d_targets, 1.0f / N, N, V, 0);
+        });
+        bench::report_bandwidth("fp8_fused_classifier", shape + ",e5m2", ms, 3.0 * N * V);
+        ms = dev::time_ms([&] { fp8_transpose(d_qT, d_q, N, V, 0); });
+        bench::report_bandwidth("fp8_transpose", shape, ms, 2.0 * N * V);
+        CHECK_CUDA(cudaFree(d_q));
+        CHECK_CUDA(cudaFree(d_qT));
+        fp8_scale_state_destroy(&st);
+    }
     CHECK_CUDA(cudaFree(d_block));
     CHECK_CUDA(cudaFree(d_logits));
     CHECK_CUDA(cudaFree(d_targets));

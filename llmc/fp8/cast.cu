@@ -140,6 +140,25 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     }
 }
 
+// ---- byte transpose of an FP8 tensor (no quantization): the same tile, phase 1 moves bytes as they are.
+__global__ void __launch_bounds__(kCtThreads, 2)
+    transpose_bytes_kernel(__nv_fp8_storage_t* __restrict__ out_T, const __nv_fp8_storage_t* __restrict__ in,
+                           int N, int C) {
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    uint2 q[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int n = n0 + rr + 16 * i;
+        q[i] = col_ok && n < N ? __ldcs(reinterpret_cast<const uint2*>(in + (size_t)n * C + c))
+                               : make_uint2(0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) ct_tile_park(tile, rr + 16 * i, cc, q[i]);
+    __syncthreads();
+    ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
+}
+
 // dbias[c] (+)= sum over `rows` partial rows, fixed order: block of 32 columns x 8 row-strided lanes.
 __global__ void __launch_bounds__(256)
     dbias_reduce_kernel(bf16* dbias, const float* __restrict__ partial, int rows, int C, bool accumulate) {
@@ -293,4 +312,16 @@ void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage
         launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
                                                        dout_NF, pre_NF, N, F, stream);
     launch_dbias_reduce(dbias_F, partial, N, F, accumulate, stream);
+}
+
+void fp8_transpose(__nv_fp8_storage_t* out_T_CN, const __nv_fp8_storage_t* in_NC, int N, int C,
+                   cudaStream_t stream) {
+    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
+          "fp8_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
+    CHECK(out_T_CN != nullptr && in_NC != nullptr && aligned16(out_T_CN) && aligned16(in_NC),
+          "fp8_transpose: pointers must be non-null and 16-byte aligned");
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
+    CHECK(grid.y <= 65535, "fp8_transpose: N = %d too large", N);
+    transpose_bytes_kernel<<<grid, kCtThreads, 0, stream>>>(out_T_CN, in_NC, N, C);
+    CHECK_LAUNCH();
 }

@@ -31,6 +31,11 @@ void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN
 void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
                         Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream);
 
+// out_T_CN [C, N] = the bytes of in_NC [N, C] transposed (already quantized: no scale, no amax). N and C
+// multiples of 16, pointers 16-byte aligned, no overlap.
+void fp8_transpose(__nv_fp8_storage_t* out_T_CN, const __nv_fp8_storage_t* in_NC, int N, int C,
+                   cudaStream_t stream);
+
 // Scratch (device, 16-byte aligned) needed by the dbias variants for N rows of OC columns.
 size_t fp8_dbias_scratch_bytes(int N, int OC);
 // Output gradient: cast + transpose of dY_NOC [N, OC] (out_NOC may be null, out_T_OCN [OC, N]) with amax, and

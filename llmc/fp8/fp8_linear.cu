@@ -32,6 +32,19 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
                        lin->w.scale_inv, bias_OC, N, C, OC, stream);
 }
 
+// dinp = dY W (null: skipped) and dW (+)= dY^T X from dY's row-wise and transposed copies.
+static void backward_gemms(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
+                           bf16* dinp_NC, bf16* dweight_OCC, int N, int C, int OC, bool accumulate,
+                           cudaStream_t stream) {
+    mark(f, kPhaseGemm, stream);
+    const cudaDataType_t dy_type = cuda_type(dy);
+    if (dinp_NC)
+        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, e4m3(lin->w.data_T), lin->w.scale_inv, dy.data, dy_type,
+                         dy.scale_inv, N, C, OC, stream);
+    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, e4m3(lin->x.data_T), lin->x.scale_inv, dy.data_T, dy_type,
+                     dy.scale_inv, N, C, OC, accumulate, stream);
+}
+
 void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          bool accumulate, cudaStream_t stream) {
@@ -55,13 +68,18 @@ void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16*
         else  // no bias (the LM head)
             fp8_cast_transpose(dy, scales, dout_NOC, N, OC, stream);
     }
-    mark(f, kPhaseGemm, stream);
-    const cudaDataType_t dy_type = cuda_type(dy);
-    if (dinp_NC)
-        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, e4m3(lin->w.data_T), lin->w.scale_inv, dy.data, dy_type,
-                         dy.scale_inv, N, C, OC, stream);
-    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, e4m3(lin->x.data_T), lin->x.scale_inv, dy.data_T, dy_type,
-                     dy.scale_inv, N, C, OC, accumulate, stream);
+    backward_gemms(f, lin, dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
+}
+
+void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
+                                      bf16* dweight_OCC, __nv_fp8_storage_t* dyT_OCN, int N, int C, int OC,
+                                      bool accumulate, cudaStream_t stream) {
+    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    Fp8Tensor dy = lin->dy;
+    dy.data_T = dyT_OCN;
+    mark(f, kPhaseCast, stream);
+    fp8_transpose(dy.data_T, dy.data, N, OC, stream);
+    backward_gemms(f, lin, dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
 }
 
 template <class T>

@@ -65,6 +65,11 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
 void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          bool accumulate, cudaStream_t stream);
+// The same without the cast: lin->dy.data already holds dY [N, OC] (the FP8 classifier wrote it, with its
+// amax and scale_inv); dY^T is transposed into dyT_OCN (OC x N bytes) for the wgrad. No bias.
+void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
+                                      bf16* dweight_OCC, __nv_fp8_storage_t* dyT_OCN, int N, int C, int OC,
+                                      bool accumulate, cudaStream_t stream);
 // W and W^T in FP8 from the FP32 master weight [OC, C] (once per optimizer step), or from the BF16 working
 // weight (several GPUs: the master is sharded, the gathered BF16 weight is what every rank has whole).
 void fp8_linear_cast_weight(const Fp8LinearContext* f, Fp8LinearBuffers* lin, const float* master_OCC, int OC,

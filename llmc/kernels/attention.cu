@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "llmc/host/check.h"
 
@@ -206,6 +207,29 @@ void execute(const BuiltGraph& g, GpuContext* ctx, const GraphKey& key,
               err.get_message().c_str());
 }
 
+std::unordered_map<int64_t, void*> forward_pack(bf16* out_NC, float* stats_BHT, const bf16* qkv_NC3,
+                                                size_t C) {
+    bf16* qkv = const_cast<bf16*>(qkv_NC3);
+    std::unordered_map<int64_t, void*> pack = {
+        {UID_Q, qkv}, {UID_K, qkv + C}, {UID_V, qkv + 2 * C}, {UID_O, out_NC}};
+    if (stats_BHT) pack[UID_STATS] = stats_BHT;
+    return pack;
+}
+
+std::unordered_map<int64_t, void*> backward_pack(bf16* dqkv_NC3, const bf16* dout_NC, const bf16* qkv_NC3,
+                                                 const bf16* out_NC, const float* stats_BHT, size_t C) {
+    bf16* qkv = const_cast<bf16*>(qkv_NC3);
+    return {{UID_Q, qkv},
+            {UID_K, qkv + C},
+            {UID_V, qkv + 2 * C},
+            {UID_O, const_cast<bf16*>(out_NC)},
+            {UID_DO, const_cast<bf16*>(dout_NC)},
+            {UID_STATS, const_cast<float*>(stats_BHT)},
+            {UID_DQ, dqkv_NC3},
+            {UID_DK, dqkv_NC3 + C},
+            {UID_DV, dqkv_NC3 + 2 * C}};
+}
+
 }  // namespace
 
 void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, float* stats_BHT,
@@ -213,10 +237,7 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
     const GraphKey key{B, T, H, D, stats_BHT ? Pass::ForwardTraining : Pass::ForwardInference};
     const BuiltGraph& g = get_graph(graphs, ctx, key);
     const size_t C = (size_t)H * D;
-    bf16* qkv = const_cast<bf16*>(qkv_NC3);
-    std::unordered_map<int64_t, void*> pack = {
-        {UID_Q, qkv}, {UID_K, qkv + C}, {UID_V, qkv + 2 * C}, {UID_O, out_NC}};
-    if (stats_BHT) pack[UID_STATS] = stats_BHT;
+    std::unordered_map<int64_t, void*> pack = forward_pack(out_NC, stats_BHT, qkv_NC3, C);
     execute(g, ctx, key, pack, stream);
     mark_initialized(out_NC, (size_t)B * T * C * sizeof(bf16), stream);  // cuDNN's TMA stores: see the header
     if (stats_BHT) mark_initialized(stats_BHT, (size_t)B * H * T * sizeof(float), stream);
@@ -228,16 +249,76 @@ void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3
     const GraphKey key{B, T, H, D, Pass::Backward};
     const BuiltGraph& g = get_graph(graphs, ctx, key);
     const size_t C = (size_t)H * D;
-    bf16* qkv = const_cast<bf16*>(qkv_NC3);
-    std::unordered_map<int64_t, void*> pack = {{UID_Q, qkv},
-                                               {UID_K, qkv + C},
-                                               {UID_V, qkv + 2 * C},
-                                               {UID_O, const_cast<bf16*>(out_NC)},
-                                               {UID_DO, const_cast<bf16*>(dout_NC)},
-                                               {UID_STATS, const_cast<float*>(stats_BHT)},
-                                               {UID_DQ, dqkv_NC3},
-                                               {UID_DK, dqkv_NC3 + C},
-                                               {UID_DV, dqkv_NC3 + 2 * C}};
+    std::unordered_map<int64_t, void*> pack = backward_pack(dqkv_NC3, dout_NC, qkv_NC3, out_NC, stats_BHT, C);
     execute(g, ctx, key, pack, stream);
     mark_initialized(dqkv_NC3, (size_t)B * T * 3 * C * sizeof(bf16), stream);
+}
+
+namespace {
+// Every plan one heuristics mode offers for `key`, each built and timed (mean of `reps` runs on `stream`).
+void time_mode_plans(GpuContext* ctx, const GraphKey& key, bool deterministic, fe::HeurMode_t mode,
+                     const char* mode_name, std::unordered_map<int64_t, void*>& pack, int reps,
+                     cudaStream_t stream, std::vector<AttentionPlanTiming>* out) {
+    auto g = describe_graph(key, deterministic);
+    auto ok = [&](const char* what, fe::error_t err) {
+        if (err.is_good()) return true;
+        out->push_back({std::string(mode_name) + ": " + what + " failed: " + err.get_message(), 0, -1.0f});
+        return false;
+    };
+    if (!ok("validate", g->validate()) ||
+        !ok("build_operation_graph", g->build_operation_graph(ctx->cudnn)) ||
+        !ok("create_execution_plans", g->create_execution_plans({mode})) ||
+        !ok("check_support", g->check_support()) ||
+        !ok("build_plans", g->build_plans(fe::BuildPlanPolicy_t::ALL)))
+        return;
+    bind_stream(ctx, stream);
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    for (int64_t i = 0; i < g->get_execution_plan_count(); i++) {
+        std::string name;
+        int64_t ws = 0;
+        if (g->get_plan_name_at_index(i, name).is_bad()) name = "?";
+        name = std::string(mode_name) + "#" + std::to_string(i) + " " + name;
+        if (g->get_workspace_size_plan_at_index(i, ws).is_bad()) {
+            out->push_back({name + ": no workspace size", 0, -1.0f});
+            continue;
+        }
+        void* workspace = ensure_cudnn_workspace(ctx, (size_t)ws);
+        if (g->execute_plan_at_index(ctx->cudnn, pack, workspace, i).is_bad()) {  // warm-up
+            out->push_back({name + ": execute failed", ws, -1.0f});
+            continue;
+        }
+        CHECK_CUDA(cudaEventRecord(start, stream));
+        for (int r = 0; r < reps; r++) (void)g->execute_plan_at_index(ctx->cudnn, pack, workspace, i);
+        CHECK_CUDA(cudaEventRecord(stop, stream));
+        CHECK_CUDA(cudaEventSynchronize(stop));
+        float ms = 0.0f;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        out->push_back({name, ws, ms / reps});
+    }
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
+}
+}  // namespace
+
+std::vector<AttentionPlanTiming> attention_time_plans(GpuContext* ctx, bool backward, bool deterministic,
+                                                      bf16* qkv_NC3, bf16* out_NC, float* stats_BHT,
+                                                      bf16* dout_NC, bf16* dqkv_NC3, int B, int T, int H,
+                                                      int D, int reps, cudaStream_t stream) {
+    const GraphKey key{B, T, H, D, backward ? Pass::Backward : Pass::ForwardTraining};
+    const size_t C = (size_t)H * D;
+    std::unordered_map<int64_t, void*> pack =
+        backward ? backward_pack(dqkv_NC3, dout_NC, qkv_NC3, out_NC, stats_BHT, C)
+                 : forward_pack(out_NC, stats_BHT, qkv_NC3, C);
+    std::vector<AttentionPlanTiming> out;
+    try {
+        time_mode_plans(ctx, key, deterministic, fe::HeurMode_t::A, "A", pack, reps, stream, &out);
+        time_mode_plans(ctx, key, deterministic, fe::HeurMode_t::B, "B", pack, reps, stream, &out);
+        time_mode_plans(ctx, key, deterministic, fe::HeurMode_t::FALLBACK, "fallback", pack, reps, stream,
+                        &out);
+    } catch (const std::exception& e) {
+        out.push_back({std::string("exception: ") + e.what(), 0, -1.0f});
+    }
+    return out;
 }

@@ -10,6 +10,8 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "llmc/gpu/context.h"
 
@@ -46,3 +48,18 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
 void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3, const bf16* dout_NC,
                         const bf16* qkv_NC3, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
                         int D, cudaStream_t stream);
+
+// The plan choice, measured (the benchmark's question: is the heuristic's first plan, which
+// attention_forward/backward use, the fastest?): every execution plan that cuDNN's heuristics modes A, B and
+// FALLBACK offer for the training forward (backward = false) or the backward, each built and run `reps` times
+// on the given buffers (outputs overwritten). "A#0" is the plan the trainer uses. ms < 0: the plan (or the
+// mode) failed, `name` says where.
+struct AttentionPlanTiming {
+    std::string name;
+    int64_t workspace_bytes;
+    float ms;
+};
+std::vector<AttentionPlanTiming> attention_time_plans(GpuContext* ctx, bool backward, bool deterministic,
+                                                      bf16* qkv_NC3, bf16* out_NC, float* stats_BHT,
+                                                      bf16* dout_NC, bf16* dqkv_NC3, int B, int T, int H,
+                                                      int D, int reps, cudaStream_t stream);

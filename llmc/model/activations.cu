@@ -11,7 +11,7 @@
 
 namespace {
 enum class Count { One, L, LPlus1 };
-enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX, Fp8LmHead };
+enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX, Fp8LmHead, Bf16LmHead };
 // Sizes in elements of the row's dtype (Bytes: in bytes).
 enum class Size {
     N,
@@ -19,7 +19,7 @@ enum class Size {
     N3C,
     NF,
     NV,
-    NOutMax,  // N x the widest FP8 Linear output: 4C, or V with the FP8 LM head
+    NOutMax,  // N x the widest FP8 Linear output: 4C, or V with the FP8 LM head (its dY rows)
     BHT,
     One,
     ReduceScratch,
@@ -55,7 +55,7 @@ const ActivationSpec kActivations[] = {
     {Act::Ln2Mean,           "ln stats",                     Count::L,      Size::N,                Dtype::F32,   When::Always},
     {Act::Ln2Rstd,           "ln stats",                     Count::L,      Size::N,                Dtype::F32,   When::Always},
     {Act::AttStats,          "att stats",                    Count::L,      Size::BHT,              Dtype::F32,   When::Always},
-    {Act::Lnf,               "lnf",                          Count::One,    Size::NC,               Dtype::BF16,  When::Always},
+    {Act::Lnf,               "lnf",                          Count::One,    Size::NC,               Dtype::BF16,  When::Bf16LmHead},
     {Act::LnfMean,           "ln stats",                     Count::One,    Size::N,                Dtype::F32,   When::Always},
     {Act::LnfRstd,           "ln stats",                     Count::One,    Size::N,                Dtype::F32,   When::Always},
     {Act::Logits,            "logits",                       Count::One,    Size::NV,               Dtype::BF16,  When::Always},
@@ -79,7 +79,7 @@ const ActivationSpec kActivations[] = {
     {Act::Fp8XRows,          "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
     {Act::Fp8XtLmHead,       "fp8 saved X^T",                Count::One,    Size::NC,               Dtype::FP8,   When::Fp8LmHead},
     {Act::Fp8DyRows,         "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},
-    {Act::Fp8DyT,            "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},
+    {Act::Fp8DyT,            "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
     {Act::Fp8DyScaleInv,     "fp8 scratch",                  Count::One,    Size::One,              Dtype::F32,   When::Fp8},
     {Act::Fp8DbiasScratch,   "fp8 scratch",                  Count::One,    Size::DbiasScratch,     Dtype::Bytes, When::Fp8},
 };
@@ -99,6 +99,8 @@ bool present(When w, const ActivationShape& s) {
             return s.fp8 && s.recompute_fc_proj_input;
         case When::Fp8LmHead:
             return s.fp8 && s.fp8_lm_head;
+        case When::Bf16LmHead:  // the BF16 head's input; the FP8 head's final LayerNorm writes FP8
+            return !s.fp8_lm_head;
     }
     return false;
 }

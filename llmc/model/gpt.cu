@@ -156,7 +156,8 @@ static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStor
 
 // --fp8-lm-head: the LM head as FP8 Linear number L x 4, its input from the final LayerNorm (FP8 rows +
 // transposed copy), W and W^T cast from the tied embedding's BF16 weight after every update (the embedding's
-// AdamW is the plain one: the encoder reads its BF16 copy), no bias (dY is cast without dbias).
+// AdamW is the plain one: the encoder reads its BF16 copy), no bias; its dY comes quantized from the FP8
+// classifier and its dY^T goes over the spent logits.
 static std::unique_ptr<Linear> build_fp8_lm_head(GptModel::Impl& s, const Fp8LinearStorage& st) {
     Fp8LinearSetup f;
     f.index = s.cfg.num_layers * kLinearsPerLayer;
@@ -168,6 +169,7 @@ static std::unique_ptr<Linear> build_fp8_lm_head(GptModel::Impl& s, const Fp8Lin
     f.fp8_weight = st.weight;
     f.w_scale_inv = st.w_scale_inv;
     f.x_scale_inv = st.x_scale_inv;
+    f.loss_head = true;
     return make_fp8_linear(linear_params(s, 0, kLmHead), &s.linear_runtime, f);
 }
 

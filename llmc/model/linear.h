@@ -56,6 +56,11 @@ class Linear {
     virtual void input_from_gelu(const bf16* pre_gelu_NI) = 0;
     virtual void input_from(const bf16* x_NI) = 0;  // kept (not copied) until the backward
     virtual void forward(bf16* out_NO) = 0;
+    // The LM head: its output logits_NO feeds the softmax cross-entropy. losses_N[n] = the row's loss; the
+    // gradient (softmax - onehot) * dloss becomes this Linear's dY in the form its backward reads: BF16 in
+    // place over the logits, or (FP8 loss head) quantized with dY's scale into the FP8 scratch. backward()
+    // is then called with dout_NO = logits_NO.
+    virtual void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) = 0;
 
     // The backward's input where the forward did not keep it: rebuilt from the pre-GELU tensor.
     virtual void restore_input_from_gelu(const bf16* pre_gelu_NI) = 0;
@@ -83,6 +88,8 @@ std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRunt
 // kept for the backward. recompute_input: the GELU-fed Linear rebuilds it in restore_input_from_gelu instead.
 // master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
 // which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
+// loss_head: the LM head, whose dY comes quantized from loss_and_dlogits; its backward transposes it into the
+// spent logits buffer (so the shared dY^T scratch need not hold N x V).
 struct Fp8LinearSetup {
     int index;
     DelayedScaling* recipe;
@@ -93,6 +100,7 @@ struct Fp8LinearSetup {
     __nv_fp8_storage_t* fp8_weight;
     float* w_scale_inv;
     float* x_scale_inv;
+    bool loss_head = false;
 };
 std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt,
                                         const Fp8LinearSetup& s);

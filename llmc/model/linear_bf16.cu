@@ -1,6 +1,7 @@
 // The BF16 Linear (llmc/model/linear.h): cuBLASLt BF16 GEMMs; the input is kept in BF16 for the backward
 // (a LayerNorm output per layer, the attention output as given, the GELU output recomputed).
 #include "llmc/gpu/context.h"
+#include "llmc/kernels/classifier.cuh"
 #include "llmc/kernels/gelu.cuh"
 #include "llmc/kernels/layernorm.cuh"
 #include "llmc/kernels/matmul.cuh"
@@ -37,6 +38,9 @@ class Bf16Linear : public Linear {
     }
 
     // The GELU output is not stored per layer: recomputed into the shared buffer.
+    void loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) override {
+        fused_classifier(logits, losses, targets, dloss, p_.N, p_.out, /*write_dlogits=*/true, stream());
+    }
     void restore_input_from_gelu(const bf16* pre) override { input_from_gelu(pre); }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         rt_->mark(kPhaseGemm);

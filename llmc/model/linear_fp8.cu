@@ -3,6 +3,7 @@
 // its amax in one pass; the backward casts dY with dbias (and dGELU) fused, then FP8 dgrad and wgrad
 // (llmc/fp8/fp8_linear.cuh). The weights' W and W^T are cast once per optimizer step.
 #include "llmc/fp8/adamw_fp8.cuh"
+#include "llmc/fp8/fp8_classifier.cuh"
 #include "llmc/fp8/fp8_linear.cuh"
 #include "llmc/fp8/fp8_producers.cuh"
 #include "llmc/gpu/context.h"
@@ -12,7 +13,11 @@ namespace {
 class Fp8Linear : public Linear {
   public:
     Fp8Linear(const LinearParams& p, const LinearRuntime* rt, const Fp8LinearSetup& s)
-        : p_(p), rt_(rt), recompute_input_(s.recompute_input), master_(s.master_weight_OI) {
+        : p_(p),
+          rt_(rt),
+          recompute_input_(s.recompute_input),
+          loss_head_(s.loss_head),
+          master_(s.master_weight_OI) {
         f_.ctx = rt->ctx;
         f_.plans = rt->plans;
         f_.recipe = s.recipe;
@@ -53,6 +58,20 @@ class Fp8Linear : public Linear {
         fp8_linear_forward_quantized(&f_, &lin_, out, p_.bias_O, p_.N, p_.in, p_.out, stream());
     }
 
+    // The loss head: dlogits quantized by the classifier itself (calibrated first on step 0, like every
+    // producer), straight into dY's row-wise scratch.
+    void loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) override {
+        CHECK(loss_head_, "loss_and_dlogits: FP8 Linear %d is not the LM head",
+              lin_.x.slot / kFp8RolesPerLinear);
+        rt_->mark(kPhaseOther);
+        fp8_calibrate_if_needed(&f_, lin_.dy, stream(), [&] {
+            fp8_fused_classifier_amax(scales(), lin_.dy.slot, logits, losses, targets, dloss, p_.N, p_.out,
+                                      stream());
+        });
+        fp8_fused_classifier(lin_.dy, scales(), logits, losses, targets, dloss, stream());
+        spent_logits_ = logits;
+    }
+
     // --recompute 1: the forward's X^T again, from the same pre-GELU input with the same scale (scales change
     // only in the update), so bitwise the same bytes; the amax it records is the one already staged (a max).
     void restore_input_from_gelu(const bf16* pre) override {
@@ -62,6 +81,14 @@ class Fp8Linear : public Linear {
                                 stream());
     }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
+        if (loss_head_) {  // dY is quantized already; its transpose goes over the logits it came from
+            CHECK(dout != nullptr && dout == spent_logits_,
+                  "FP8 LM head: backward() without loss_and_dlogits()");
+            fp8_linear_backward_quantized_dy(&f_, &lin_, dinp, p_.dweight_OI,
+                                             reinterpret_cast<__nv_fp8_storage_t*>(spent_logits_), p_.N,
+                                             p_.in, p_.out, accumulate, stream());
+            return;
+        }
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, nullptr, p_.N, p_.in, p_.out,
                             accumulate, stream());
     }
@@ -103,6 +130,8 @@ class Fp8Linear : public Linear {
     Fp8LinearContext f_;
     Fp8LinearBuffers lin_;
     bool recompute_input_;
+    bool loss_head_;
+    bf16* spent_logits_ = nullptr;  // the loss head: the logits its dY came from, then dY^T's bytes
     const float* master_;  // one GPU: the FP32 master weight (the cast's source); null: the BF16 weight
 };
 }  // namespace

@@ -1,0 +1,62 @@
+// FP8 dlogits from the fused classifier (llmc/fp8/fp8_classifier.cuh). The row code is the BF16 kernel's
+// (llmc/kernels/classifier_row.cuh); the quantization and amax are the cast kernels' (fp8_device.cuh).
+#include <cstdint>
+
+#include "llmc/fp8/fp8_classifier.cuh"
+#include "llmc/fp8/fp8_device.cuh"
+#include "llmc/kernels/classifier_row.cuh"
+
+namespace {
+
+// kWrite false: the amax only (calibration).
+template <bool kWrite, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(512, 2)
+    fp8_classifier_kernel(__nv_fp8_storage_t* out_NV, float* out_scale_inv, float* staging,
+                          const float* scale_ptr, const float* scale_inv_ptr, const bf16* logits_NV,
+                          float* losses_N, const int* targets_N, float dloss, int V) {
+    const bf16* row = logits_NV + (size_t)blockIdx.x * V;
+    __nv_fp8_storage_t* out = out_NV + (size_t)blockIdx.x * V;
+    const int target = targets_N[blockIdx.x];
+    if (kWrite && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+        *out_scale_inv = *scale_inv_ptr;
+    const float scale = kWrite ? *scale_ptr : 0.0f;
+    const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x);
+    uint32_t amax_bits = 0;
+    classifier_row_dlogits(row, V, target, dloss, st, [&](int i, const float(&g)[8]) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(g[k]));
+        if constexpr (kWrite) *reinterpret_cast<uint2*>(out + (size_t)i * 8) = to_fp8x8<FMT>(g, scale);
+    });
+    block_amax_atomic(amax_bits, staging);
+}
+
+template <bool kWrite>
+void launch(__nv_fp8_storage_t* out_NV, float* out_scale_inv, Fp8ScaleState* st, int slot,
+            const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, int N, int V,
+            cudaStream_t stream) {
+    CHECK(V > 0 && V % 16 == 0, "fp8_fused_classifier: V = %d must be a positive multiple of 16", V);
+    CHECK(aligned16(logits_NV) && aligned16(out_NV),
+          "fp8_fused_classifier: pointers must be 16-byte aligned");
+    if (N <= 0) return;
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        fp8_classifier_kernel<kWrite, FMT><<<N, classifier_block_size(V), 0, stream>>>(
+            out_NV, out_scale_inv, st->amax_history + slot, st->scale + slot, st->scale_inv + slot, logits_NV,
+            losses_N, targets_N, dloss, V);
+        CHECK_LAUNCH();
+    });
+}
+
+}  // namespace
+
+void fp8_fused_classifier(__nv_fp8_storage_t* out_NV, float* out_scale_inv, Fp8ScaleState* st, int slot,
+                          const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, int N,
+                          int V, cudaStream_t stream) {
+    CHECK(out_NV != nullptr, "fp8_fused_classifier: the output is required");
+    launch<true>(out_NV, out_scale_inv, st, slot, logits_NV, losses_N, targets_N, dloss, N, V, stream);
+}
+
+void fp8_fused_classifier_amax(Fp8ScaleState* st, int slot, const bf16* logits_NV, float* losses_N,
+                               const int* targets_N, float dloss, int N, int V, cudaStream_t stream) {
+    launch<false>(nullptr, nullptr, st, slot, logits_NV, losses_N, targets_N, dloss, N, V, stream);
+}
