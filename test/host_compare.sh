@@ -38,6 +38,15 @@ else
   fail table "$(tr '\n' ' ' < table.txt | head -c 400)"
 fi
 
+# --curves: the validation table (ratio to the first run) and the character plot, with every run's mark.
+if python3 "$CMP" bf16 fp8 --no-png --curves > curves.txt 2>&1 && grep -q '^| 9 | 4.2000 | 4.2000 | 1.0000 |$' curves.txt &&
+   grep -q '^loss (b = bf16, f = fp8; + where runs overlap; \* validation)$' curves.txt &&
+   [ "$(grep -c '^ *[0-9.]* |' curves.txt)" = 18 ] && grep -q '^  5.000 |+' curves.txt; then
+  pass "curves (validation table with ratios, an 18-row plot starting at the first loss)"
+else
+  fail curves "$(tr '\n' ' ' < curves.txt | head -c 600)"
+fi
+
 if ! python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$CMP" bf16 fp8 > out.txt 2> err.txt
   rc=$?
