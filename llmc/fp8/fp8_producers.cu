@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
             }
         };
         float m, s;
-        layernorm_row_forward<K, kResidual, kResidual && kWrite>(m, s, residual, inp1, inp2, weight, bias,
-                                                                 off, C, lane, on_value, on_chunk);
+        layernorm_row_forward<K, kResidual, kResidual && kWrite, /*kPrefetchInp2=*/false>(
+            m, s, residual, inp1, inp2, weight, bias, off, C, lane, on_value, on_chunk);
         if constexpr (kWrite) {
             if (lane == 0) {
                 if (mean != nullptr) mean[row] = m;
