@@ -122,17 +122,6 @@ std::shared_ptr<fe::graph::Graph> describe_graph(const GraphKey& key, bool deter
     return g;
 }
 
-// Bytes added to the workspace cuDNN reports. Below head size 64, cuDNN 9.14's Hopper flash backward
-// (sm90_flash_bprop_wgmma, 64x64x64 tiles) writes past the workspace it asks for: compute-sanitizer at B=8,
-// H=2, T=64, D=32 (deterministic) shows 16-byte stores starting exactly at the end of the reported 266,560
-// bytes, about 32.8 KB per (b, h), i.e. an fp32 row of 64 per position, as if D were 64; an illegal address
-// when the next page is unmapped, silent corruption of a neighbour otherwise. The slack is two such fp32
-// buffers. At D = 64 (every GPT-2 size) nothing is added.
-int64_t workspace_slack(const GraphKey& key) {
-    if (key.pass != Pass::Backward || key.D >= 64) return 0;
-    return (int64_t)2 * key.B * key.H * key.T * 64 * (int64_t)sizeof(float);
-}
-
 // Validates and builds the graph; on failure returns false with "<step>: <frontend message>" in *why.
 bool build_graph(const GraphKey& key, bool deterministic, cudnnHandle_t handle, BuiltGraph* out,
                  std::string* why) {
@@ -151,7 +140,7 @@ bool build_graph(const GraphKey& key, bool deterministic, cudnnHandle_t handle, 
         int64_t ws = 0;
         if (!step("get_workspace_size", g->get_workspace_size(ws))) return false;
         out->graph = std::move(g);
-        out->workspace_bytes = ws + workspace_slack(key);
+        out->workspace_bytes = ws;
         return true;
     } catch (const std::exception& e) {  // the frontend throws for a few unsupported configurations
         *why = std::string("exception: ") + e.what();
