@@ -4,6 +4,8 @@
 // head h at columns h*D .. h*D+D-1 of each part (i.e. [B, T, 3, H, D]). The output out_NC is [B, T, H, D].
 // stats_BHT holds, per (b, h, t), the natural-log log-sum-exp of that row's scaled, masked scores
 // (max_j s_tj + log sum_j exp(s_tj - max), s = q.k / sqrt(D)), which backward needs.
+// T not a multiple of 128: the backward graph takes an explicit padding mask with every length T (same
+// result), so that no host-to-device copy is captured into the CUDA graph (attention.cu says why).
 // Implemented in attention.cpp, its own translation unit: cudnn_frontend is header-only and slow to compile.
 #pragma once
 #include <cuda_bf16.h>
