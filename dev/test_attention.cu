@@ -195,17 +195,28 @@ TEST(attention_B1_H2_T64_D128) { run_case({1, 64, 2, 128}, 1.0f, {}, false); }
 // GPT-1.5B shape: checks three heads against the reference (all heads for poison).
 TEST(attention_gpt1p5b) { run_case({12, 1024, 25, 64}, 1.0f, {{0, 0}, {5, 13}, {11, 24}}, false); }
 
-// GPT-1.5B shape, deterministic and non-deterministic backward. Causal: QK^T and PV each 2*T*T*D flops per
-// (b, h), halved by the mask; backward has 5 such products. Against the dense BF16 GEMM peak.
-BENCH(attention_gpt1p5b) {
+// The benchmarks' inputs at the GPT-1.5B shape, on the device, and their FLOP counts (causal: QK^T and PV
+// each 2*T*T*D flops per (b, h), halved by the mask; backward has 5 such products).
+struct Gpt1p5bBench {
     const Shape s{12, 1024, 25, 64};
     const int B = s.B, T = s.T, H = s.H, D = s.D;
     GpuContext* ctx = test_context();
-    std::vector<float> qkv, dout;
-    make_inputs(s, 1.0f, &qkv, &dout);
     DeviceBuffers d;
-    upload(s, qkv, dout, &d);
     const double fwd_flops = 2.0 * 2.0 * B * H * (double)T * T * D / 2, bwd_flops = 2.5 * fwd_flops;
+    Gpt1p5bBench() {
+        std::vector<float> qkv, dout;
+        make_inputs(s, 1.0f, &qkv, &dout);
+        upload(s, qkv, dout, &d);
+    }
+};
+
+// GPT-1.5B shape, deterministic and non-deterministic backward, against the dense BF16 GEMM peak.
+BENCH(attention_gpt1p5b) {
+    Gpt1p5bBench b;
+    const int B = b.B, T = b.T, H = b.H, D = b.D;
+    GpuContext* ctx = b.ctx;
+    DeviceBuffers& d = b.d;
+    const double fwd_flops = b.fwd_flops, bwd_flops = b.bwd_flops;
     for (bool deterministic : {true, false}) {
         AttentionGraphs graphs(deterministic);
         const std::string shape =
@@ -232,16 +243,13 @@ BENCH(attention_gpt1p5b) {
 // The plan choice: every plan of cuDNN's heuristics modes A, B and FALLBACK, timed on the GPT-1.5B shape
 // (deterministic backward, the trainer's default). A#0 is the plan attention_forward/backward use.
 BENCH(attention_plans_gpt1p5b) {
-    const Shape s{12, 1024, 25, 64};
-    const int B = s.B, T = s.T, H = s.H, D = s.D;
-    GpuContext* ctx = test_context();
-    std::vector<float> qkv, dout;
-    make_inputs(s, 1.0f, &qkv, &dout);
-    DeviceBuffers d;
-    upload(s, qkv, dout, &d);
+    Gpt1p5bBench b;
+    const int B = b.B, T = b.T, H = b.H, D = b.D;
+    GpuContext* ctx = b.ctx;
+    DeviceBuffers& d = b.d;
+    const double fwd_flops = b.fwd_flops, bwd_flops = b.bwd_flops;
     AttentionGraphs graphs(true);
     attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, 0);  // the stats backward reads
-    const double fwd_flops = 2.0 * 2.0 * B * H * (double)T * T * D / 2, bwd_flops = 2.5 * fwd_flops;
     for (bool backward : {false, true}) {
         const std::vector<AttentionPlanTiming> plans = attention_time_plans(
             ctx, backward, true, d.qkv, d.out, d.stats, d.dout, d.dqkv, B, T, H, D, 20, 0);

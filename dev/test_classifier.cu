@@ -31,14 +31,25 @@ void make_inputs(int N, int V, std::vector<float>* logits, std::vector<int>* tar
     }
 }
 
-void check_classifier(int N, int V) {
-    printf("  N=%d V=%d\n", N, V);
+// One case: the inputs (make_inputs), dloss = 1/N, and the float64 reference's losses and dlogits.
+struct ClassifierCase {
     std::vector<float> logits;
     std::vector<int> targets;
-    make_inputs(N, V, &logits, &targets);
-    const float dloss = 1.0f / N;
+    float dloss;
     std::vector<float> ref_losses, ref_dlogits;
-    ref_classifier(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+    ClassifierCase(int N, int V) : dloss(1.0f / N) {
+        make_inputs(N, V, &logits, &targets);
+        ref_classifier(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+    }
+};
+
+void check_classifier(int N, int V) {
+    printf("  N=%d V=%d\n", N, V);
+    const ClassifierCase k(N, V);
+    const std::vector<float>& logits = k.logits;
+    const std::vector<int>& targets = k.targets;
+    const float dloss = k.dloss;
+    const std::vector<float>&ref_losses = k.ref_losses, &ref_dlogits = k.ref_dlogits;
 
     bf16* d_logits = dev::to_device_bf16(logits);
     int* d_targets = dev::to_device(targets);
@@ -108,12 +119,11 @@ void check_classifier(int N, int V) {
 void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
     using namespace fp8_test;
     printf("  N=%d V=%d %s%s\n", N, V, name(d), saturate ? " saturating" : "");
-    std::vector<float> logits;
-    std::vector<int> targets;
-    make_inputs(N, V, &logits, &targets);
-    const float dloss = 1.0f / N;
-    std::vector<float> ref_losses, ref_dlogits;
-    ref_classifier(logits, targets, dloss, N, V, &ref_losses, &ref_dlogits);
+    const ClassifierCase k(N, V);
+    const std::vector<float>& logits = k.logits;
+    const std::vector<int>& targets = k.targets;
+    const float dloss = k.dloss;
+    const std::vector<float>& ref_dlogits = k.ref_dlogits;
     Allocs A;
     bf16* d_logits = A(dev::to_device_bf16(logits));
     int* d_targets = A(dev::to_device(targets));
