@@ -179,6 +179,55 @@ void run_case(const Shape& s, float qk_std, std::vector<std::pair<int, int>> hea
     if (extras) check_extras(&graphs, ctx, s, qkv, dout, d);
 }
 
+// Forward + backward captured once into a CUDA graph (as the trainer's step is) and replayed: every replay
+// gives the eager run's bytes. Between replays the host heap is churned (vectors allocated, filled, freed),
+// so a captured copy from short-lived host memory would replay garbage: the cuDNN backward at T % 128 != 0
+// used to take its sequence lengths that way (llmc/kernels/attention.cu).
+void check_graph_replay(const Shape& s) {
+    REQUIRE_GPU();
+    GpuContext* ctx = test_context();
+    const int B = s.B, T = s.T, H = s.H, D = s.D;
+    const size_t N = (size_t)B * T, C = (size_t)H * D;
+    printf("  shape B=%d T=%d H=%d D=%d, 5 graph replays\n", B, T, H, D);
+    AttentionGraphs graphs(/*deterministic_backward=*/true);
+    std::vector<float> qkv, dout;
+    make_inputs(s, 1.0f, &qkv, &dout);
+    DeviceBuffers d;
+    upload(s, qkv, dout, &d);
+    auto step = [&] {
+        attention_forward(&graphs, ctx, d.out, d.stats, d.qkv, B, T, H, D, ctx->stream);
+        attention_backward(&graphs, ctx, d.dqkv, d.dout, d.qkv, d.out, d.stats, B, T, H, D, ctx->stream);
+    };
+    step();  // eager: builds the graphs and sizes the workspace
+    CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+    const std::vector<float> eager_out = dev::from_device_bf16(d.out, N * C);
+    const std::vector<float> eager_dqkv = dev::from_device_bf16(d.dqkv, N * 3 * C);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+    step();
+    CHECK_CUDA(cudaStreamEndCapture(ctx->stream, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    bool same = true;
+    for (int r = 0; r < 5 && same; r++) {
+        for (int k = 0; k < 64; k++) {
+            std::vector<int32_t> churn(4096 + 97 * k, 0x7f7f7f7f);
+            asm volatile("" : : "r"(churn.data()) : "memory");
+        }
+        CHECK_CUDA(
+            cudaMemset(d.dqkv, 0xFF, N * 3 * C * sizeof(bf16)));  // NaN: every element must be rewritten
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaGraphLaunch(exec, ctx->stream));
+        CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
+        same = testing::same_bits(dev::from_device_bf16(d.out, N * C), eager_out) &&
+               testing::same_bits(dev::from_device_bf16(d.dqkv, N * 3 * C), eager_dqkv);
+        if (!same) printf("  replay %d differs from the eager run\n", r);
+    }
+    EXPECT_TRUE(same);
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+}
+
 }  // namespace
 
 TEST(attention_B2_H4_T128_D64) { run_case({2, 128, 4, 64}, 1.0f, {}, true); }
@@ -191,6 +240,13 @@ TEST(attention_B3_H2_T200_D64) { run_case({3, 200, 2, 64}, 1.0f, {}, false); }
 TEST(attention_B2_H4_T128_D32) { run_case({2, 128, 4, 32}, 1.0f, {}, false); }
 
 TEST(attention_B1_H2_T64_D128) { run_case({1, 64, 2, 128}, 1.0f, {}, false); }
+
+// Replayed CUDA graphs at T = 64 and 200 (not multiples of 128: the padding-mask backward) and 128.
+TEST(attention_cuda_graph_replay) {
+    check_graph_replay({8, 64, 2, 32});
+    check_graph_replay({3, 200, 2, 64});
+    check_graph_replay({2, 128, 4, 64});
+}
 
 // GPT-1.5B shape: checks three heads against the reference (all heads for poison).
 TEST(attention_gpt1p5b) { run_case({12, 1024, 25, 64}, 1.0f, {{0, 0}, {5, 13}, {11, 24}}, false); }
