@@ -65,7 +65,7 @@ void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16*
         if (dbias_OC)
             fp8_cast_transpose_dbias(dy, dbias_OC, dbias_scratch, scales, dout_NOC, N, OC, accumulate,
                                      stream);
-        else  // no bias (the LM head)
+        else  // no bias (the FP8 LM head takes fp8_linear_backward_quantized_dy instead)
             fp8_cast_transpose(dy, scales, dout_NOC, N, OC, stream);
     }
     backward_gemms(f, lin, dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);

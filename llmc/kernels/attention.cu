@@ -62,12 +62,12 @@ struct GraphKey {
 
 // Backward graphs with T % 128 != 0 take an explicit padding mask: per-batch sequence lengths (all T) in a
 // device buffer of ours. Without it, cudnn-frontend 1.23 with a cuDNN backend <= 9.15 adds that very mask
-// itself
-// ("workaround padding mask") and copies the lengths into the workspace at every execute from a host vector
-// that lives only during the call: a CUDA graph captures that copy with the host address, and a replay copies
-// whatever that memory holds by then, so the backward reads garbage lengths (compute-sanitizer on the H200,
-// T = 64: out-of-bounds 16-byte stores in sm90_flash_bprop, only with the CUDA graph; intermittent illegal
-// memory accesses in the tiny-model tests). T a multiple of 128 (every benchmark shape) needs no mask.
+// itself ("workaround padding mask") and copies the lengths into the workspace at every execute from a host
+// vector that lives only during the call: a CUDA graph captures that copy with the host address, and a replay
+// copies whatever that memory holds by then, so the backward reads garbage lengths (compute-sanitizer on the
+// H200, T = 64: out-of-bounds 16-byte stores in sm90_flash_bprop, only with the CUDA graph; intermittent
+// illegal memory accesses in the tiny-model tests). T a multiple of 128 (every benchmark shape) needs no
+// mask.
 bool backward_needs_seq_lens(const GraphKey& key) { return key.pass == Pass::Backward && key.T % 128 != 0; }
 
 struct BuiltGraph {

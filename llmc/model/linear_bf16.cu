@@ -37,10 +37,11 @@ class Bf16Linear : public Linear {
                        stream());
     }
 
-    // The GELU output is not stored per layer: recomputed into the shared buffer.
+    // dlogits in BF16, in place over the logits.
     void loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) override {
         fused_classifier(logits, losses, targets, dloss, p_.N, p_.out, /*write_dlogits=*/true, stream());
     }
+    // The GELU output is not stored per layer: recomputed into the shared buffer.
     void restore_input_from_gelu(const bf16* pre) override { input_from_gelu(pre); }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         rt_->mark(kPhaseGemm);
