@@ -86,6 +86,14 @@ inline size_t check_saturation(const std::vector<float>& x, const std::vector<ui
     return count;
 }
 
+// The [C, N] bytes t_CN transposed back to [N, C] (a transposed FP8 copy against its row-wise one).
+inline std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& t_CN, int N, int C) {
+    std::vector<uint8_t> r((size_t)N * C);
+    for (int c = 0; c < C; c++)
+        for (int n = 0; n < N; n++) r[(size_t)n * C + c] = t_CN[(size_t)c * N + n];
+    return r;
+}
+
 // Frees the device buffers passed through it at scope exit: T* p = A(dev::device_alloc<T>(n)).
 struct Allocs {
     std::vector<void*> ptrs;

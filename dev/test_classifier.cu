@@ -194,16 +194,8 @@ void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
     // The byte transpose the LM head's wgrad reads: exactly the bytes, transposed.
     fp8b* d_qT = A(dev::device_alloc<fp8b>((size_t)N * V));
     fp8_transpose(d_qT, d_q, N, V, 0);
-    const std::vector<uint8_t> qT = dev::from_device(d_qT, (size_t)N * V);
-    bool transposed = true;
-    for (int n = 0; n < N && transposed; n++)
-        for (int v = 0; v < V; v++)
-            if (qT[(size_t)v * N + n] != q[(size_t)n * V + v]) {
-                transposed = false;
-                printf("  transpose: first difference at n=%d v=%d\n", n, v);
-                break;
-            }
-    EXPECT_TRUE(transposed);
+    testing::expect_same_bits("fp8_transpose", transpose_bytes(dev::from_device(d_qT, (size_t)N * V), N, V),
+                              q);
     fp8_scale_state_destroy(&st);
 }
 

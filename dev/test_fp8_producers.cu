@@ -24,13 +24,6 @@ using testing::fp32_sum_rel;
 
 namespace {
 
-std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& t_CN, int N, int C) {
-    std::vector<uint8_t> r((size_t)N * C);
-    for (int c = 0; c < C; c++)
-        for (int n = 0; n < N; n++) r[(size_t)n * C + c] = t_CN[(size_t)c * N + n];
-    return r;
-}
-
 // Slots 0/1: the fused kernels (E4M3/E5M2); slots 2/3: the reference sequence (same formats and scales).
 struct Fixture {
     Fp8ScaleState st;
