@@ -17,8 +17,7 @@ set -u
 export NCCL_NVLS_ENABLE=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${TRAIN_GPT:-$ROOT/train_gpt}
-source "$ROOT/test/lib_gpu.sh"  # pass, fail, losses, free_port
-skip() { echo "[SKIP] $1: $2"; }
+source "$ROOT/test/lib_gpu.sh"  # pass, fail, skip, losses, free_port
 if ! python3 -c "import torch, safetensors" 2>/dev/null; then
   for c in log matches_reference does_not_change_training eval_only 2gpu; do
     skip "hellaswag_$c" "needs python3 with torch and safetensors"

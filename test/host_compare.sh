@@ -12,9 +12,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CMP="$ROOT/scripts/compare.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_compare_XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
-skip() { echo "[SKIP] $1: $2"; }
+source "$ROOT/test/lib_report.sh"  # pass, fail, skip
 if ! command -v python3 >/dev/null 2>&1; then skip compare "python3 not found"; exit 0; fi
 
 python3 - "$WORK" <<'PY'

@@ -10,14 +10,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 EVAL=${HELLASWAG_EVAL:-$ROOT/build/test/host_hellaswag_eval}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_hellaswag_reference_XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-skip() { echo "[SKIP] $1: $2"; }
+source "$ROOT/test/lib_report.sh"  # pass, fail, skip
 if ! command -v python3 >/dev/null 2>&1; then skip hellaswag_reference "python3 not found"; exit 0; fi
 if [ ! -x "$EVAL" ]; then skip hellaswag_reference "$EVAL not built (make all)"; exit 0; fi
 
 python3 "$ROOT/test/hellaswag_fixture.py" "$WORK/hs.jsonl" 40 7 &&
   python3 "$ROOT/scripts/prepare_hellaswag.py" --tokenizer bytes --input "$WORK/hs.jsonl" --out "$WORK/hs.bin" >/dev/null &&
   "$EVAL" --fake-dump "$WORK/hs.bin" 8 64 "$WORK/dump.txt" > "$WORK/eval.txt" ||
-  { echo "[FAIL] hellaswag_reference_setup: $(tail -1 "$WORK/eval.txt" 2>/dev/null)"; exit 1; }
+  { fail hellaswag_reference_setup "$(tail -1 "$WORK/eval.txt" 2>/dev/null)"; exit 1; }
 
 PYTHONPATH="$ROOT/scripts" python3 - "$WORK" <<'PY'
 import copy
@@ -98,5 +98,5 @@ PY
 # usage errors: one line, exit 2
 out=$(python3 "$ROOT/scripts/hellaswag_reference.py" --model x --data "$WORK/nope.bin" --dump "$WORK/dump.txt" 2>&1); rc=$?
 if [ $rc = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == "error: cannot read"* ]]; then
-  echo "[PASS] reference_usage_error_is_one_line"
-else echo "[FAIL] reference_usage_error_is_one_line: exit $rc: $out"; fi
+  pass reference_usage_error_is_one_line
+else fail reference_usage_error_is_one_line "exit $rc: $out"; fi

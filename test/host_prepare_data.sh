@@ -19,9 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PREP="$ROOT/scripts/prepare_data.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_prepare_data_XXXXXX")
 trap 'chmod -R u+rwx "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
-skip() { echo "[SKIP] $1: $2"; }
+source "$ROOT/test/lib_report.sh"  # pass, fail, skip
 if ! command -v python3 >/dev/null 2>&1; then skip prepare_data "python3 not found"; exit 0; fi
 
 # The stand-in for tiktoken (PYTHONPATH=$WORK/fake): the real vocabulary size and eot id.

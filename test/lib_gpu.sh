@@ -1,6 +1,5 @@
 # Helpers sourced by the GPU test scripts (test/gpu_*.sh) and scripts/bench_scaling.sh. Not a test itself.
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1: $2"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib_report.sh"  # pass, fail, skip
 
 # losses and grad norms of a train.jsonl, one "step loss norm" line per training step (exact float text)
 losses() { python3 -c '
