@@ -57,26 +57,27 @@ __device__ __forceinline__ void store_weight_partials(float* part, const float (
     }
 }
 
-// Rows in flight per block: the row being reduced and kBwdStages - 1 after it, copied by cp.async into shared
-// memory (no registers held for them). With only the next row in flight (registers) the kernel reached 46-55%
-// of the copy ceiling at C = 1600 (4 blocks of 224 threads per SM: ~38 KB of loads in flight per SM).
-constexpr int kBwdStages = 4;
+// Rows in flight per block: the row being reduced and S - 1 after it, copied by cp.async into shared memory
+// (no registers held for them). With only the next row in flight (registers) the kernel reached 46-55% of the
+// copy ceiling at C = 1600 (4 blocks of 224 threads per SM: ~38 KB of loads in flight per SM). The launcher
+// takes the deepest S in [2, kBwdMaxStages] that still lets as many blocks reside per SM as the registers do,
+// so the grid, and with it the order of the dweight/dbias sums, is the one the register limit alone gives.
+constexpr int kBwdMaxStages = 4;
 
-// The shared memory of one block: kBwdStages stages of [dout, inp, dinp] x CH chunks x blockDim.x threads (16
-// bytes each, thread-consecutive: conflict-free), then kBwdStages x blockDim.x (mean, rstd) pairs.
-template <int CH>
-__host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int threads) {
-    return (size_t)kBwdStages * threads * (3 * CH * sizeof(x128) + sizeof(float2));
+// The shared memory of one block: S stages of [dout, inp, dinp] x CH chunks x `threads` (16 bytes each,
+// thread-consecutive: conflict-free), then S x `threads` (mean, rstd) pairs.
+__host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int stages, int threads) {
+    return (size_t)stages * threads * (3 * ch * sizeof(x128) + sizeof(float2));
 }
 
 // Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
 // (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. Each
-// thread copies its own chunks of the next kBwdStages - 1 rows (and the rows' mean and rstd) into its own
+// thread copies its own chunks of the next S - 1 rows (and the rows' mean and rstd) into its own
 // shared-memory slots with cp.async and reads back only those, so the pipeline needs no barrier of its own;
 // one commit group per row (empty past N) keeps the group count uniform. Per row, the two sums over C (of
 // dnorm and dnorm*xhat) are reduced across the block in a fixed order, double-buffered so one __syncthreads
 // per row suffices. CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
-template <int CH>
+template <int CH, int S>
 __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
                               const bf16* weight, const float* mean, const float* rstd, int N, int C) {
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
     const int threads = blockDim.x;
     x128* stage_rows = reinterpret_cast<x128*>(stage_smem);  // [stage][tensor][j][thread]
-    float2* stage_stats = reinterpret_cast<float2*>(stage_rows + (size_t)kBwdStages * 3 * CH * threads);
+    float2* stage_stats = reinterpret_cast<float2*>(stage_rows + (size_t)S * 3 * CH * threads);
     const auto slot = [&](int stage, int tensor, int j) -> x128* {
         return stage_rows + ((size_t)(stage * 3 + tensor) * CH + j) * threads + threadIdx.x;
     };
@@ -120,16 +121,16 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
         }
         __pipeline_commit();
     };
-    // The launcher guarantees gridDim.x <= N. Stage s holds rows blockIdx.x + (s + k kBwdStages) gridDim.x.
+    // The launcher guarantees gridDim.x <= N. Stage s holds rows blockIdx.x + (s + k S) gridDim.x.
 #pragma unroll
-    for (int s = 0; s < kBwdStages - 1; s++) fetch(blockIdx.x + s * gridDim.x, s);
+    for (int s = 0; s < S - 1; s++) fetch(blockIdx.x + s * gridDim.x, s);
 
     const float inv_c = 1.0f / (float)C;
     int buf = 0, stage = 0;
     for (int row = blockIdx.x; row < N; row += gridDim.x) {
-        // The row kBwdStages - 1 ahead goes into the stage this thread read last (its reads of it are done).
-        fetch(row + (kBwdStages - 1) * gridDim.x, stage == 0 ? kBwdStages - 1 : stage - 1);
-        __pipeline_wait_prior(kBwdStages - 1);  // this row's group (and the ones before it) have landed
+        // The row S - 1 ahead goes into the stage this thread read last (its reads of it are done).
+        fetch(row + (S - 1) * gridDim.x, stage == 0 ? S - 1 : stage - 1);
+        __pipeline_wait_prior(S - 1);  // this row's group (and the ones before it) have landed
         x128 d[CH], x[CH], g[CH];
 #pragma unroll
         for (int j = 0; j < CH; j++) {
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
         }
         const float2 stats = stage_stats[(size_t)stage * threads + threadIdx.x];
         const float m = stats.x, r = stats.y;
-        stage = stage == kBwdStages - 1 ? 0 : stage + 1;
+        stage = stage == S - 1 ? 0 : stage + 1;
 
         float s1 = 0.0f, s2 = 0.0f;  // sum of dnorm, sum of dnorm * xhat over this thread's channels
 #pragma unroll
@@ -278,21 +279,33 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     const int chunks = C / x128::size;
     const int ch = chunks <= kBwdMaxThreads ? 1 : 2;  // 16-byte chunks per thread (C <= 4096: 1)
     const int threads = ceil_div(ceil_div(chunks, ch), 32) * 32;
-    auto kernel = ch == 1 ? layernorm_backward_kernel<1> : layernorm_backward_kernel<2>;
-    const size_t smem =
-        ch == 1 ? layernorm_backward_smem_bytes<1>(threads) : layernorm_backward_smem_bytes<2>(threads);
-    if (smem > 48 * 1024)
-        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    using BwdKernel =
+        void (*)(bf16*, float*, const bf16*, const bf16*, const bf16*, const float*, const float*, int, int);
+    const BwdKernel kernels[2][kBwdMaxStages - 1] = {
+        {layernorm_backward_kernel<1, 2>, layernorm_backward_kernel<1, 3>, layernorm_backward_kernel<1, 4>},
+        {layernorm_backward_kernel<2, 2>, layernorm_backward_kernel<2, 3>, layernorm_backward_kernel<2, 4>}};
 
-    // About 32 resident warps per SM (as many as the shared-memory stages allow), one wave, so each block
-    // does N / grid rows. The grid depends only on the GPU and the shape, so results are reproducible.
+    // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
+    // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
+    // shape, so results are reproducible.
     int device = 0, sms = 0, occupancy = 0;
     CHECK_CUDA(cudaGetDevice(&device));
     CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernel, threads, smem));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[ch - 1][0], threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
     if (per_sm < 1) per_sm = 1;
+    BwdKernel kernel = nullptr;
+    size_t smem = 0;
+    for (int stages = kBwdMaxStages; stages >= 2 && kernel == nullptr; stages--) {
+        BwdKernel k = kernels[ch - 1][stages - 2];
+        const size_t bytes = layernorm_backward_smem_bytes(ch, stages, threads);
+        if (bytes > 48 * 1024)
+            CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        int resident = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k, threads, bytes));
+        if (resident >= per_sm || stages == 2) kernel = k, smem = bytes;
+    }
     long grid = (long)sms * per_sm;
     if (grid > N) grid = N;
     if (grid > kBwdMaxParts) grid = kBwdMaxParts;
