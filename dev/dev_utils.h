@@ -69,11 +69,15 @@ T* device_alloc(size_t n) {
     CHECK_CUDA(cudaMemset(p, 0xFF, n * sizeof(T) + 16));
     return p;
 }
-inline __nv_bfloat16* to_device_bf16(const std::vector<float>& v) {
+// v rounded to bf16 into the existing device buffer d (v.size() elements).
+inline void copy_to_device_bf16(__nv_bfloat16* d, const std::vector<float>& v) {
     std::vector<__nv_bfloat16> h(v.size());
     for (size_t i = 0; i < v.size(); i++) h[i] = __float2bfloat16(v[i]);
-    __nv_bfloat16* d = device_alloc<__nv_bfloat16>(v.size());
     CHECK_CUDA(cudaMemcpy(d, h.data(), h.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+}
+inline __nv_bfloat16* to_device_bf16(const std::vector<float>& v) {
+    __nv_bfloat16* d = device_alloc<__nv_bfloat16>(v.size());
+    copy_to_device_bf16(d, v);
     return d;
 }
 template <class T>

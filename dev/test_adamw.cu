@@ -44,9 +44,7 @@ void check_adamw(size_t P, Hyper h, float grad_scale_value, size_t offset_master
     for (int t = 1; t <= steps; t++) {
         std::vector<float> grads = dev::random_normal(P);
         ref_round_to_bf16(grads);
-        std::vector<__nv_bfloat16> gh(P);
-        for (size_t i = 0; i < P; i++) gh[i] = __float2bfloat16(grads[i]);
-        CHECK_CUDA(cudaMemcpy(d_grads, gh.data(), P * sizeof(bf16), cudaMemcpyHostToDevice));
+        dev::copy_to_device_bf16(d_grads, grads);
         // Reference from the GPU's current state.
         std::vector<float> ref_master = dev::from_device(d_master, P), ref_m = dev::from_device(d_m, P),
                            ref_v = dev::from_device(d_v, P);
@@ -255,16 +253,14 @@ void check_adamw_bf16_moments(size_t P, size_t offset, int steps) {
     bf16* d_grads = dev::device_alloc<bf16>(P);
     float* d_master = d_master_alloc + offset;
     bf16 *d_m = d_m_alloc + offset, *d_v = d_v_alloc + offset;
+    float* d_half = dev::to_device(std::vector<float>{0.5f});  // grad_scale 0.5
     for (int t = 1; t <= steps; t++) {
         std::vector<float> grads = dev::random_normal(P);
         ref_round_to_bf16(grads);
-        std::vector<__nv_bfloat16> gh(P);
-        for (size_t i = 0; i < P; i++) gh[i] = __float2bfloat16(grads[i]);
-        CHECK_CUDA(cudaMemcpy(d_grads, gh.data(), P * sizeof(bf16), cudaMemcpyHostToDevice));
+        dev::copy_to_device_bf16(d_grads, grads);
         std::vector<float> ref_master = dev::from_device(d_master, P), ref_m = dev::from_device_bf16(d_m, P),
                            ref_v = dev::from_device_bf16(d_v, P);
         ref_adamw_step(&ref_master, &ref_m, &ref_v, grads, 0.5f, h, t);
-        float* d_half = dev::to_device(std::vector<float>{0.5f});
         adamw_update(d_master, (bf16*)nullptr, d_m, d_v, d_grads, P, h.lr, h.beta1, h.beta2, h.eps,
                      h.weight_decay, t, d_half, 0);
         if (t == 1)  // the FP32-moment path from the same start
@@ -272,7 +268,6 @@ void check_adamw_bf16_moments(size_t P, size_t offset, int steps) {
                          d_v32_alloc + offset, d_grads, P, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, t,
                          d_half, 0);
         CHECK_CUDA(cudaDeviceSynchronize());
-        CHECK_CUDA(cudaFree(d_half));
         const std::vector<float> got_master = dev::from_device(d_master, P);
         testing::expect_close("master (bf16 moments)", got_master, ref_master, 1e-5 * h.lr, 1e-6);
         testing::expect_close("m (bf16)", dev::from_device_bf16(d_m, P), ref_m, 1e-6, testing::kBf16Eps);
@@ -282,7 +277,7 @@ void check_adamw_bf16_moments(size_t P, size_t offset, int steps) {
                                   dev::from_device(d_master32_alloc + offset, P), 5e-2 * h.lr, 0.0);
     }
     for (void* p : {(void*)d_master_alloc, (void*)d_m_alloc, (void*)d_v_alloc, (void*)d_m32_alloc,
-                    (void*)d_v32_alloc, (void*)d_master32_alloc, (void*)d_grads})
+                    (void*)d_v32_alloc, (void*)d_master32_alloc, (void*)d_grads, (void*)d_half})
         CHECK_CUDA(cudaFree(p));
 }
 

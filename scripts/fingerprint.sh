@@ -8,7 +8,8 @@
 # (scripts/fingerprint_compare.sh). Usage: fingerprint.sh BINARY OUTDIR
 # Environment: FINGERPRINT_RUNS (a subset of the names above), FINGERPRINT_CKPT_DIR (where the checkpoints go;
 # default /dev/shm when it has room for a 1.5B one, else OUTDIR/ckpt; each is deleted once hashed unless
-# FINGERPRINT_KEEP_CKPT=1).
+# FINGERPRINT_KEEP_CKPT=1), FINGERPRINT_FLAGS (more flags for every run, e.g. --no-gemm-autotune to compare
+# with a build whose default differs).
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BINARY OUTDIR" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +41,8 @@ for name in $want; do
   mkdir -p "$log"
   args=(--model "$model" --precision "$precision" --steps "$steps" --train-data random --log-dir "$log"
         --checkpoint-dir "$ckpt")
+  read -r -a extra <<<"${FINGERPRINT_FLAGS:-}"
+  args+=("${extra[@]}")
   echo "fingerprint: $name: $bin ${args[*]}" >&2
   start=$SECONDS
   if ! "$bin" "${args[@]}" >"$log/stdout.txt" 2>&1; then
@@ -50,7 +53,7 @@ for name in $want; do
   last=$(ls "$ckpt"/ckpt_*.safetensors 2>/dev/null | sort | tail -1 || true)
   [ -n "$last" ] || { echo "fingerprint: $name wrote no checkpoint in $ckpt" >&2; exit 1; }
   {
-    echo "run $name: --model $model --precision $precision --steps $steps --train-data random"
+    echo "run $name: --model $model --precision $precision --steps $steps --train-data random ${FINGERPRINT_FLAGS:-}"
     python3 "$here/fingerprint.py" "$log/train.jsonl" "$last"
   } >"$out/$name.fp"
   [ "${FINGERPRINT_KEEP_CKPT:-0}" = 1 ] || rm -rf "$ckpt"

@@ -12,7 +12,8 @@
 # are identical, 1 when they differ, 2 when something could not run.
 # Usage: refactor_check.sh OLD_SRC_DIR
 # Environment: JOBS (make jobs, 16), TIMING_STEPS (20), NEW_BIN (use this binary as the new one instead of
-# building this tree), FINGERPRINT_RUNS / FINGERPRINT_CKPT_DIR (passed to scripts/fingerprint.sh).
+# building this tree), FINGERPRINT_RUNS / FINGERPRINT_CKPT_DIR / FINGERPRINT_FLAGS (passed to
+# scripts/fingerprint.sh; the timing runs use each binary's defaults).
 set -uo pipefail
 [ $# -eq 1 ] && [ -d "$1" ] || { echo "usage: $0 OLD_SRC_DIR" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)

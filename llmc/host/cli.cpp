@@ -351,11 +351,10 @@ void CliSpec::add_training_flags() {
                "replay each training step as one captured CUDA graph (bitwise the same results); "
                "--no-cuda-graph: launch every kernel from the host",
                g);
-    add_switch(
-        "--gemm-autotune,!--no-gemm-autotune", c_.gemm_autotune,
-        "experimental: time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest "
-        "(stored in --gemm-cache, so later runs choose the same); off: the heuristic's first",
-        g);
+    add_switch("--gemm-autotune,!--no-gemm-autotune", c_.gemm_autotune,
+               "time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest (stored in "
+               "--gemm-cache, so later runs choose the same); --no-gemm-autotune: the heuristic's first",
+               g);
     add("--gemm-cache", c_.gemm_cache,
         "file of the tuned GEMM choices, shared by runs on this GPU (default: ~/.cache/train_gpt/"
         "gemm_algos.tsv; 'none': not stored)",

@@ -74,10 +74,10 @@ struct TrainConfig {
 
     // Speed / memory / reproducibility trade-offs.
     int recompute = 0;  // 1 (fp8): the fc-projection's FP8 input is recomputed in backward, not stored
-    bool deterministic = true;   // cuDNN's deterministic attention backward (bitwise reproducible runs)
-    bool cuda_graph = true;      // each training step replays one captured CUDA graph (same results)
-    bool gemm_autotune = false;  // time cuBLASLt's best candidates per GEMM once, keep the fastest
-    std::string gemm_cache;      // file of those choices, shared by runs; "": the default; "none": no file
+    bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
+    bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
+    bool gemm_autotune = true;  // time cuBLASLt's best candidates per GEMM once, keep the fastest
+    std::string gemm_cache;     // file of those choices, shared by runs; "": the default; "none": no file
 
     // Text samples during training (llmc/run/generate.h).
     int sample_every = 0;  // 0: never; else every N steps and after the last

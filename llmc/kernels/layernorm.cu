@@ -1,4 +1,6 @@
 // LayerNorm kernels then launchers. See layernorm.cuh for the design.
+#include <cuda_pipeline_primitives.h>
+
 #include <cstdint>
 
 #include "llmc/kernels/layernorm.cuh"
@@ -55,63 +57,88 @@ __device__ __forceinline__ void store_weight_partials(float* part, const float (
     }
 }
 
+// Rows in flight per block: the row being reduced and S - 1 after it, copied by cp.async into shared memory
+// (no registers held for them). With only the next row in flight (registers) the kernel reached 46-55% of the
+// copy ceiling at C = 1600 (4 blocks of 224 threads per SM: ~38 KB of loads in flight per SM). The launcher
+// takes the deepest S in [2, kBwdMaxStages] that still lets as many blocks reside per SM as the registers do,
+// so the grid, and with it the order of the dweight/dbias sums, is the one the register limit alone gives.
+constexpr int kBwdMaxStages = 4;
+
+// The shared memory of one block: S stages of [dout, inp, dinp] x CH chunks x `threads` (16 bytes each,
+// thread-consecutive: conflict-free), then S x `threads` (mean, rstd) pairs.
+__host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int stages, int threads) {
+    return (size_t)stages * threads * (3 * ch * sizeof(x128) + sizeof(float2));
+}
+
 // Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
-// (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. The next
-// row is prefetched while the current one is reduced. Per row, the two sums over C (of dnorm and dnorm*xhat)
-// are reduced across the block in a fixed order, double-buffered so one __syncthreads per row suffices.
-// CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
-template <int CH>
+// (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. Each
+// thread copies its own chunks of the next S - 1 rows (and the rows' mean and rstd) into its own
+// shared-memory slots with cp.async and reads back only those, so the pipeline needs no barrier of its own;
+// one commit group per row (empty past N) keeps the group count uniform. Per row, the two sums over C (of
+// dnorm and dnorm*xhat) are reduced across the block in a fixed order, double-buffered so one __syncthreads
+// per row suffices. CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
+template <int CH, int S>
 __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
                               const bf16* weight, const float* mean, const float* rstd, int N, int C) {
     __shared__ float2 red[2][32];
+    extern __shared__ __align__(16) unsigned char stage_smem[];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
+    const int threads = blockDim.x;
+    x128* stage_rows = reinterpret_cast<x128*>(stage_smem);  // [stage][tensor][j][thread]
+    float2* stage_stats = reinterpret_cast<float2*>(stage_rows + (size_t)S * 3 * CH * threads);
+    const auto slot = [&](int stage, int tensor, int j) -> x128* {
+        return stage_rows + ((size_t)(stage * 3 + tensor) * CH + j) * threads + threadIdx.x;
+    };
     int cs[CH];
     bool act[CH];
     x128 w[CH];
     float dw[CH][x128::size], db[CH][x128::size];
 #pragma unroll
     for (int j = 0; j < CH; j++) {
-        cs[j] = (threadIdx.x + j * blockDim.x) * x128::size;
+        cs[j] = (threadIdx.x + j * threads) * x128::size;
         act[j] = cs[j] < C;
         if (act[j]) w[j] = load128ldg(weight + cs[j]);
 #pragma unroll
         for (int i = 0; i < x128::size; i++) dw[j][i] = db[j][i] = 0.0f;
     }
 
-    int row = blockIdx.x;  // the launcher guarantees gridDim.x <= N
-    x128 nd[CH], nx[CH], ng[CH];
-    float nm = mean[row], nr = rstd[row];
-#pragma unroll
-    for (int j = 0; j < CH; j++) {
-        if (act[j]) {
-            const size_t o = (size_t)row * C + cs[j];
-            nd[j] = load128cs(dout + o);
-            nx[j] = load128cs(inp + o);
-            ng[j] = load128(dinp + o);
-        }
-    }
-    const float inv_c = 1.0f / (float)C;
-    int buf = 0;
-    for (; row < N; row += gridDim.x) {
-        x128 d[CH], x[CH], g[CH];
-#pragma unroll
-        for (int j = 0; j < CH; j++) d[j] = nd[j], x[j] = nx[j], g[j] = ng[j];
-        const float m = nm, r = nr;
-        const int next = row + gridDim.x;
-        if (next < N) {
-            nm = mean[next];
-            nr = rstd[next];
+    // Row r's chunks and statistics into stage s (nothing past N), then one commit group either way.
+    const auto fetch = [&](int r, int s) {
+        if (r < N) {
 #pragma unroll
             for (int j = 0; j < CH; j++) {
                 if (act[j]) {
-                    const size_t o = (size_t)next * C + cs[j];
-                    nd[j] = load128cs(dout + o);
-                    nx[j] = load128cs(inp + o);
-                    ng[j] = load128(dinp + o);
+                    const size_t o = (size_t)r * C + cs[j];
+                    __pipeline_memcpy_async(slot(s, 0, j), dout + o, sizeof(x128));
+                    __pipeline_memcpy_async(slot(s, 1, j), inp + o, sizeof(x128));
+                    __pipeline_memcpy_async(slot(s, 2, j), dinp + o, sizeof(x128));
                 }
             }
+            float2* st = stage_stats + (size_t)s * threads + threadIdx.x;
+            __pipeline_memcpy_async(&st->x, mean + r, sizeof(float));
+            __pipeline_memcpy_async(&st->y, rstd + r, sizeof(float));
         }
+        __pipeline_commit();
+    };
+    // The launcher guarantees gridDim.x <= N. Stage s holds rows blockIdx.x + (s + k S) gridDim.x.
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) fetch(blockIdx.x + s * gridDim.x, s);
+
+    const float inv_c = 1.0f / (float)C;
+    int buf = 0, stage = 0;
+    for (int row = blockIdx.x; row < N; row += gridDim.x) {
+        // The row S - 1 ahead goes into the stage this thread read last (its reads of it are done).
+        fetch(row + (S - 1) * gridDim.x, stage == 0 ? S - 1 : stage - 1);
+        __pipeline_wait_prior(S - 1);  // this row's group (and the ones before it) have landed
+        x128 d[CH], x[CH], g[CH];
+#pragma unroll
+        for (int j = 0; j < CH; j++) {
+            if (act[j]) d[j] = *slot(stage, 0, j), x[j] = *slot(stage, 1, j), g[j] = *slot(stage, 2, j);
+        }
+        const float2 stats = stage_stats[(size_t)stage * threads + threadIdx.x];
+        const float m = stats.x, r = stats.y;
+        stage = stage == S - 1 ? 0 : stage + 1;
 
         float s1 = 0.0f, s2 = 0.0f;  // sum of dnorm, sum of dnorm * xhat over this thread's channels
 #pragma unroll
@@ -157,6 +184,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
             }
         }
     }
+    __pipeline_wait_prior(0);  // no copy may still be writing shared memory when the block exits
 
     store_weight_partials<CH>(scratch + (size_t)blockIdx.x * 2 * C, dw, db, cs, act, C);
 }
@@ -173,7 +201,7 @@ __global__ void __launch_bounds__(kRedX* kRedY)
     const int width = 2 * C;
     float acc = 0.0f;
     if (j < width) {
-#pragma unroll 4
+#pragma unroll 16  // 528 parts at C = 1600: 33 per thread, their loads issued 16 at a time (same sum order)
         for (int p = threadIdx.y; p < parts; p += kRedY) acc += __ldcs(scratch + (size_t)p * width + j);
     }
     sums[threadIdx.y][threadIdx.x] = acc;
@@ -251,23 +279,39 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     const int chunks = C / x128::size;
     const int ch = chunks <= kBwdMaxThreads ? 1 : 2;  // 16-byte chunks per thread (C <= 4096: 1)
     const int threads = ceil_div(ceil_div(chunks, ch), 32) * 32;
-    auto kernel = ch == 1 ? layernorm_backward_kernel<1> : layernorm_backward_kernel<2>;
+    using BwdKernel =
+        void (*)(bf16*, float*, const bf16*, const bf16*, const bf16*, const float*, const float*, int, int);
+    const BwdKernel kernels[2][kBwdMaxStages - 1] = {
+        {layernorm_backward_kernel<1, 2>, layernorm_backward_kernel<1, 3>, layernorm_backward_kernel<1, 4>},
+        {layernorm_backward_kernel<2, 2>, layernorm_backward_kernel<2, 3>, layernorm_backward_kernel<2, 4>}};
 
-    // About 32 resident warps per SM (enough bytes in flight with the prefetch), one wave, so each block does
-    // N / grid rows. The grid depends only on the GPU and the shape, so results are reproducible.
+    // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
+    // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
+    // shape, so results are reproducible.
     int device = 0, sms = 0, occupancy = 0;
     CHECK_CUDA(cudaGetDevice(&device));
     CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernel, threads, 0));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[ch - 1][0], threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
     if (per_sm < 1) per_sm = 1;
+    BwdKernel kernel = nullptr;
+    size_t smem = 0;
+    for (int stages = kBwdMaxStages; stages >= 2 && kernel == nullptr; stages--) {
+        BwdKernel k = kernels[ch - 1][stages - 2];
+        const size_t bytes = layernorm_backward_smem_bytes(ch, stages, threads);
+        if (bytes > 48 * 1024)
+            CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        int resident = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k, threads, bytes));
+        if (resident >= per_sm || stages == 2) kernel = k, smem = bytes;
+    }
     long grid = (long)sms * per_sm;
     if (grid > N) grid = N;
     if (grid > kBwdMaxParts) grid = kBwdMaxParts;
 
-    kernel<<<(int)grid, threads, 0, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N, N,
-                                              C);
+    kernel<<<(int)grid, threads, smem, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N,
+                                                 N, C);
     CHECK_LAUNCH();
     dim3 rblock(kRedX, kRedY);
     layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(

@@ -59,11 +59,16 @@ __global__ void __launch_bounds__(256)
     if (out_col < OC) partial_SOC[(size_t)blockIdx.y * OC + out_col] = s;
 }
 
+// One thread per column sums its partials in split order. The splits are many (220 at OC = 1600) and the
+// threads few (one per column), so the loads of 16 splits are issued before their adds (the same additions in
+// the same order), and blocks of 64 threads spread the columns over more SMs.
+constexpr int kDbiasFinalThreads = 64;
 __global__ void matmul_dbias_final_kernel(bf16* dbias_OC, const float* partial_SOC, int splits, int OC,
                                           bool accumulate) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= OC) return;
     float s = 0.0f;
+#pragma unroll 16
     for (int i = 0; i < splits; i++) s += partial_SOC[(size_t)i * OC + c];
     if (accumulate) s += __bfloat162float(dbias_OC[c]);
     dbias_OC[c] = __float2bfloat16(s);
@@ -520,8 +525,8 @@ void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* db
     dim3 grid(ceil_div(OC, kDbiasColsPerBlock), splits), block(32, kDbiasRowLanes);
     matmul_dbias_partial_kernel<<<grid, block, 0, stream>>>(dbias_scratch, dout_NOC, N, OC, rows_per_split);
     CHECK_LAUNCH();
-    matmul_dbias_final_kernel<<<ceil_div(OC, 256), 256, 0, stream>>>(dbias_OC, dbias_scratch, splits, OC,
-                                                                     accumulate);
+    matmul_dbias_final_kernel<<<ceil_div(OC, kDbiasFinalThreads), kDbiasFinalThreads, 0, stream>>>(
+        dbias_OC, dbias_scratch, splits, OC, accumulate);
     CHECK_LAUNCH();
 }
 
