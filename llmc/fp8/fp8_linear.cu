@@ -87,31 +87,28 @@ void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16*
     backward_gemms(f, lin, lin->dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
 }
 
-// The deferred wgrad's dY: the kept transposed copy, with the dY slot's own scale_inv (the shared scratch's
-// is the next cast's by then).
-static Fp8Tensor kept_dy(const Fp8LinearContext* f, const Fp8LinearBuffers* lin,
-                         const __nv_fp8_storage_t* kept_dyT_OCN) {
+// The deferred wgrad's dY: lin->dy's rows and slot with the kept transposed copy and scale_inv.
+static Fp8Tensor kept_dy(const Fp8LinearBuffers* lin, const Fp8KeptDy& kept) {
+    CHECK(kept.data_T_OCN != nullptr && kept.scale_inv != nullptr,
+          "fp8 deferred wgrad: the kept dY^T and its scale_inv are required");
     Fp8Tensor dy = lin->dy;
-    dy.data_T = const_cast<__nv_fp8_storage_t*>(kept_dyT_OCN);
-    dy.scale_inv = f->recipe->scales()->scale_inv + dy.slot;
+    dy.data_T = kept.data_T_OCN;
+    dy.scale_inv = kept.scale_inv;
     return dy;
 }
 
 void fp8_linear_backward_dgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
-                               bf16* dbias_OC, const bf16* dout_NOC, __nv_fp8_storage_t* kept_dyT_OCN, int N,
-                               int C, int OC, bool accumulate, cudaStream_t stream) {
+                               bf16* dbias_OC, const bf16* dout_NOC, const Fp8KeptDy& kept, int N, int C,
+                               int OC, bool accumulate, cudaStream_t stream) {
     CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
-    CHECK(kept_dyT_OCN != nullptr, "fp8_linear_backward_dgrad: the kept dY^T buffer is required");
-    Fp8Tensor dy = lin->dy;
-    dy.data_T = kept_dyT_OCN;
+    const Fp8Tensor dy = kept_dy(lin, kept);
     cast_dy(f, dy, dbias_OC, dout_NOC, nullptr, N, OC, accumulate, stream, nullptr);
     dgrad_gemm(f, lin, dy, dinp_NC, N, C, OC, stream);
 }
 
 void fp8_linear_wgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dweight_OCC,
-                      const __nv_fp8_storage_t* kept_dyT_OCN, int N, int C, int OC, bool accumulate,
-                      cudaStream_t stream) {
-    wgrad_gemm(f, lin, kept_dy(f, lin, kept_dyT_OCN), dweight_OCC, N, C, OC, accumulate, stream);
+                      const Fp8KeptDy& kept, int N, int C, int OC, bool accumulate, cudaStream_t stream) {
+    wgrad_gemm(f, lin, kept_dy(lin, kept), dweight_OCC, N, C, OC, accumulate, stream);
 }
 
 void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,

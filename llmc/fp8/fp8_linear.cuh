@@ -68,16 +68,21 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
 void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          bool accumulate, cudaStream_t stream, const Fp8Tensor* next_input = nullptr);
+// Where a deferred wgrad's dY waits: its transposed bytes [OC, N] and the scale_inv they were quantized with,
+// a buffer of its own (16-byte aligned: cuBLASLt takes it as a scale pointer; the shared scratch's scale_inv
+// belongs to the next cast by the time the wgrad runs).
+struct Fp8KeptDy {
+    __nv_fp8_storage_t* data_T_OCN = nullptr;
+    float* scale_inv = nullptr;
+};
 // The same for a Linear whose transposed input is not there yet (rebuilt by a later cast): the cast of dY
-// (no GELU) with dY^T into kept_dyT_OCN and the dgrad now; fp8_linear_wgrad later, with that dY^T.
+// (no GELU) with dY^T and its scale_inv into `kept`, and the dgrad now; fp8_linear_wgrad later, from `kept`.
 void fp8_linear_backward_dgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
-                               bf16* dbias_OC, const bf16* dout_NOC, __nv_fp8_storage_t* kept_dyT_OCN, int N,
-                               int C, int OC, bool accumulate, cudaStream_t stream);
-// dweight_OCC (+)= dY^T X from kept_dyT_OCN (fp8_linear_backward_dgrad's; its scale_inv is the dY slot's,
-// which holds until the scale update after the backward) and lin->x.data_T.
+                               bf16* dbias_OC, const bf16* dout_NOC, const Fp8KeptDy& kept, int N, int C,
+                               int OC, bool accumulate, cudaStream_t stream);
+// dweight_OCC (+)= dY^T X from `kept` (fp8_linear_backward_dgrad's) and lin->x.data_T.
 void fp8_linear_wgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dweight_OCC,
-                      const __nv_fp8_storage_t* kept_dyT_OCN, int N, int C, int OC, bool accumulate,
-                      cudaStream_t stream);
+                      const Fp8KeptDy& kept, int N, int C, int OC, bool accumulate, cudaStream_t stream);
 // The same without the cast: lin->dy.data already holds dY [N, OC] (the FP8 classifier wrote it, with its
 // amax and scale_inv); dY^T is transposed into dyT_OCN (OC x N bytes) for the wgrad. No bias.
 void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,

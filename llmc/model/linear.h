@@ -92,7 +92,8 @@ std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRunt
 
 // FP8 Linear number `index` (its three scale slots X, W, dY). saved_xT_IN: where the transposed FP8 input is
 // kept for the backward. recompute_input: the GELU-fed Linear has it rebuilt by the fc's dGELU cast instead,
-// keeping its dY^T in kept_dyT_ON (out x N bytes) for the weight gradient that waits for it.
+// keeping its dY^T in kept_dyT_ON (out x N bytes) and that dY's scale_inv in kept_dy_scale_inv (one float,
+// 16-byte aligned) for the weight gradient that waits for it.
 // master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
 // which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
 // loss_head: the LM head, whose dY comes quantized from loss_and_dlogits; its backward transposes it into the
@@ -104,6 +105,7 @@ struct Fp8LinearSetup {
     __nv_fp8_storage_t* saved_xT_IN;
     bool recompute_input;
     __nv_fp8_storage_t* kept_dyT_ON = nullptr;
+    float* kept_dy_scale_inv = nullptr;
     const float* master_weight_OI;
     __nv_fp8_storage_t* fp8_weight;
     float* w_scale_inv;

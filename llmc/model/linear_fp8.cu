@@ -16,7 +16,7 @@ class Fp8Linear : public Linear {
         : p_(p),
           rt_(rt),
           recompute_input_(s.recompute_input),
-          kept_dyT_(s.kept_dyT_ON),
+          kept_dy_{s.kept_dyT_ON, s.kept_dy_scale_inv},
           loss_head_(s.loss_head),
           master_(s.master_weight_OI) {
         f_.ctx = rt->ctx;
@@ -82,13 +82,13 @@ class Fp8Linear : public Linear {
     void finish_wgrad() override {
         if (!recompute_input_) return;
         CHECK(wgrad_pending_, "FP8 Linear: finish_wgrad() without backward()");
-        fp8_linear_wgrad(&f_, &lin_, p_.dweight_OI, kept_dyT_, p_.N, p_.in, p_.out, wgrad_accumulate_,
+        fp8_linear_wgrad(&f_, &lin_, p_.dweight_OI, kept_dy_, p_.N, p_.in, p_.out, wgrad_accumulate_,
                          stream());
         wgrad_pending_ = false;
     }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         if (recompute_input_) {
-            fp8_linear_backward_dgrad(&f_, &lin_, dinp, p_.dbias_O, dout, kept_dyT_, p_.N, p_.in, p_.out,
+            fp8_linear_backward_dgrad(&f_, &lin_, dinp, p_.dbias_O, dout, kept_dy_, p_.N, p_.in, p_.out,
                                       accumulate, stream());
             wgrad_pending_ = true;
             wgrad_accumulate_ = accumulate;
@@ -144,7 +144,8 @@ class Fp8Linear : public Linear {
     Fp8LinearContext f_;
     Fp8LinearBuffers lin_;
     bool recompute_input_;
-    __nv_fp8_storage_t* kept_dyT_;  // recompute_input_: dY^T for the wgrad that waits for the rebuilt input
+    Fp8KeptDy
+        kept_dy_;  // recompute_input_: dY^T and its scale_inv for the wgrad that waits for the rebuilt input
     bool wgrad_pending_ = false, wgrad_accumulate_ = false;
     bool loss_head_;
     bf16* spent_logits_ = nullptr;  // the loss head: the logits its dY came from, then dY^T's bytes
