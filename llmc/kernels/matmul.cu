@@ -582,8 +582,8 @@ void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, 
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
     CHECK(inp_scale_inv && weight_scale_inv, "matmul_fp8_forward: scale_inv pointers are required");
-    check_aligned(inp_scale_inv,
-                  "inp_scale_inv");  // cuBLASLt refused a 4-byte aligned scale pointer (status 15)
+    // cuBLASLt refused a 4-byte aligned scale pointer with status 15 (not supported)
+    check_aligned(inp_scale_inv, "inp_scale_inv");
     check_aligned(weight_scale_inv, "weight_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
                            CUDA_R_8F_E4M3);
@@ -610,8 +610,8 @@ void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
     check_aligned(weightT_COC, "weightT");
     check_aligned(dout_NOC, "dout");
     CHECK(weight_scale_inv && dout_scale_inv, "matmul_fp8_dgrad: scale_inv pointers are required");
-    check_aligned(weight_scale_inv,
-                  "weight_scale_inv");  // cuBLASLt refused a 4-byte aligned scale pointer (status 15)
+    // cuBLASLt refused a 4-byte aligned scale pointer with status 15 (not supported)
+    check_aligned(weight_scale_inv, "weight_scale_inv");
     check_aligned(dout_scale_inv, "dout_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3,
                            dout_type);
@@ -635,8 +635,8 @@ void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC
     check_aligned(inpT_CN, "inpT");
     check_aligned(doutT_OCN, "doutT");
     CHECK(inp_scale_inv && dout_scale_inv, "matmul_fp8_wgrad: scale_inv pointers are required");
-    check_aligned(inp_scale_inv,
-                  "inp_scale_inv");  // cuBLASLt refused a 4-byte aligned scale pointer (status 15)
+    // cuBLASLt refused a 4-byte aligned scale pointer with status 15 (not supported)
+    check_aligned(inp_scale_inv, "inp_scale_inv");
     check_aligned(dout_scale_inv, "dout_scale_inv");
     GemmKey key =
         make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
