@@ -132,6 +132,9 @@ TEST(each_flag_sets_its_field) {
         {{"--fp8-amax-algo", "max", "--precision", "fp8"},
          [](const TrainConfig& c) { return c.fp8.amax_algo == AmaxAlgo::Max; }},
         {{"--fp8-margin", "2", "--precision", "fp8"}, [](const TrainConfig& c) { return c.fp8.margin == 2; }},
+        {{"--precision", "fp8"}, [](const TrainConfig& c) { return c.fp8.fast_accum; }},
+        {{"--no-fp8-fast-accum", "--precision", "fp8"},
+         [](const TrainConfig& c) { return !c.fp8.fast_accum; }},
         {{"--fp8-health-every", "5", "--precision", "fp8"},
          [](const TrainConfig& c) { return c.fp8_health_every == 5; }},
         {{"--sample-every", "10", "--prompt", "Once", "--sample-tokens", "8", "--temperature", "0.5",
@@ -266,7 +269,8 @@ TEST(help_names_every_flag) {
                                  "--seed",         "--log-dir",
                                  "--log-every",    "--fp8-format",
                                  "--fp8-history",  "--fp8-amax-algo",
-                                 "--fp8-margin",   "--help"})
+                                 "--fp8-margin",   "--fp8-fast-accum",
+                                 "--help"})
             if (r.message.find(std::string(flag) + " ") == std::string::npos &&
                 r.message.find(std::string(flag) + ",") == std::string::npos)
                 testing::fail(__FILE__, __LINE__, std::string("help does not name ") + flag);
@@ -613,6 +617,9 @@ TEST(flags_without_effect) {
         {{"--no-fp8-lm-head"},
          {"--precision", "fp8"},
          "--no-fp8-lm-head: has no effect with --precision bf16"},
+        {{"--no-fp8-fast-accum"},
+         {"--precision", "fp8"},
+         "--no-fp8-fast-accum: has no effect with --precision bf16"},
         {{"--schedule", "constant", "--final-lr-frac", "0.5"},
          {"--schedule", "cosine"},
          "--final-lr-frac: has no effect with --schedule constant"},

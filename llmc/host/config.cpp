@@ -343,6 +343,7 @@ void add_model_json(const TrainConfig& c, size_t parameters, json::Value* o) {
     o->set("fp8_amax_algo", json::Value::string(to_string(c.fp8.amax_algo)));
     o->set("fp8_margin", json::Value::integer(c.fp8.margin));
     o->set("fp8_lm_head", json::Value::boolean(c.fp8.lm_head));
+    o->set("fp8_fast_accum", json::Value::boolean(c.fp8.fast_accum));
 }
 
 void add_training_json(const TrainConfig& c, json::Value* o) {

@@ -26,7 +26,9 @@ struct Fp8Config {
     int history_len = 1024;
     AmaxAlgo amax_algo = AmaxAlgo::Max;
     int margin = 0;
-    bool lm_head = true;  // the LM head (tied to the token embedding) in FP8 too; false: BF16
+    bool lm_head = true;     // the LM head (tied to the token embedding) in FP8 too; false: BF16
+    bool fast_accum = true;  // forward GEMMs in the tensor cores' fast accumulation (TE's default); false:
+                             // promoted to FP32 as in the gradient GEMMs
 };
 
 struct TrainConfig {

@@ -588,7 +588,7 @@ void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, 
     GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
                            CUDA_R_8F_E4M3);
     key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    key.fast_accum = 1;
+    key.fast_accum = cache->tuning.fp8_forward_fast_accum ? 1 : 0;
     key.scaled = 1;
     GemmArgs args;
     args.a = weight_OCC;

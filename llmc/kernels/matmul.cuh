@@ -46,7 +46,8 @@ struct MatmulPlan;  // defined in matmul.cu: descriptors + layouts + algorithm f
 // make the same choices and stay bitwise reproducible.
 struct GemmTuning {
     bool autotune = false;
-    std::string cache_path;  // "": no file (each process times its own)
+    std::string cache_path;              // "": no file (each process times its own)
+    bool fp8_forward_fast_accum = true;  // matmul_fp8_forward in fast accumulation (else FP32 promotion)
 };
 
 struct MatmulPlanCache {

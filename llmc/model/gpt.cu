@@ -182,6 +182,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
     s.fp8_lm_head = fp8.lm_head && use_fp8;
+    s.matmul_plans.tuning.fp8_forward_fast_accum = fp8.fast_accum;
     const int num_block_linears = m.num_layers * kLinearsPerLayer;
     const int num_fp8_linears = num_block_linears + (s.fp8_lm_head ? 1 : 0);
     if (use_fp8)
@@ -214,10 +215,12 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     for (int k = 0; k < kNumParamTensors; k++)
         if (is_block_linear_weight(k)) s.plain_adamw[k] = !s.linear(0, param_spec(k).linear).fuses_adamw();
     if (use_fp8)
-        printf("fp8: %d scaled tensors (X, W, dY of %d Linears%s), %s, history %d, amax %s, margin %d\n",
-               num_fp8_linears * kFp8RolesPerLinear, num_fp8_linears,
-               s.fp8_lm_head ? " with the LM head" : "", to_string(fp8.format), fp8.history_len,
-               to_string(fp8.amax_algo), fp8.margin);
+        printf(
+            "fp8: %d scaled tensors (X, W, dY of %d Linears%s), %s, history %d, amax %s, margin %d, forward "
+            "accumulation %s\n",
+            num_fp8_linears * kFp8RolesPerLinear, num_fp8_linears, s.fp8_lm_head ? " with the LM head" : "",
+            to_string(fp8.format), fp8.history_len, to_string(fp8.amax_algo), fp8.margin,
+            fp8.fast_accum ? "fast" : "fp32");
 }
 
 GptModel::~GptModel() { delete impl_; }
