@@ -162,15 +162,23 @@ void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, 
         fflush(stdout);
     }
     if (health) {
+        const float *hm = health->headroom_median, *hx = health->headroom_max;
         printf(
             "step %5d | fp8 health: scales [%.3g, %.3g] | %d/%d slots saturated | %d fell back (amax "
-            "0/inf/nan)\n",
-            step, health->min_scale, health->max_scale, health->saturated, health->slots, health->fell_back);
+            "0/inf/nan) | headroom, binades, median/max: X %.1f/%.1f W %.1f/%.1f dY %.1f/%.1f\n",
+            step, health->min_scale, health->max_scale, health->saturated, health->slots, health->fell_back,
+            hm[kFp8X], hx[kFp8X], hm[kFp8W], hx[kFp8W], hm[kFp8DY], hx[kFp8DY]);
         logger->record("fp8", {{"step", step},
                                {"min_scale", health->min_scale},
                                {"max_scale", health->max_scale},
                                {"saturated", health->saturated},
-                               {"fell_back", health->fell_back}});
+                               {"fell_back", health->fell_back},
+                               {"headroom_x", hm[kFp8X]},
+                               {"headroom_x_max", hx[kFp8X]},
+                               {"headroom_w", hm[kFp8W]},
+                               {"headroom_w_max", hx[kFp8W]},
+                               {"headroom_dy", hm[kFp8DY]},
+                               {"headroom_dy_max", hx[kFp8DY]}});
     }
     logger->record("train", {{"step", step},
                              {"loss", r.loss},

@@ -1,10 +1,12 @@
 // Host tests of the FP8 delayed-scaling arithmetic (llmc/fp8/fp8_scale_math.h): the scale formula and its
 // special cases, amax combining, and the reference model of the history/scale update that the kernel test
-// compares with.
+// compares with; the health log's headroom per role (llmc/fp8/fp8_health.h).
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <random>
 
+#include "llmc/fp8/fp8_health.h"
 #include "llmc/fp8/fp8_scale_math.h"
 #include "llmc/host/config.h"
 #include "test/testing.h"
@@ -160,6 +162,52 @@ TEST(update_reference_nonfinite_window) {
     h2[0] = 2.0f;
     fp8_update_reference(h2, s2, i2, fmax, 1, H, AmaxAlgo::MostRecent, 0);
     EXPECT_EQ(s2[0], 224.0f);
+}
+
+// Headroom: exact powers of two give exact binades (224 * 2 = 448 is E4M3's max; 28672 * 2 = E5M2's).
+TEST(headroom_hand_cases) {
+    EXPECT_EQ(fp8_headroom_binades(2.0f, 224.0f, kFp8E4M3Max), 0.0);
+    EXPECT_EQ(fp8_headroom_binades(0.25f, 224.0f, kFp8E4M3Max), 3.0);
+    EXPECT_EQ(fp8_headroom_binades(8.0f, 224.0f, kFp8E4M3Max), -2.0);
+    EXPECT_EQ(fp8_headroom_binades(2.0f, 28672.0f, kFp8E5M2Max), 0.0);
+    EXPECT_EQ(fp8_headroom_binades(1.0f / 64, 28672.0f, kFp8E5M2Max), 7.0);
+}
+
+// Per role over random slots with chosen headrooms (amax = fp8_max / (scale * 2^h), h an integer, so the
+// headroom is exact): median and max against a sort of each role's values; unusable amaxes (0, inf, NaN)
+// are left out; a role with none gives NaN.
+TEST(headroom_by_role) {
+    std::mt19937 rng(std::random_device{}());
+    const int linears = 1 + (int)(rng() % 40), n = linears * kFp8RolesPerLinear;
+    const std::vector<Fp8Dtype> dtypes = fp8_linear_slot_dtypes(Fp8Format::Hybrid, linears);
+    std::vector<float> amax(n), scale(n);
+    std::vector<std::vector<double>> want(kFp8RolesPerLinear);
+    for (int i = 0; i < n; i++) {
+        scale[i] = std::ldexp(1.0f, (int)(rng() % 40) - 10);
+        const int h = (int)(rng() % 21) - 4;
+        amax[i] = (float)std::ldexp((double)fp8_dtype_max(dtypes[i]) / scale[i], -h);
+        if (rng() % 5 == 0) {
+            const float bad[3] = {0.0f, INFINITY, NAN};
+            amax[i] = bad[rng() % 3];
+        } else {
+            want[i % kFp8RolesPerLinear].push_back(h);
+        }
+    }
+    float median[kFp8RolesPerLinear], largest[kFp8RolesPerLinear];
+    fp8_headroom_by_role(amax, scale, dtypes, median, largest);
+    for (int r = 0; r < kFp8RolesPerLinear; r++) {
+        std::vector<double>& w = want[r];
+        if (w.empty()) {
+            EXPECT_TRUE(std::isnan(median[r]) && std::isnan(largest[r]));
+            continue;
+        }
+        std::sort(w.begin(), w.end());
+        EXPECT_EQ(median[r], (float)w[(w.size() - 1) / 2]);
+        EXPECT_EQ(largest[r], (float)w.back());
+    }
+    std::vector<float> none(n, 0.0f);
+    fp8_headroom_by_role(none, scale, dtypes, median, largest);
+    for (int r = 0; r < kFp8RolesPerLinear; r++) EXPECT_TRUE(std::isnan(median[r]) && std::isnan(largest[r]));
 }
 
 TEST_MAIN()

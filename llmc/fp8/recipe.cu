@@ -92,6 +92,7 @@ void DelayedScaling::health(Fp8Health* h) const {
     }
     h->min_scale = *std::min_element(after.begin(), after.end());
     h->max_scale = *std::max_element(after.begin(), after.end());
+    fp8_headroom_by_role(amax, scale, state_.dtypes, h->headroom_median, h->headroom_max);
 }
 
 std::vector<RecipeStateTensor> DelayedScaling::state_tensors() {

@@ -22,7 +22,6 @@ GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, con
       dp(dpar.comm, ctx_, &params, &timer),
       runtime(std::max(dpar.grad_accum_steps, 1), (size_t)B_ * T_) {
     CHECK(accum_steps >= 1, "grad_accum_steps = %d", accum_steps);
-    matmul_plans.tuning = {opts.gemm_autotune, opts.gemm_cache_path};
 }
 
 static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool fp8) {
@@ -182,7 +181,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
     s.fp8_lm_head = fp8.lm_head && use_fp8;
-    s.matmul_plans.tuning.fp8_forward_fast_accum = fp8.fast_accum;
+    s.matmul_plans.tuning = {options.gemm_autotune, options.gemm_cache_path, fp8.fast_accum};
     const int num_block_linears = m.num_layers * kLinearsPerLayer;
     const int num_fp8_linears = num_block_linears + (s.fp8_lm_head ? 1 : 0);
     if (use_fp8)
