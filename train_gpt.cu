@@ -288,8 +288,9 @@ void Run::open_gpu() {
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
     ctx_ = create_gpu_context(local_rank, cfg_.precision == Precision::FP8 ? 89 : 80);
     gpu_open_ = true;
-    printf("device: %s, %d SMs, %.1f GiB%s\n", ctx_.props.name, ctx_.props.multiProcessorCount,
-           ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "");
+    printf("device: %s, %d SMs, %.1f GiB%s; %s\n", ctx_.props.name, ctx_.props.multiProcessorCount,
+           ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "",
+           gpu_library_versions().c_str());
 }
 
 // The step options of the configuration; the tuned GEMM choices go to --gemm-cache, else the user's cache

@@ -273,6 +273,7 @@ BENCH(attention_gpt1p5b) {
     GpuContext* ctx = b.ctx;
     DeviceBuffers& d = b.d;
     const double fwd_flops = b.fwd_flops, bwd_flops = b.bwd_flops;
+    fprintf(stderr, "bench: %s\n", gpu_library_versions().c_str());  // the cuDNN that ran, not the headers'
     for (bool deterministic : {true, false}) {
         AttentionGraphs graphs(deterministic);
         const std::string shape =

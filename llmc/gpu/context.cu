@@ -33,6 +33,16 @@ GpuContext create_gpu_context(int device, int min_sm) {
     return ctx;
 }
 
+std::string gpu_library_versions() {
+    const size_t dnn = cudnnGetVersion();  // e.g. 91400 = 9.14.0 (major * 10000 + minor * 100 + patch)
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    char buf[128];
+    snprintf(buf, sizeof buf, "cuDNN %zu.%zu.%zu, cuBLASLt %zu, CUDA runtime %d", dnn / 10000,
+             dnn / 100 % 100, dnn % 100, cublasLtGetVersion(), runtime);
+    return buf;
+}
+
 void* ensure_cudnn_workspace(GpuContext* ctx, size_t bytes) {
     if (bytes > ctx->cudnn_workspace_size) {
         CHECK_CUDA(cudaStreamSynchronize(ctx->stream));

@@ -25,5 +25,8 @@ GpuContext create_gpu_context(int device, int min_sm);
 void destroy_gpu_context(GpuContext* ctx);
 // Returns a cuDNN workspace of at least `bytes`, reallocating (after a device sync) if needed.
 void* ensure_cudnn_workspace(GpuContext* ctx, size_t bytes);
+// "cuDNN 9.14.0, cuBLASLt 130100, CUDA runtime 13000": the libraries loaded at run time (which may differ
+// from the headers built against, e.g. with LD_LIBRARY_PATH), for the device line and bench logs.
+std::string gpu_library_versions();
 // True if a CUDA device is usable (used to print a clear message instead of failing deep inside).
 bool cuda_device_available(std::string* why);
