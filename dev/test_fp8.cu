@@ -8,6 +8,7 @@
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/cast.cuh"
+#include "llmc/fp8/fp8_producers.cuh"
 #include "test/reference/gelu.h"
 
 using namespace fp8_test;
@@ -299,6 +300,82 @@ TEST(cast_transpose_dbias_dgelu) {
                 fp8_amax_dgelu(&f.st, f.slot(d), d_dout, d_pre, (long)g.size(), tanh_form, 0);
                 EXPECT_NEAR(fp8_bits_float(f.staged_bits(d)), ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
             }
+}
+
+// The dGELU cast with the GELU output as a second, transposed output (the fc-projection's FP8 input rebuilt
+// in the backward): its dY outputs (rows, transposed, dbias, amax) must be bitwise those of the cast without
+// it, and the GELU output bitwise fp8_gelu_cast_transpose's (the forward producer) with the same scale, its
+// staged amax too. Exact equality is the contract (the backward's wgrad must read the bytes the forward would
+// have kept), so no tolerance. Shapes: partial tiles, and an fc-sized tile grid; both GELU forms; both
+// formats for each output; the scales chosen so some values of both outputs saturate.
+TEST(cast_transpose_dbias_dgelu_gelu_out) {
+    // Slots 0, 1: dY as E4M3 / E5M2; slots 2, 3: the GELU output as E4M3 / E5M2.
+    Fp8ScaleState st =
+        fp8_scale_state_create({Fp8Dtype::E4M3, Fp8Dtype::E5M2, Fp8Dtype::E4M3, Fp8Dtype::E5M2}, 16);
+    const int shapes[][2] = {{48, 80}, {400, 208}, {1024, 6400}};
+    for (auto& s : shapes)
+        for (int tanh_form = 0; tanh_form < 2; tanh_form++)
+            for (int dy_slot : {1, 0})
+                for (int x_slot : {2, 3}) {
+                    const int N = s[0], F = s[1];
+                    const size_t n = (size_t)N * F;
+                    printf(" N=%d F=%d %s dY %s, GELU output %s\n", N, F, tanh_form ? "tanh" : "erf",
+                           dy_slot == 0 ? "e4m3" : "e5m2", x_slot == 2 ? "e4m3" : "e5m2");
+                    std::vector<float> dout = dev::random_normal(n), pre = dev::random_normal(n, 0.0f, 3.0f);
+                    ref_round_to_bf16(dout);
+                    ref_round_to_bf16(pre);
+                    upload_scale(&st, dy_slot, 64.0f);  // |g| > 7 saturates E4M3 (448 / 64)
+                    upload_scale(&st, x_slot, x_slot == 2 ? 100.0f : 10000.0f);  // gelu > 4.5 / 5.7 saturates
+                    Allocs A;
+                    bf16 *d_dout = A(dev::to_device_bf16(dout)), *d_pre = A(dev::to_device_bf16(pre));
+                    fp8b *d_out[2], *d_outT[2], *d_xT[2];
+                    bf16* d_db[2];
+                    float* d_sinv[2];
+                    for (int k = 0; k < 2; k++) {
+                        d_out[k] = A(dev::device_alloc<fp8b>(n));
+                        d_outT[k] = A(dev::device_alloc<fp8b>(n));
+                        d_xT[k] = A(dev::device_alloc<fp8b>(n));
+                        d_db[k] = A(dev::device_alloc<bf16>(F));
+                        d_sinv[k] = A(dev::device_alloc<float>(1));
+                    }
+                    void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, F)));
+                    const auto staged = [&](int slot) {
+                        return fp8_float_bits(dev::from_device(fp8_staging_amax(&st) + slot, 1)[0]);
+                    };
+                    const auto reset = [&] {
+                        CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float)));
+                    };
+                    // k = 0: the two casts as the step runs them without the rebuilt input
+                    reset();
+                    fp8_cast_transpose_dbias_dgelu(d_out[0], d_outT[0], d_sinv[0], d_db[0], d_scratch, &st,
+                                                   dy_slot, d_dout, d_pre, N, F, tanh_form, false, 0);
+                    fp8_gelu_cast_transpose(nullptr, d_xT[0], nullptr, &st, x_slot, d_pre, N, F, tanh_form,
+                                            0);
+                    const uint32_t amax_dy = staged(dy_slot), amax_x = staged(x_slot);
+                    // k = 1: one cast with both outputs
+                    reset();
+                    fp8_cast_transpose_dbias_dgelu(d_out[1], d_outT[1], d_sinv[1], d_db[1], d_scratch, &st,
+                                                   dy_slot, d_dout, d_pre, N, F, tanh_form, false, 0, d_xT[1],
+                                                   x_slot);
+                    EXPECT_TRUE(
+                        testing::same_bits(dev::from_device(d_out[1], n), dev::from_device(d_out[0], n)));
+                    EXPECT_TRUE(
+                        testing::same_bits(dev::from_device(d_outT[1], n), dev::from_device(d_outT[0], n)));
+                    EXPECT_TRUE(
+                        testing::same_bits(dev::from_device(d_db[1], F), dev::from_device(d_db[0], F)));
+                    EXPECT_TRUE(
+                        testing::same_bits(dev::from_device(d_sinv[1], 1), dev::from_device(d_sinv[0], 1)));
+                    const std::vector<uint8_t> xT = dev::from_device(d_xT[1], n);
+                    EXPECT_TRUE(testing::same_bits(xT, dev::from_device(d_xT[0], n)));
+                    EXPECT_EQ(staged(dy_slot), amax_dy);
+                    EXPECT_EQ(staged(x_slot), amax_x);
+                    // The comparison can fail: the GELU output saturates somewhere and is not all zeros.
+                    const uint8_t top = max_code(x_slot == 2 ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2);
+                    size_t saturated = 0, nonzero = 0;
+                    for (uint8_t b : xT) saturated += b == top, nonzero += b != 0;
+                    EXPECT_TRUE(saturated > 0 && nonzero > n / 4);
+                }
+    fp8_scale_state_destroy(&st);
 }
 
 // ---- the update kernel ----

@@ -72,26 +72,42 @@ __device__ __forceinline__ void chunk_values(const Raw8<Tin>& raw, const Raw8<bf
     }
 }
 
-// ---- cast + transpose (+ dbias partials, + dGELU) ----
+// The dGELU cast's optional second output: bf16(gelu(pre)) quantized with another slot's scale, transposed
+// only (the fc-projection's FP8 input, rebuilt in the backward from the pre-GELU tensor the cast reads
+// anyway), its amax into that slot's staging.
+struct GeluOutT {
+    __nv_fp8_storage_t* out_T;
+    float* staging;
+    const float* scale_ptr;
+};
+
+// ---- cast + transpose (+ dbias partials, + dGELU, + the GELU output transposed) ----
 // The 128 x 128 tile of llmc/fp8/fp8_device.cuh (kCtTile), phase 2 by ct_tile_write_transposed; with DBIAS
-// the per-thread column sums of phase 1 go through shared memory and are added in a fixed order.
-template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT>
+// the per-thread column sums of phase 1 go through shared memory and are added in a fixed order. GELU_T
+// (dGELU only): a second tile for y = gelu_bf16(pre), quantized exactly as fp8_producers.cu's GELU cast does
+// (the same function of the same bf16 input, the same to_fp8x8), so with the forward's scale the same bytes.
+template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT, bool GELU_T = false,
+          __nv_fp8_interpretation_t GFMT = FMT>
 __global__ void __launch_bounds__(kCtThreads, 2)
     cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,
                           float* __restrict__ out_scale_inv, float* __restrict__ dbias_partial,
                           float* staging, const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
                           const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
-                          int C) {
+                          int C, GeluOutT gelu) {
+    static_assert(!GELU_T || OP != kOpCopy, "the GELU output needs the pre-GELU input");
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    __shared__ uint32_t gelu_tile[GELU_T ? kCtTile * kCtTileWords : 1];
     const int tid = threadIdx.x;
     const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
-    uint32_t amax_bits = 0;
+    const float gelu_scale = GELU_T ? *gelu.scale_ptr : 0.0f;
+    uint32_t amax_bits = 0, gelu_amax_bits = 0;
     float colsum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no spills).
-    constexpr int kBatch = OP == kOpCopy ? 8 : 4;
+    // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no spills);
+    // a quarter with the GELU output's second set of values.
+    constexpr int kBatch = OP == kOpCopy ? 8 : GELU_T ? 2 : 4;
 #pragma unroll
     for (int b = 0; b < 8; b += kBatch) {
         Raw8<Tin> raw[kBatch];
@@ -104,7 +120,7 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
             const int r = rr + 16 * (b + i), n = n0 + r;
-            uint2 q = make_uint2(0, 0);
+            uint2 q = make_uint2(0, 0), gq = make_uint2(0, 0);
             if (col_ok && n < N) {
                 float v[8];
                 chunk_values<OP>(raw[i], raw_pre[i], v);
@@ -115,8 +131,19 @@ __global__ void __launch_bounds__(kCtThreads, 2)
                 }
                 q = to_fp8x8<FMT>(v, scale);
                 if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
+                if constexpr (GELU_T) {
+                    float p[8], y[8];
+                    unpack8(raw_pre[i], p);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) {
+                        y[k] = gelu_bf16<OP == kOpDgeluTanh>(p[k]);
+                        gelu_amax_bits = max(gelu_amax_bits, fp8_abs_bits(y[k]));
+                    }
+                    gq = to_fp8x8<GFMT>(y, gelu_scale);
+                }
             }
             ct_tile_park(tile, r, cc, q);
+            if constexpr (GELU_T) ct_tile_park(gelu_tile, r, cc, gq);
         }
     }
     __shared__ float red[DBIAS ? 16 : 1][kCtTile];
@@ -124,9 +151,14 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 #pragma unroll
         for (int k = 0; k < 8; k++) red[rr][cc * 8 + k] = colsum[k];
     }
-    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[] and red[]
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[], gelu_tile[] and red[]
+    if constexpr (GELU_T) {
+        __syncthreads();  // thread 0 has read the first reduction's per-warp maxima; the second reuses them
+        block_amax_atomic(gelu_amax_bits, gelu.staging);
+    }
 
     ct_tile_write_transposed(out_T, tile, n0, c0, N, C);  // phase 2: transposed output
+    if constexpr (GELU_T) ct_tile_write_transposed(gelu.out_T, gelu_tile, n0, c0, N, C);
 
     if constexpr (DBIAS) {
         // Column sums of this tile in a fixed order (deterministic); partial row blockIdx.y of
@@ -224,10 +256,12 @@ void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, lo
     CHECK_LAUNCH();
 }
 
+// gelu_out_T (dGELU only; null: none): the GELU output, transposed, with slot gelu_slot's scale.
 template <class Tin, int OP, bool DBIAS>
 void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T, float* out_scale_inv,
                            float* dbias_partial, Fp8ScaleState* st, int slot, const Tin* in_NC,
-                           const bf16* pre_NC, int N, int C, cudaStream_t stream) {
+                           const bf16* pre_NC, int N, int C, cudaStream_t stream,
+                           __nv_fp8_storage_t* gelu_out_T = nullptr, int gelu_slot = -1) {
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
           "fp8 cast_transpose: N = %d and C = %d must be positive "
           "multiples of 16",
@@ -239,9 +273,25 @@ void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
     fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        if constexpr (OP != kOpCopy) {
+            if (gelu_out_T != nullptr) {
+                CHECK(aligned16(gelu_out_T), "fp8 dgelu: the GELU output must be 16-byte aligned");
+                fp8_dispatch_format(st, gelu_slot, [&](auto gtag) {
+                    constexpr __nv_fp8_interpretation_t GFMT = decltype(gtag)::value;
+                    const GeluOutT gelu = {gelu_out_T, fp8_staging_amax(st) + gelu_slot,
+                                           st->scale + gelu_slot};
+                    cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT><<<grid, kCtThreads, 0, stream>>>(
+                        out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
+                        st->scale + slot, st->scale_inv + slot, N, C, gelu);
+                    CHECK_LAUNCH();
+                });
+                return;
+            }
+        }
+        CHECK(gelu_out_T == nullptr, "fp8 cast: a GELU output needs the dGELU cast");
         cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
             out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
-            st->scale + slot, st->scale_inv + slot, N, C);
+            st->scale + slot, st->scale_inv + slot, N, C, GeluOutT{});
         CHECK_LAUNCH();
     });
 }
@@ -299,7 +349,8 @@ void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* o
 void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage_t* out_T_FN,
                                     float* out_scale_inv, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
                                     int slot, const bf16* dout_NF, const bf16* pre_NF, int N, int F,
-                                    bool gelu_tanh, bool accumulate, cudaStream_t stream) {
+                                    bool gelu_tanh, bool accumulate, cudaStream_t stream,
+                                    __nv_fp8_storage_t* gelu_out_T_FN, int gelu_slot) {
     CHECK(dbias_F != nullptr && scratch != nullptr && aligned16(scratch),
           "fp8 dbias: dbias and an aligned "
           "scratch are required");
@@ -307,10 +358,12 @@ void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage
     float* partial = static_cast<float*>(scratch);
     if (gelu_tanh)
         launch_cast_transpose<bf16, kOpDgeluTanh, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
-                                                        dout_NF, pre_NF, N, F, stream);
+                                                        dout_NF, pre_NF, N, F, stream, gelu_out_T_FN,
+                                                        gelu_slot);
     else
         launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
-                                                       dout_NF, pre_NF, N, F, stream);
+                                                       dout_NF, pre_NF, N, F, stream, gelu_out_T_FN,
+                                                       gelu_slot);
     launch_dbias_reduce(dbias_F, partial, N, F, accumulate, stream);
 }
 

@@ -47,11 +47,15 @@ void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* o
                               cudaStream_t stream);
 // Same for the fc layer through GELU: g = dout * gelu'(pre) (erf form, or tanh approximation if gelu_tanh),
 // dout_NF the gradient of the GELU output and pre_NF its input, both [N, F]; quantizes g (row-wise out_NF
-// may be null, transposed out_T_FN [F, N]) and reduces dbias_F from fp32 g before quantization.
+// may be null, transposed out_T_FN [F, N]) and reduces dbias_F from fp32 g before quantization. With
+// gelu_out_T_FN: also the GELU output bf16(gelu(pre)) quantized with slot gelu_slot's scale, transposed only
+// [F, N], its amax into that slot's staging: with the forward's scale, the bytes fp8_gelu_cast_transpose
+// wrote (the fc-projection's FP8 input, rebuilt instead of kept).
 void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage_t* out_T_FN,
                                     float* out_scale_inv, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
                                     int slot, const bf16* dout_NF, const bf16* pre_NF, int N, int F,
-                                    bool gelu_tanh, bool accumulate, cudaStream_t stream);
+                                    bool gelu_tanh, bool accumulate, cudaStream_t stream,
+                                    __nv_fp8_storage_t* gelu_out_T_FN = nullptr, int gelu_slot = -1);
 
 // The casts above with their output as one Fp8Tensor (bytes, scale_inv and slot; `out.data` may be null).
 inline void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,

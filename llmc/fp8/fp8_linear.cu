@@ -32,43 +32,83 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
                        lin->w.scale_inv, bias_OC, N, C, OC, stream);
 }
 
-// dinp = dY W (null: skipped) and dW (+)= dY^T X from dY's row-wise and transposed copies.
+// dinp = dY W (null: skipped) from dY's row-wise copy; dW (+)= dY^T X from the transposed copies.
+static void dgrad_gemm(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
+                       bf16* dinp_NC, int N, int C, int OC, cudaStream_t stream) {
+    mark(f, kPhaseGemm, stream);
+    if (dinp_NC)
+        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, e4m3(lin->w.data_T), lin->w.scale_inv, dy.data,
+                         cuda_type(dy), dy.scale_inv, N, C, OC, stream);
+}
+static void wgrad_gemm(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
+                       bf16* dweight_OCC, int N, int C, int OC, bool accumulate, cudaStream_t stream) {
+    mark(f, kPhaseGemm, stream);
+    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, e4m3(lin->x.data_T), lin->x.scale_inv, dy.data_T,
+                     cuda_type(dy), dy.scale_inv, N, C, OC, accumulate, stream);
+}
 static void backward_gemms(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
                            bf16* dinp_NC, bf16* dweight_OCC, int N, int C, int OC, bool accumulate,
                            cudaStream_t stream) {
-    mark(f, kPhaseGemm, stream);
-    const cudaDataType_t dy_type = cuda_type(dy);
-    if (dinp_NC)
-        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, e4m3(lin->w.data_T), lin->w.scale_inv, dy.data, dy_type,
-                         dy.scale_inv, N, C, OC, stream);
-    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, e4m3(lin->x.data_T), lin->x.scale_inv, dy.data_T, dy_type,
-                     dy.scale_inv, N, C, OC, accumulate, stream);
+    dgrad_gemm(f, lin, dy, dinp_NC, N, C, OC, stream);
+    wgrad_gemm(f, lin, dy, dweight_OCC, N, C, OC, accumulate, stream);
 }
 
-void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
-                         bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
-                         bool accumulate, cudaStream_t stream) {
-    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+// The cast of dout into dy (with dbias, and dGELU with pre_gelu_NOC).
+static void cast_dy(const Fp8LinearContext* f, const Fp8Tensor& dy, bf16* dbias_OC, const bf16* dout_NOC,
+                    const bf16* pre_gelu_NOC, int N, int OC, bool accumulate, cudaStream_t stream,
+                    const Fp8Tensor* next_input) {
     Fp8ScaleState* scales = f->recipe->scales();
-    const Fp8Tensor& dy = lin->dy;
     void* dbias_scratch = f->scratch->dbias_scratch;
     mark(f, kPhaseCast, stream);
     if (pre_gelu_NOC) {
         fp8_calibrate_if_needed(f, dy, stream, [&] {
             fp8_amax_dgelu(scales, dy.slot, dout_NOC, pre_gelu_NOC, (long)N * OC, f->gelu_tanh, stream);
         });
-        fp8_cast_transpose_dbias_dgelu(dy, dbias_OC, dbias_scratch, scales, dout_NOC, pre_gelu_NOC, N, OC,
-                                       f->gelu_tanh, accumulate, stream);
-    } else {
-        fp8_calibrate_if_needed(f, dy, stream,
-                                [&] { fp8_amax(scales, dy.slot, dout_NOC, (long)N * OC, stream); });
-        if (dbias_OC)
-            fp8_cast_transpose_dbias(dy, dbias_OC, dbias_scratch, scales, dout_NOC, N, OC, accumulate,
-                                     stream);
-        else  // no bias (the FP8 LM head takes fp8_linear_backward_quantized_dy instead)
-            fp8_cast_transpose(dy, scales, dout_NOC, N, OC, stream);
+        fp8_cast_transpose_dbias_dgelu(dy.data, dy.data_T, dy.scale_inv, dbias_OC, dbias_scratch, scales,
+                                       dy.slot, dout_NOC, pre_gelu_NOC, N, OC, f->gelu_tanh, accumulate,
+                                       stream, next_input ? next_input->data_T : nullptr,
+                                       next_input ? next_input->slot : -1);
+        return;
     }
-    backward_gemms(f, lin, dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
+    CHECK(next_input == nullptr, "fp8_linear_backward: a rebuilt input needs the dGELU cast");
+    fp8_calibrate_if_needed(f, dy, stream,
+                            [&] { fp8_amax(scales, dy.slot, dout_NOC, (long)N * OC, stream); });
+    if (dbias_OC)
+        fp8_cast_transpose_dbias(dy, dbias_OC, dbias_scratch, scales, dout_NOC, N, OC, accumulate, stream);
+    else  // no bias (the FP8 LM head takes fp8_linear_backward_quantized_dy instead)
+        fp8_cast_transpose(dy, scales, dout_NOC, N, OC, stream);
+}
+
+void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
+                         bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
+                         bool accumulate, cudaStream_t stream, const Fp8Tensor* next_input) {
+    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    cast_dy(f, lin->dy, dbias_OC, dout_NOC, pre_gelu_NOC, N, OC, accumulate, stream, next_input);
+    backward_gemms(f, lin, lin->dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
+}
+
+// The deferred wgrad's dY: lin->dy's rows and slot with the kept transposed copy and scale_inv.
+static Fp8Tensor kept_dy(const Fp8LinearBuffers* lin, const Fp8KeptDy& kept) {
+    CHECK(kept.data_T_OCN != nullptr && kept.scale_inv != nullptr,
+          "fp8 deferred wgrad: the kept dY^T and its scale_inv are required");
+    Fp8Tensor dy = lin->dy;
+    dy.data_T = kept.data_T_OCN;
+    dy.scale_inv = kept.scale_inv;
+    return dy;
+}
+
+void fp8_linear_backward_dgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
+                               bf16* dbias_OC, const bf16* dout_NOC, const Fp8KeptDy& kept, int N, int C,
+                               int OC, bool accumulate, cudaStream_t stream) {
+    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    const Fp8Tensor dy = kept_dy(lin, kept);
+    cast_dy(f, dy, dbias_OC, dout_NOC, nullptr, N, OC, accumulate, stream, nullptr);
+    dgrad_gemm(f, lin, dy, dinp_NC, N, C, OC, stream);
+}
+
+void fp8_linear_wgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dweight_OCC,
+                      const Fp8KeptDy& kept, int N, int C, int OC, bool accumulate, cudaStream_t stream) {
+    wgrad_gemm(f, lin, kept_dy(lin, kept), dweight_OCC, N, C, OC, accumulate, stream);
 }
 
 void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,

@@ -62,9 +62,27 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
 // dinp_NC = dY W (overwritten; null: skipped), dweight_OCC = dY^T X, dbias_OC = sum_n dY (overwritten, or +=
 // with accumulate). dY = dout_NOC, or, when pre_gelu_NOC is given, dout_NOC * gelu'(pre_gelu_NOC) (dout is
 // then the gradient of the GELU output).
+// next_input (with pre_gelu_NOC; null: none): the dGELU cast also writes gelu(pre_gelu_NOC), the next
+// Linear's input, transposed into next_input->data_T with next_input's slot scale
+// (fp8_cast_transpose_dbias_dgelu).
 void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
-                         bool accumulate, cudaStream_t stream);
+                         bool accumulate, cudaStream_t stream, const Fp8Tensor* next_input = nullptr);
+// Where a deferred wgrad's dY waits: its transposed bytes [OC, N] and the scale_inv they were quantized with,
+// a buffer of its own (16-byte aligned: cuBLASLt takes it as a scale pointer; the shared scratch's scale_inv
+// belongs to the next cast by the time the wgrad runs).
+struct Fp8KeptDy {
+    __nv_fp8_storage_t* data_T_OCN = nullptr;
+    float* scale_inv = nullptr;
+};
+// The same for a Linear whose transposed input is not there yet (rebuilt by a later cast): the cast of dY
+// (no GELU) with dY^T and its scale_inv into `kept`, and the dgrad now; fp8_linear_wgrad later, from `kept`.
+void fp8_linear_backward_dgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
+                               bf16* dbias_OC, const bf16* dout_NOC, const Fp8KeptDy& kept, int N, int C,
+                               int OC, bool accumulate, cudaStream_t stream);
+// dweight_OCC (+)= dY^T X from `kept` (fp8_linear_backward_dgrad's) and lin->x.data_T.
+void fp8_linear_wgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dweight_OCC,
+                      const Fp8KeptDy& kept, int N, int C, int OC, bool accumulate, cudaStream_t stream);
 // The same without the cast: lin->dy.data already holds dY [N, OC] (the FP8 classifier wrote it, with its
 // amax and scale_inv); dY^T is transposed into dyT_OCN (OC x N bytes) for the wgrad. No bias.
 void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,

@@ -111,13 +111,8 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
 // ---------------------------------------------------------------------------------------------------------
 // GELU -> FP8
 // ---------------------------------------------------------------------------------------------------------
-// GELU forward: gelu_erf / gelu_tanh of llmc/kernels/gelu_math.cuh, the very same code as
-// llmc/kernels/gelu.cu's gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward +
-// fp8_cast_transpose). y = bf16(gelu(x)) as gelu_forward stores it, back in fp32.
-template <bool kTanh>
-__device__ __forceinline__ float gelu_bf16(float x) {
-    return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));
-}
+// GELU forward: gelu_bf16 of llmc/kernels/gelu_math.cuh, the very same code as llmc/kernels/gelu.cu's
+// gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward + fp8_cast_transpose).
 
 // Cast + transpose as llmc/fp8/cast.cu's cast_transpose_kernel (the 128 x 128 tile of
 // llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values; all 8 loads of a thread are issued before

@@ -40,6 +40,7 @@
 // Tanh form (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))), unchanged: cancellation-free through the
 // logistic of 2u (see below).
 #pragma once
+#include <cuda_bf16.h>
 
 namespace gelu_math_detail {
 
@@ -136,4 +137,11 @@ __device__ __forceinline__ float gelu_tanh_grad(float x) {
     const float one_minus_s = (u >= 0.0f ? e : 1.0f) * inv;
     const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
     return s * (1.0f + 2.0f * x * one_minus_s * du);
+}
+
+// y = bf16(gelu(x)) as gelu_forward stores it, back in fp32: the FP8 GELU producer's value, and the one the
+// dGELU cast rebuilds from the same x (llmc/fp8/cast.cu), so both quantize the same bits.
+template <bool kTanh>
+__device__ __forceinline__ float gelu_bf16(float x) {
+    return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));
 }

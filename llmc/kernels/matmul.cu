@@ -582,6 +582,9 @@ void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, 
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
     CHECK(inp_scale_inv && weight_scale_inv, "matmul_fp8_forward: scale_inv pointers are required");
+    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
+    check_aligned(inp_scale_inv, "inp_scale_inv");
+    check_aligned(weight_scale_inv, "weight_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
                            CUDA_R_8F_E4M3);
     key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
@@ -607,6 +610,9 @@ void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
     check_aligned(weightT_COC, "weightT");
     check_aligned(dout_NOC, "dout");
     CHECK(weight_scale_inv && dout_scale_inv, "matmul_fp8_dgrad: scale_inv pointers are required");
+    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
+    check_aligned(weight_scale_inv, "weight_scale_inv");
+    check_aligned(dout_scale_inv, "dout_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3,
                            dout_type);
     key.scaled = 1;
@@ -629,6 +635,9 @@ void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC
     check_aligned(inpT_CN, "inpT");
     check_aligned(doutT_OCN, "doutT");
     CHECK(inp_scale_inv && dout_scale_inv, "matmul_fp8_wgrad: scale_inv pointers are required");
+    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
+    check_aligned(inp_scale_inv, "inp_scale_inv");
+    check_aligned(dout_scale_inv, "dout_scale_inv");
     GemmKey key =
         make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
     key.scaled = 1;

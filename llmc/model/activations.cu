@@ -76,6 +76,8 @@ const ActivationSpec kActivations[] = {
     {Act::Fp8XtFc,           "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
     {Act::Fp8XtFcProj,       "fp8 saved X^T",                Count::L,      Size::NF,               Dtype::FP8,   When::Fp8KeptFcProjX},
     {Act::Fp8XtFcProjShared, "fp8 fc-proj X^T (recomputed)", Count::One,    Size::NF,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
+    {Act::Fp8DyTFcProjKept,  "fp8 fc-proj dY^T (kept)",      Count::One,    Size::NC,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
+    {Act::Fp8DyScaleInvFcProjKept, "fp8 fc-proj dY^T (kept)", Count::One,   Size::One,              Dtype::F32,   When::Fp8RecomputedFcProjX},
     {Act::Fp8XRows,          "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
     {Act::Fp8XtLmHead,       "fp8 saved X^T",                Count::One,    Size::NC,               Dtype::FP8,   When::Fp8LmHead},
     {Act::Fp8DyRows,         "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},

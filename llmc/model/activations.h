@@ -43,7 +43,10 @@ enum class Act {
     Fp8XtFc,
     Fp8XtFcProj,        // per layer: the FP8 X^T a Linear keeps for its wgrad
     Fp8XtFcProjShared,  // --recompute 1: one fc-proj X^T, rebuilt in backward
-    Fp8XtLmHead,        // --fp8-lm-head: the final LayerNorm's FP8 output, transposed
+    Fp8DyTFcProjKept,   // --recompute 1: the fc-proj's dY^T, kept for its wgrad until the X^T is rebuilt
+    Fp8DyScaleInvFcProjKept,  // --recompute 1: that dY^T's scale_inv (a GEMM scale pointer: a buffer of its
+                              // own)
+    Fp8XtLmHead,              // --fp8-lm-head: the final LayerNorm's FP8 output, transposed
     Fp8XRows,
     Fp8DyRows,
     Fp8DyT,

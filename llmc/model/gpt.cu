@@ -143,6 +143,8 @@ static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStor
             f.scratch = &s.fp8_scratch;
             f.saved_xT_IN = a.fp8(saved_xT[kind], saved_xT[kind] == Act::Fp8XtFcProjShared ? 0 : l);
             f.recompute_input = kind == kFcProj && s.options.recompute_fc_proj_input;
+            f.kept_dyT_ON = f.recompute_input ? a.fp8(Act::Fp8DyTFcProjKept) : nullptr;
+            f.kept_dy_scale_inv = f.recompute_input ? a.f32(Act::Fp8DyScaleInvFcProjKept) : nullptr;
             f.master_weight_OI = s.dp.sharded() ? nullptr : s.params.slice(s.params.master, w, l);
             f.fp8_weight = s.dp.sharded()
                                ? st.weight

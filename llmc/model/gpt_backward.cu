@@ -16,9 +16,12 @@ static void block_backward(GptModel::Impl& s, int l, bf16* dres, bool accumulate
     float* scratch = a.f32(Act::ReduceScratch);
     const LayerNormParams ln = s.layernorm_params(l);
     // MLP: residual[l+1] = residual_mid[l] + fcproj(gelu(fc(ln2(residual_mid[l]))))
-    s.linear(l, kFcProj).restore_input_from_gelu(a.bf(Act::FchPreGelu, l));
-    s.linear(l, kFcProj).backward(grad_NF, dres, accumulate);
-    s.linear(l, kFc).backward_through_gelu(grad_NC, grad_NF, a.bf(Act::FchPreGelu, l), accumulate);
+    Linear &fc_proj = s.linear(l, kFcProj), &fc = s.linear(l, kFc);
+    const bf16* pre_gelu = a.bf(Act::FchPreGelu, l);
+    fc_proj.restore_input_from_gelu(pre_gelu);
+    fc_proj.backward(grad_NF, dres, accumulate);
+    fc.backward_through_gelu(grad_NC, grad_NF, pre_gelu, accumulate, fc_proj.input_rebuilt_by_dgelu());
+    fc_proj.finish_wgrad();  // FP8 with its input rebuilt by the cast above
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.slice(p.grads, kLn2w, l), p.slice(p.grads, kLn2b, l), scratch, grad_NC,
                        a.bf(Act::ResidualMid, l), ln.ln2w, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l), N,

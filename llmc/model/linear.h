@@ -14,6 +14,7 @@ struct GpuContext;
 struct MatmulPlanCache;
 class DelayedScaling;
 struct Fp8Scratch;
+struct Fp8Tensor;
 
 // Where a Linear's parameters and gradients live (the model's flat buffers) and its shape.
 struct LinearParams {
@@ -62,14 +63,19 @@ class Linear {
     // is then called with dout_NO = logits_NO.
     virtual void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) = 0;
 
-    // The backward's input where the forward did not keep it: rebuilt from the pre-GELU tensor.
+    // The backward's input where the forward did not keep it: rebuilt from the pre-GELU tensor (BF16), or
+    // (FP8) left to the dGELU cast of the Linear before: input_rebuilt_by_dgelu() names where it goes, and
+    // backward() leaves the weight gradient to finish_wgrad(), after that cast.
     virtual void restore_input_from_gelu(const bf16* pre_gelu_NI) = 0;
+    virtual const Fp8Tensor* input_rebuilt_by_dgelu() const { return nullptr; }
+    virtual void finish_wgrad() {}
     // dinp_NI = dY W (null: not needed), dW = dY^T x, db = sum dY (accumulate: += for gradient accumulation).
     virtual void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) = 0;
     // The same with dY = dout_NO * gelu'(pre_gelu_NO): this Linear's output went through a GELU (dout_NO may
-    // be overwritten).
-    virtual void backward_through_gelu(bf16* dinp_NI, bf16* dout_NO, const bf16* pre_gelu_NO,
-                                       bool accumulate) = 0;
+    // be overwritten). next_input (FP8; null: none): the next Linear's transposed FP8 input,
+    // gelu(pre_gelu_NO) quantized with its scale, written by the same cast.
+    virtual void backward_through_gelu(bf16* dinp_NI, bf16* dout_NO, const bf16* pre_gelu_NO, bool accumulate,
+                                       const Fp8Tensor* next_input) = 0;
 
     // Lower-precision weight copies (FP8: W and W^T) from the weights, when they changed.
     virtual void cast_weight() {}
@@ -85,7 +91,9 @@ std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRunt
                                          bf16* input_buffer_NI);
 
 // FP8 Linear number `index` (its three scale slots X, W, dY). saved_xT_IN: where the transposed FP8 input is
-// kept for the backward. recompute_input: the GELU-fed Linear rebuilds it in restore_input_from_gelu instead.
+// kept for the backward. recompute_input: the GELU-fed Linear has it rebuilt by the fc's dGELU cast instead,
+// keeping its dY^T in kept_dyT_ON (out x N bytes) and that dY's scale_inv in kept_dy_scale_inv (one float,
+// 16-byte aligned) for the weight gradient that waits for it.
 // master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
 // which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
 // loss_head: the LM head, whose dY comes quantized from loss_and_dlogits; its backward transposes it into the
@@ -96,6 +104,8 @@ struct Fp8LinearSetup {
     const Fp8Scratch* scratch;
     __nv_fp8_storage_t* saved_xT_IN;
     bool recompute_input;
+    __nv_fp8_storage_t* kept_dyT_ON = nullptr;
+    float* kept_dy_scale_inv = nullptr;
     const float* master_weight_OI;
     __nv_fp8_storage_t* fp8_weight;
     float* w_scale_inv;

@@ -48,7 +48,9 @@ class Bf16Linear : public Linear {
         matmul_backward(rt_->plans, rt_->ctx, dinp, p_.dweight_OI, p_.dbias_O, dout, input_, p_.weight_OI,
                         p_.N, p_.in, p_.out, accumulate, rt_->reduce_scratch, stream());
     }
-    void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate) override {
+    void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate,
+                               const Fp8Tensor* next_input) override {
+        CHECK(next_input == nullptr, "BF16 Linear: no FP8 input to rebuild");
         rt_->mark(kPhaseOther);
         gelu_backward_inplace(dout, pre, (size_t)p_.N * p_.out, rt_->gelu_tanh, stream());
         backward(dinp, dout, accumulate);

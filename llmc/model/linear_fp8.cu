@@ -16,6 +16,7 @@ class Fp8Linear : public Linear {
         : p_(p),
           rt_(rt),
           recompute_input_(s.recompute_input),
+          kept_dy_{s.kept_dyT_ON, s.kept_dy_scale_inv},
           loss_head_(s.loss_head),
           master_(s.master_weight_OI) {
         f_.ctx = rt->ctx;
@@ -74,13 +75,25 @@ class Fp8Linear : public Linear {
 
     // --recompute 1: the forward's X^T again, from the same pre-GELU input with the same scale (scales change
     // only in the update), so bitwise the same bytes; the amax it records is the one already staged (a max).
-    void restore_input_from_gelu(const bf16* pre) override {
+    // The fc's dGELU cast writes it (it reads the pre-GELU tensor anyway); until then the wgrad waits, its
+    // dY^T kept aside.
+    void restore_input_from_gelu(const bf16* pre) override {}
+    const Fp8Tensor* input_rebuilt_by_dgelu() const override { return recompute_input_ ? &lin_.x : nullptr; }
+    void finish_wgrad() override {
         if (!recompute_input_) return;
-        rt_->mark(kPhaseCast);
-        fp8_gelu_cast_transpose(lin_.x.transposed_only(), scales(), pre, p_.N, p_.in, rt_->gelu_tanh,
-                                stream());
+        CHECK(wgrad_pending_, "FP8 Linear: finish_wgrad() without backward()");
+        fp8_linear_wgrad(&f_, &lin_, p_.dweight_OI, kept_dy_, p_.N, p_.in, p_.out, wgrad_accumulate_,
+                         stream());
+        wgrad_pending_ = false;
     }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
+        if (recompute_input_) {
+            fp8_linear_backward_dgrad(&f_, &lin_, dinp, p_.dbias_O, dout, kept_dy_, p_.N, p_.in, p_.out,
+                                      accumulate, stream());
+            wgrad_pending_ = true;
+            wgrad_accumulate_ = accumulate;
+            return;
+        }
         if (loss_head_) {  // dY is quantized already; its transpose goes over the logits it came from
             CHECK(dout != nullptr && dout == spent_logits_,
                   "FP8 LM head: backward() without loss_and_dlogits()");
@@ -92,9 +105,10 @@ class Fp8Linear : public Linear {
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, nullptr, p_.N, p_.in, p_.out,
                             accumulate, stream());
     }
-    void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate) override {
+    void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate,
+                               const Fp8Tensor* next_input) override {
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, pre, p_.N, p_.in, p_.out,
-                            accumulate, stream());
+                            accumulate, stream(), next_input);
     }
 
     // From the FP32 master on one GPU; with several the master is sharded and every rank casts the gathered
@@ -130,6 +144,9 @@ class Fp8Linear : public Linear {
     Fp8LinearContext f_;
     Fp8LinearBuffers lin_;
     bool recompute_input_;
+    Fp8KeptDy
+        kept_dy_;  // recompute_input_: dY^T and its scale_inv for the wgrad that waits for the rebuilt input
+    bool wgrad_pending_ = false, wgrad_accumulate_ = false;
     bool loss_head_;
     bf16* spent_logits_ = nullptr;  // the loss head: the logits its dY came from, then dY^T's bytes
     const float* master_;  // one GPU: the FP32 master weight (the cast's source); null: the BF16 weight
