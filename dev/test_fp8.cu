@@ -614,6 +614,15 @@ BENCH(cast_transpose_dbias_dgelu) {
                                 tanh_form ? "12288x6400,e5m2,tanh" : "12288x6400,e5m2,erf", ms,
                                 nc4 * 4 + 2 * nc4);
     }
+    // --recompute 1: also the GELU output's E4M3 X^T (slot 0), a third FP8 copy.
+    fp8b* gelu_out_T = dev::device_alloc<fp8b>((size_t)kN * kC4);
+    const float ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias_dgelu(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, b.b, kN, kC4,
+                                       false, false, 0, gelu_out_T, 0);
+    });
+    bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
+                            nc4 * 4 + 3 * nc4);
+    CHECK_CUDA(cudaFree(gelu_out_T));
 }
 
 // FP32 master weight [4C, C]: 4 bytes read, two FP8 copies written per element.

@@ -47,7 +47,11 @@ class Fp8Linear : public Linear {
         fp8_calibrate_if_needed(&f_, lin_.x, stream(), [&] {
             fp8_gelu_amax(scales(), lin_.x.slot, pre, p_.N, p_.in, rt_->gelu_tanh, stream());
         });
-        fp8_gelu_cast_transpose(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        // --recompute 1: row-wise only; the fc's dGELU cast writes the X^T the wgrad reads.
+        if (recompute_input_)
+            fp8_gelu_cast(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        else
+            fp8_gelu_cast_transpose(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
     }
     void input_from(const bf16* x) override {
         rt_->mark(kPhaseCast);
