@@ -2,7 +2,8 @@
 // must write exactly the bytes of the shipped BF16 kernel followed by the shipped fp8_cast_transpose (run on
 // a second slot of the same scale state with the same scale), the same amax (= max |y| of the BF16 output,
 // bit for bit), residual / mean / rstd bit-identical to the BF16 kernel, scale_inv written, and the
-// transposed copy equal to the row-wise copy transposed. CPU references: LayerNorm replicates the kernel's
+// transposed copy equal to the row-wise copy transposed; the row-wise-only GELU cast the same bytes as the
+// CPU quantization of the BF16 GELU. CPU references: LayerNorm replicates the kernel's
 // fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be replicated bit for bit),
 // so a few one-code differences are allowed there (bound derived below). Calibration: amax-only passes, then
 // fp8_calibrate_scales, then the fused kernel. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288,
@@ -272,6 +273,23 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
     f.reset_staging();
     fp8_gelu_amax(&f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
     EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+
+    // 5. Row-wise only (--recompute 1's forward): the CPU quantization of the BF16 kernel's y exactly, the
+    // same amax and scale_inv.
+    if (k.rowwise) {
+        f.reset_staging();
+        fp8b* d_q_rows = A(dev::device_alloc<fp8b>(NC));
+        float* d_sinv_rows = A(dev::device_alloc<float>(1));
+        fp8_gelu_cast(d_q_rows, d_sinv_rows, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        std::vector<uint8_t> q_cpu, qT_cpu;
+        ref_fp8_quantize_transpose(y, N, C, scale, k.d, q_cpu, qT_cpu);
+        expect_same_bits("row-wise only vs CPU quantize(gelu_forward)", dev::from_device(d_q_rows, NC),
+                         q_cpu);
+        EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+        EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv_rows, 1)[0]),
+                  fp8_float_bits(fp8_compute_scale_inv(scale)));
+    }
 }
 
 }  // namespace
@@ -483,6 +501,10 @@ BENCH(fp8_gelu_cast_transpose) {
     const float ms = dev::time_ms(
         [&] { fp8_gelu_cast_transpose(nullptr, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
     bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
+    // Row-wise only (--recompute 1's forward): 2 + 1 B/elem.
+    const float ms_rows =
+        dev::time_ms([&] { fp8_gelu_cast(b.q, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    bench::report_bandwidth("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4);
 }
 
 BENCH(fp8_gelu_amax) {

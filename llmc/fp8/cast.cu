@@ -241,6 +241,37 @@ __global__ void __launch_bounds__(kEwThreads)
     block_amax_atomic(amax_bits, staging);
 }
 
+// ---- row-wise cast only (no transposed copy; the amax kernel's layout): each element quantized as the tile
+// kernel does (same to_fp8x8 of the same values), so the row-wise bytes of cast_transpose.
+template <__nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kEwThreads)
+    cast_rows_kernel(__nv_fp8_storage_t* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
+                     const bf16* __restrict__ in, const float* __restrict__ scale_ptr,
+                     const float* __restrict__ scale_inv_ptr, long n) {
+    if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+    const float scale = *scale_ptr;
+    const long base = (long)blockIdx.x * kEwPerBlock;
+    Raw8<bf16> raw[kEwChunks];
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) raw[i] = load_raw8(in + idx);
+    }
+    uint32_t amax_bits = 0;
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+            float v[8];
+            unpack8(raw[i], v);
+#pragma unroll
+            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+            *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
+        }
+    }
+    block_amax_atomic(amax_bits, staging);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
@@ -329,6 +360,22 @@ void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN
                         Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream) {
     launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
                                                  nullptr, N, C, stream);
+}
+
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
+              long n, cudaStream_t stream) {
+    CHECK(slot >= 0 && slot < st->num_slots, "fp8_cast: slot %d out of range [0, %d)", slot, st->num_slots);
+    CHECK(n > 0 && n % 8 == 0, "fp8_cast: n = %ld must be a positive multiple of 8", n);
+    CHECK(out != nullptr && in != nullptr && aligned16(out) && aligned16(in),
+          "fp8_cast: pointers must be non-null and 16-byte aligned");
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "fp8_cast: n = %ld too large", n);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        cast_rows_kernel<FMT><<<(unsigned)grid, kEwThreads, 0, stream>>>(
+            out, out_scale_inv, st->amax_history + slot, in, st->scale + slot, st->scale_inv + slot, n);
+        CHECK_LAUNCH();
+    });
 }
 
 size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kCtTile) * OC * sizeof(float); }

@@ -183,6 +183,39 @@ __global__ void __launch_bounds__(kEwThreads)
     block_amax_atomic(amax_bits, staging);
 }
 
+// Row-wise only (the transposed copy is rebuilt in backward, --recompute 1): the amax kernel's layout, each
+// element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
+template <bool kTanh, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kEwThreads)
+    fp8_gelu_cast_kernel(fp8s* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
+                         const bf16* __restrict__ pre, const float* __restrict__ scale_ptr,
+                         const float* __restrict__ scale_inv_ptr, long n) {
+    if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+    const float scale = *scale_ptr;
+    const long base = (long)blockIdx.x * kEwPerBlock;
+    x128 raw[kEwChunks];
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) raw[i] = load128cs(pre + idx);
+    }
+    uint32_t amax_bits = 0;
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+            float y[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
+                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
+            }
+            *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(y, scale);
+        }
+    }
+    block_amax_atomic(amax_bits, staging);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
@@ -267,6 +300,24 @@ void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out
                                 : fp8_gelu_cast_transpose_kernel<false, FMT>;
         kernel<<<grid, kCtThreads, 0, stream>>>(out_NC, out_T_CN, out_scale_inv, st->amax_history + slot,
                                                 pre_NC, st->scale + slot, st->scale_inv + slot, N, C);
+        CHECK_LAUNCH();
+    });
+}
+
+void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleState* st, int slot,
+                   const bf16* pre_NC, int N, int C, bool gelu_tanh, cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
+    CHECK(out_NC != nullptr && pre_NC != nullptr && aligned16(out_NC) && aligned16(pre_NC),
+          "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
+    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "fp8_gelu_cast: n = %ld too large", n);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        auto kernel = gelu_tanh ? fp8_gelu_cast_kernel<true, FMT> : fp8_gelu_cast_kernel<false, FMT>;
+        kernel<<<(unsigned)grid, kEwThreads, 0, stream>>>(out_NC, out_scale_inv, st->amax_history + slot,
+                                                          pre_NC, st->scale + slot, st->scale_inv + slot, n);
         CHECK_LAUNCH();
     });
 }

@@ -43,6 +43,11 @@ void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out
                              Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                              cudaStream_t stream);
 
+// The same, row-wise out_NC only (no transposed copy: --recompute 1 rebuilds it in backward): the same bytes,
+// amax and scale_inv as fp8_gelu_cast_transpose's row-wise output. N * C multiple of 8.
+void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleState* st, int slot,
+                   const bf16* pre_NC, int N, int C, bool gelu_tanh, cudaStream_t stream);
+
 // Calibration: max |bf16(gelu(pre))| over N * C elements into the slot's staging amax (N * C multiple of 8).
 void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                    cudaStream_t stream);
@@ -54,6 +59,10 @@ inline void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& o
                                            int N, int C, cudaStream_t stream) {
     fp8_residual_layernorm_forward(residual_NC, out.data, out.data_T, out.scale_inv, mean_N, rstd_N, st,
                                    out.slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C, stream);
+}
+inline void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
+                          bool gelu_tanh, cudaStream_t stream) {
+    fp8_gelu_cast(out.data, out.scale_inv, st, out.slot, pre_NC, N, C, gelu_tanh, stream);
 }
 inline void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
                                     bool gelu_tanh, cudaStream_t stream) {

@@ -342,8 +342,8 @@ void CliSpec::add_training_flags() {
                kAdamMoments.type_name(), g);
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
-        "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
-        "memory, a little slower)",
+        "0: store what backward needs; 1 (fp8): rebuild the fc-projection's FP8 input in backward (less "
+        "memory, a little slower); 2 (fp8): also the attention projection's",
         g);
     add_switch("--deterministic,!--no-deterministic", c_.deterministic,
                "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);

@@ -75,7 +75,8 @@ struct TrainConfig {
     double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
 
     // Speed / memory / reproducibility trade-offs.
-    int recompute = 0;  // 1 (fp8): the fc-projection's FP8 input is recomputed in backward, not stored
+    int recompute = 0;  // fp8: 1: the fc-projection's FP8 input rebuilt in backward, not stored; 2: also the
+                        // attention projection's
     bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
     bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
     bool gemm_autotune = true;  // time cuBLASLt's best candidates per GEMM once, keep the fastest
