@@ -21,7 +21,7 @@ run() {  # name args...
   "$BIN" "${COMMON[@]}" --log-dir "$WORK/$name" "$@" > "$WORK/$name.txt" 2>&1
 }
 
-if run r0 --precision fp8; then
+if run r0 --precision fp8 --recompute 0; then
   for level in 1 2; do
     if run r$level --precision fp8 --recompute $level; then
       if [ "$(losses "$WORK/r0/train.jsonl")" = "$(losses "$WORK/r$level/train.jsonl")" ] &&
