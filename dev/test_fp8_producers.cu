@@ -117,13 +117,14 @@ struct LnCase {
     int N, C;
     Fp8Dtype d;
     bool residual, rowwise, saturate;
+    int tile_rows = 0;  // 0: the launcher's choice
 };
 
 void ln_case(const LnCase& k) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;
-    printf(" layernorm N=%d C=%d %s%s%s%s\n", N, C, name(k.d), k.residual ? " residual" : "",
-           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "");
+    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d\n", N, C, name(k.d), k.residual ? " residual" : "",
+           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "", k.tile_rows);
     Fixture f;
     Allocs A;
     // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
@@ -164,7 +165,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, fb.q, fb.qT, fb.sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1,
-                                   d_x2, d_w, d_b, N, C, 0);
+                                   d_x2, d_w, d_b, N, C, 0, k.tile_rows);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -312,6 +313,12 @@ TEST(layernorm_fp8_bit_exact) {
     ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true});
     ln_case({12288, 1600, Fp8Dtype::E5M2, false, false, false});
     ln_case({12288, 1600, Fp8Dtype::E4M3, false, true, false});
+    // Other tile heights (the benchmark's sweep): 16 to 128 rows, N = 272 leaves a partial last tile.
+    for (int rows : {16, 48, 64, 128}) {
+        ln_case({272, 1600, Fp8Dtype::E4M3, true, true, true, rows});
+        ln_case({272, 1600, Fp8Dtype::E5M2, false, false, false, rows});
+    }
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, false, 64});
 }
 
 TEST(gelu_fp8_bit_exact) {
@@ -457,6 +464,16 @@ BENCH(fp8_residual_layernorm) {
                                        b.w, b.bias, kN, kC, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
+    // Tile rows: the transposed copy's contiguous bytes per row and per block (shared memory: rows x C
+    // bytes).
+    for (int rows : {16, 32, 64, 128}) {
+        ms = dev::time_ms([&] {
+            fp8_residual_layernorm_forward(b.res, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2,
+                                           b.w, b.bias, kN, kC, 0, rows);
+        });
+        bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
+                                ms, 8 * nc);
+    }
 }
 
 // Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).

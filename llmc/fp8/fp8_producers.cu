@@ -234,11 +234,15 @@ void check_ln_shape(const char* who, int N, int C) {
           "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
 }
 
+// tile_rows: rows per block (a multiple of 16; 0: 32 up to kLnRows32MaxC, else 16).
 template <bool kWrite>
 void launch_ln(bf16* residual, fp8s* out_NC, fp8s* out_T, float* out_scale_inv, float* mean, float* rstd,
                Fp8ScaleState* st, int slot, const bf16* inp1, const bf16* inp2, const bf16* weight,
-               const bf16* bias, int N, int C, cudaStream_t stream) {
-    const int rows = C <= kLnRows32MaxC ? 32 : 16;
+               const bf16* bias, int N, int C, cudaStream_t stream, int tile_rows = 0) {
+    const int rows = tile_rows > 0 ? tile_rows : C <= kLnRows32MaxC ? 32 : 16;
+    CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
+          "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
+          rows, C);
     const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
     const int grid = ceil_div(N, rows);
     fp8_dispatch_format(st, slot, [&](auto tag) {
@@ -260,7 +264,7 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_N
                                     __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
                                     float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
                                     const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
-                                    int C, cudaStream_t stream) {
+                                    int C, cudaStream_t stream, int tile_rows) {
     check_ln_shape("fp8_residual_layernorm_forward", N, C);
     CHECK(out_T_CN != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
@@ -270,7 +274,7 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_N
               aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
     launch_ln<true>(residual_NC, out_NC, out_T_CN, out_scale_inv, mean_N, rstd_N, st, slot, inp1_NC, inp2_NC,
-                    weight_C, bias_C, N, C, stream);
+                    weight_C, bias_C, N, C, stream, tile_rows);
 }
 
 void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,

@@ -24,13 +24,14 @@
 // inp2_NC == null: inp1_NC is normalized and residual_NC is not written (may be null).
 // mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit. Outputs
 // must not overlap the inputs.
-// One block per 32 rows (16 when C > 3072): each warp normalizes whole rows held in registers, writes the
-// row-wise FP8 bytes and stages them in shared memory; then the block writes the transposed tile.
+// One block per 32 rows (16 when C > 3072; tile_rows > 0, a multiple of 16, sets it: the benchmark's sweep):
+// each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
+// memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
 void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_NC,
                                     __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
                                     float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
                                     const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
-                                    int C, cudaStream_t stream);
+                                    int C, cudaStream_t stream, int tile_rows = 0);
 
 // Calibration: max |y| of the same LayerNorm outputs into the slot's staging amax; nothing else written.
 void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
