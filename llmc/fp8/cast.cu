@@ -211,14 +211,26 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-// ---- amax only (calibration): each thread handles 4 chunks of 8 elements (coalesced, loads issued first)
+// ---- element-wise passes (each thread handles 4 chunks of 8 elements, coalesced, loads issued first): the
+// amax only (calibration), or with kWrite also the row-wise bytes (no transposed copy), each element
+// quantized as the tile kernel does (same to_fp8x8 of the same values), so the row-wise bytes of
+// cast_transpose; scale_inv written by one thread.
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
 
-template <class Tin, int OP>
+template <class Tin, int OP, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
 __global__ void __launch_bounds__(kEwThreads)
-    amax_kernel(float* staging, const Tin* __restrict__ in, const bf16* __restrict__ pre, long n) {
+    elementwise_kernel(float* staging, const Tin* __restrict__ in, const bf16* __restrict__ pre, long n,
+                       __nv_fp8_storage_t* __restrict__ out = nullptr,
+                       float* __restrict__ out_scale_inv = nullptr,
+                       const float* __restrict__ scale_ptr = nullptr,
+                       const float* __restrict__ scale_inv_ptr = nullptr) {
+    float scale = 0.0f;
+    if constexpr (kWrite) {
+        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+        scale = *scale_ptr;
+    }
     const long base = (long)blockIdx.x * kEwPerBlock;
     Raw8<Tin> raw[kEwChunks];
     Raw8<bf16> raw_pre[kEwChunks];
@@ -236,37 +248,7 @@ __global__ void __launch_bounds__(kEwThreads)
             chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
             for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-        }
-    }
-    block_amax_atomic(amax_bits, staging);
-}
-
-// ---- row-wise cast only (no transposed copy; the amax kernel's layout): each element quantized as the tile
-// kernel does (same to_fp8x8 of the same values), so the row-wise bytes of cast_transpose.
-template <__nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kEwThreads)
-    cast_rows_kernel(__nv_fp8_storage_t* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
-                     const bf16* __restrict__ in, const float* __restrict__ scale_ptr,
-                     const float* __restrict__ scale_inv_ptr, long n) {
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
-    const float scale = *scale_ptr;
-    const long base = (long)blockIdx.x * kEwPerBlock;
-    Raw8<bf16> raw[kEwChunks];
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) raw[i] = load_raw8(in + idx);
-    }
-    uint32_t amax_bits = 0;
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) {
-            float v[8];
-            unpack8(raw[i], v);
-#pragma unroll
-            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-            *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -283,7 +265,7 @@ void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, lo
     CHECK(aligned16(in) && aligned16(pre), "fp8 amax: pointers must be 16-byte aligned");
     if (n == 0) return;
     const int grid = ceil_div(n, kEwPerBlock);
-    amax_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
+    elementwise_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
     CHECK_LAUNCH();
 }
 
@@ -372,8 +354,9 @@ void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, 
     CHECK(grid <= 0x7fffffffL, "fp8_cast: n = %ld too large", n);
     fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        cast_rows_kernel<FMT><<<(unsigned)grid, kEwThreads, 0, stream>>>(
-            out, out_scale_inv, st->amax_history + slot, in, st->scale + slot, st->scale_inv + slot, n);
+        elementwise_kernel<bf16, kOpCopy, true, FMT><<<(unsigned)grid, kEwThreads, 0, stream>>>(
+            st->amax_history + slot, in, nullptr, n, out, out_scale_inv, st->scale + slot,
+            st->scale_inv + slot);
         CHECK_LAUNCH();
     });
 }

@@ -155,43 +155,25 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
 }
 
-// Amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first).
+// Element-wise (each thread handles 4 chunks of 8 elements, coalesced, loads issued first): the amax only
+// (calibration), or with kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward,
+// --recompute 1), each element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same
+// bytes and amax.
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
 
-template <bool kTanh>
+template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
 __global__ void __launch_bounds__(kEwThreads)
-    fp8_gelu_amax_kernel(float* staging, const bf16* __restrict__ pre, long n) {
-    const long base = (long)blockIdx.x * kEwPerBlock;
-    x128 raw[kEwChunks];
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) raw[i] = load128cs(pre + idx);
+    fp8_gelu_rows_kernel(float* staging, const bf16* __restrict__ pre, long n,
+                         fp8s* __restrict__ out = nullptr, float* __restrict__ out_scale_inv = nullptr,
+                         const float* __restrict__ scale_ptr = nullptr,
+                         const float* __restrict__ scale_inv_ptr = nullptr) {
+    float scale = 0.0f;
+    if constexpr (kWrite) {
+        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+        scale = *scale_ptr;
     }
-    uint32_t amax_bits = 0;
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) {
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                amax_bits = max(amax_bits, fp8_abs_bits(gelu_bf16<kTanh>(__bfloat162float(raw[i][k]))));
-        }
-    }
-    block_amax_atomic(amax_bits, staging);
-}
-
-// Row-wise only (the transposed copy is rebuilt in backward, --recompute 1): the amax kernel's layout, each
-// element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
-template <bool kTanh, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kEwThreads)
-    fp8_gelu_cast_kernel(fp8s* __restrict__ out, float* __restrict__ out_scale_inv, float* staging,
-                         const bf16* __restrict__ pre, const float* __restrict__ scale_ptr,
-                         const float* __restrict__ scale_inv_ptr, long n) {
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
-    const float scale = *scale_ptr;
     const long base = (long)blockIdx.x * kEwPerBlock;
     x128 raw[kEwChunks];
 #pragma unroll
@@ -210,7 +192,7 @@ __global__ void __launch_bounds__(kEwThreads)
                 y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
                 amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
             }
-            *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(y, scale);
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(y, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -319,9 +301,11 @@ void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleSta
     CHECK(grid <= 0x7fffffffL, "fp8_gelu_cast: n = %ld too large", n);
     fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        auto kernel = gelu_tanh ? fp8_gelu_cast_kernel<true, FMT> : fp8_gelu_cast_kernel<false, FMT>;
-        kernel<<<(unsigned)grid, kEwThreads, 0, stream>>>(out_NC, out_scale_inv, st->amax_history + slot,
-                                                          pre_NC, st->scale + slot, st->scale_inv + slot, n);
+        auto kernel =
+            gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
+        kernel<<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n, out_NC,
+                                                          out_scale_inv, st->scale + slot,
+                                                          st->scale_inv + slot);
         CHECK_LAUNCH();
     });
 }
@@ -336,10 +320,10 @@ void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C
     const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
     CHECK(grid <= 0x7fffffffL, "fp8_gelu_amax: n = %ld too large", n);
     if (gelu_tanh)
-        fp8_gelu_amax_kernel<true>
+        fp8_gelu_rows_kernel<true>
             <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     else
-        fp8_gelu_amax_kernel<false>
+        fp8_gelu_rows_kernel<false>
             <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     CHECK_LAUNCH();
 }
