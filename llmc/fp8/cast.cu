@@ -226,11 +226,7 @@ __global__ void __launch_bounds__(kEwThreads)
                        float* __restrict__ out_scale_inv = nullptr,
                        const float* __restrict__ scale_ptr = nullptr,
                        const float* __restrict__ scale_inv_ptr = nullptr) {
-    float scale = 0.0f;
-    if constexpr (kWrite) {
-        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
-        scale = *scale_ptr;
-    }
+    const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const long base = (long)blockIdx.x * kEwPerBlock;
     Raw8<Tin> raw[kEwChunks];
     Raw8<bf16> raw_pre[kEwChunks];

@@ -102,6 +102,19 @@ __device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
     return t;
 }
 
+// Element-wise (1-D grid) kernels: with kWrite, the scale_inv used to out_scale_inv (may be null) by one
+// thread, and the scale returned for the quantization; without (amax only) nothing is read: 0.
+template <bool kWrite>
+__device__ __forceinline__ float ew_scale(float* out_scale_inv, const float* scale_ptr,
+                                          const float* scale_inv_ptr) {
+    if constexpr (kWrite) {
+        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+        return *scale_ptr;
+    } else {
+        return 0.0f;
+    }
+}
+
 // The scale_inv used to out_scale_inv (may be null), by one thread of the (2-D) grid.
 __device__ __forceinline__ void ct_write_scale_inv(float* out_scale_inv, const float* scale_inv_ptr) {
     if (out_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
