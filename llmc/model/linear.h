@@ -96,11 +96,12 @@ std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRunt
 // 16-byte aligned) for the weight gradient that waits for it.
 // rebuild_xT_in_backward: the Linear fed by input_from(x) keeps no X^T across the step: its forward writes
 // the row-wise copy only and its backward rebuilds X^T from x (still held: the attention output) with the
-// same scale, so the same bytes, into saved_xT_IN (one buffer shared by the layers). master_weight_OI: one
-// GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights, which every rank has
-// whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out). loss_head: the LM head, whose dY
-// comes quantized from loss_and_dlogits; its backward transposes it into the spent logits buffer (so the
-// shared dY^T scratch need not hold N x V).
+// same scale, so the same bytes, into saved_xT_IN (one buffer shared by the layers).
+//
+// master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
+// which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
+// loss_head: the LM head, whose dY comes quantized from loss_and_dlogits; its backward transposes it into the
+// spent logits buffer (so the shared dY^T scratch need not hold N x V).
 struct Fp8LinearSetup {
     int index;
     DelayedScaling* recipe;
