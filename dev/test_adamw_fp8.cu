@@ -7,7 +7,7 @@
 //     the staging amax exactly max |master|;
 //   - for a skipped step (apply = 0): master, m, v bitwise untouched and W the quantization of the old
 //   master.
-// Shapes: partial 128-row/column tiles, more tiles than resident blocks, and a GPT-2 1.5B fc weight.
+// Shapes: partial 128-row/column tiles, more tiles than one wave of blocks, and a GPT-2 1.5B fc weight.
 // Benchmark (--bench): fused vs unfused at the 1.5B fc shape.
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/adamw_fp8.cuh"
@@ -174,9 +174,9 @@ TEST(adamw_fp8_weight_bf16_moments) {
     check_bf16_moments(6400, 1600);
 }
 TEST(adamw_fp8_weight_partial_tiles) { check_shape(400, 208); }
-// More tiles (32 x 13 = 416) than resident blocks (264 on an H200), partial in both directions: blocks that
-// walk several tiles, alternating their two tile buffers.
-TEST(adamw_fp8_weight_tiles_per_block) { check_shape(4016, 1616); }
+// More tiles (32 x 13 = 416) than one wave of resident blocks (264 on an H200), partial in both directions:
+// tiles of later waves and their amax atomics.
+TEST(adamw_fp8_weight_many_tiles) { check_shape(4016, 1616); }
 TEST(adamw_fp8_weight_gpt1p5b_fc) { check_shape(6400, 1600); }
 
 // Bytes: master, m, v read and written (24), grads read (2), W and W^T written (2) per weight; the unfused

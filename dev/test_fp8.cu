@@ -1,7 +1,8 @@
-// Tests for llmc/fp8/cast.cu: cast kernels bit-exact against the CUDA host FP8 conversion (same saturating
-// round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias against float64 sums, dGELU against
-// a float64 reference, and the delayed-scaling update against the host model in llmc/fp8/fp8_scale_math.h
-// plus hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400).
+// Tests for llmc/fp8/cast.cu: cast kernels (cast + transpose, row-wise only) bit-exact against the CUDA host
+// FP8 conversion (same saturating round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias
+// against float64 sums, dGELU against a float64 reference, and the delayed-scaling update against the host
+// model in llmc/fp8/fp8_scale_math.h plus hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T
+// = 12288, C = 1600, 4C = 6400).
 #include <cfloat>
 #include <cstring>
 
@@ -86,6 +87,37 @@ TEST(cast_transpose_bit_exact) {
     cast_transpose_case<bf16>(48, 80, Fp8Dtype::E4M3, false, true);
     cast_transpose_case<bf16>(12288, 1600, Fp8Dtype::E4M3, true, true);
     cast_transpose_case<bf16>(12288, 1600, Fp8Dtype::E5M2, false, false);
+}
+
+// Row-wise only (fp8_cast, --recompute 2's forward): the bytes of the CPU quantization, exactly; amax and
+// scale_inv as the cast_transpose cases. n from one 8-element chunk to several blocks with a partial last
+// one.
+TEST(cast_rows_bit_exact) {
+    for (long n : {8L, 8200L, 12288L * 1600})
+        for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
+            for (bool saturate : {false, true}) {
+                printf(" n=%ld %s%s\n", n, name(d), saturate ? " saturating" : "");
+                Fixture f;
+                Allocs A;
+                const std::vector<float> x = wide_values((size_t)n, true);
+                const uint32_t ref_amax = ref_amax_bits(x);
+                float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
+                if (saturate) scale *= 4.0f;
+                f.set_scale(d, scale);
+                f.reset_staging();
+                bf16* d_in = A(dev::to_device_bf16(x));
+                fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)n));
+                float* d_sinv = A(dev::device_alloc<float>(1));
+                fp8_cast(d_out, d_sinv, &f.st, f.slot(d), d_in, n, 0);
+                CHECK_CUDA(cudaDeviceSynchronize());
+                std::vector<uint8_t> ref, refT;
+                ref_fp8_quantize_transpose(x, 1, (int)n, scale, d, ref, refT);  // one row: row-wise bytes
+                testing::expect_same_bits("row-wise", dev::from_device(d_out, ref.size()), ref);
+                EXPECT_EQ(f.staged_bits(d), ref_amax);
+                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                          fp8_float_bits(fp8_compute_scale_inv(scale)));
+                if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);
+            }
 }
 
 TEST(weight_cast_transpose_fp32_master) {
@@ -614,6 +646,15 @@ BENCH(cast_transpose_dbias_dgelu) {
                                 tanh_form ? "12288x6400,e5m2,tanh" : "12288x6400,e5m2,erf", ms,
                                 nc4 * 4 + 2 * nc4);
     }
+    // --recompute 1: also the GELU output's E4M3 X^T (slot 0), a third FP8 copy.
+    fp8b* gelu_out_T = dev::device_alloc<fp8b>((size_t)kN * kC4);
+    const float ms = dev::time_ms([&] {
+        fp8_cast_transpose_dbias_dgelu(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, b.b, kN, kC4,
+                                       false, false, 0, gelu_out_T, 0);
+    });
+    bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
+                            nc4 * 4 + 3 * nc4);
+    CHECK_CUDA(cudaFree(gelu_out_T));
 }
 
 // FP32 master weight [4C, C]: 4 bytes read, two FP8 copies written per element.

@@ -2,7 +2,8 @@
 // must write exactly the bytes of the shipped BF16 kernel followed by the shipped fp8_cast_transpose (run on
 // a second slot of the same scale state with the same scale), the same amax (= max |y| of the BF16 output,
 // bit for bit), residual / mean / rstd bit-identical to the BF16 kernel, scale_inv written, and the
-// transposed copy equal to the row-wise copy transposed. CPU references: LayerNorm replicates the kernel's
+// transposed copy equal to the row-wise copy transposed; the row-wise-only GELU cast the same bytes as the
+// CPU quantization of the BF16 GELU. CPU references: LayerNorm replicates the kernel's
 // fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be replicated bit for bit),
 // so a few one-code differences are allowed there (bound derived below). Calibration: amax-only passes, then
 // fp8_calibrate_scales, then the fused kernel. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288,
@@ -116,13 +117,14 @@ struct LnCase {
     int N, C;
     Fp8Dtype d;
     bool residual, rowwise, saturate;
+    int tile_rows = 0;  // 0: the launcher's choice
 };
 
 void ln_case(const LnCase& k) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;
-    printf(" layernorm N=%d C=%d %s%s%s%s\n", N, C, name(k.d), k.residual ? " residual" : "",
-           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "");
+    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d\n", N, C, name(k.d), k.residual ? " residual" : "",
+           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "", k.tile_rows);
     Fixture f;
     Allocs A;
     // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
@@ -163,7 +165,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, fb.q, fb.qT, fb.sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1,
-                                   d_x2, d_w, d_b, N, C, 0);
+                                   d_x2, d_w, d_b, N, C, 0, k.tile_rows);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -272,6 +274,23 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
     f.reset_staging();
     fp8_gelu_amax(&f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
     EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+
+    // 5. Row-wise only (--recompute 1's forward): the CPU quantization of the BF16 kernel's y exactly, the
+    // same amax and scale_inv.
+    if (k.rowwise) {
+        f.reset_staging();
+        fp8b* d_q_rows = A(dev::device_alloc<fp8b>(NC));
+        float* d_sinv_rows = A(dev::device_alloc<float>(1));
+        fp8_gelu_cast(d_q_rows, d_sinv_rows, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        std::vector<uint8_t> q_cpu, qT_cpu;
+        ref_fp8_quantize_transpose(y, N, C, scale, k.d, q_cpu, qT_cpu);
+        expect_same_bits("row-wise only vs CPU quantize(gelu_forward)", dev::from_device(d_q_rows, NC),
+                         q_cpu);
+        EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
+        EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv_rows, 1)[0]),
+                  fp8_float_bits(fp8_compute_scale_inv(scale)));
+    }
 }
 
 }  // namespace
@@ -294,6 +313,12 @@ TEST(layernorm_fp8_bit_exact) {
     ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true});
     ln_case({12288, 1600, Fp8Dtype::E5M2, false, false, false});
     ln_case({12288, 1600, Fp8Dtype::E4M3, false, true, false});
+    // Other tile heights (the benchmark's sweep): 16 to 128 rows, N = 272 leaves a partial last tile.
+    for (int rows : {16, 48, 64, 128}) {
+        ln_case({272, 1600, Fp8Dtype::E4M3, true, true, true, rows});
+        ln_case({272, 1600, Fp8Dtype::E5M2, false, false, false, rows});
+    }
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, false, 64});
 }
 
 TEST(gelu_fp8_bit_exact) {
@@ -439,6 +464,16 @@ BENCH(fp8_residual_layernorm) {
                                        b.w, b.bias, kN, kC, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
+    // Tile rows: the transposed copy's contiguous bytes per row and per block (shared memory: rows x C
+    // bytes).
+    for (int rows : {16, 32, 64, 128}) {
+        ms = dev::time_ms([&] {
+            fp8_residual_layernorm_forward(b.res, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2,
+                                           b.w, b.bias, kN, kC, 0, rows);
+        });
+        bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
+                                ms, 8 * nc);
+    }
 }
 
 // Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).
@@ -483,6 +518,10 @@ BENCH(fp8_gelu_cast_transpose) {
     const float ms = dev::time_ms(
         [&] { fp8_gelu_cast_transpose(nullptr, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
     bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
+    // Row-wise only (--recompute 1's forward): 2 + 1 B/elem.
+    const float ms_rows =
+        dev::time_ms([&] { fp8_gelu_cast(b.q, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    bench::report_bandwidth("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4);
 }
 
 BENCH(fp8_gelu_amax) {

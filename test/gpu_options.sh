@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Step options of the train_gpt binary on a GPU (part of `make test` there). GPT-2 124M, random tokens, 8 steps.
-#   recompute_bitwise: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) gives bitwise the
-#     losses and grad norms of --recompute 0: the rebuilt bytes are the forward's (same input, same scale).
-#   graph_bitwise_{bf16,fp8,fp8_bf16_head}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
+#   recompute_bitwise_{1,2}: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) and 2 (also
+#     the attention projection's) give bitwise the losses and grad norms of --recompute 0: the rebuilt bytes
+#     are the forward's (same input, same scale).
+#   graph_bitwise_{bf16,fp8,fp8_bf16_head,fp8_recompute0}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
 #     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
@@ -20,18 +21,25 @@ run() {  # name args...
   "$BIN" "${COMMON[@]}" --log-dir "$WORK/$name" "$@" > "$WORK/$name.txt" 2>&1
 }
 
-if run r0 --precision fp8 && run r1 --precision fp8 --recompute 1; then
-  if [ "$(losses "$WORK/r0/train.jsonl")" = "$(losses "$WORK/r1/train.jsonl")" ] &&
-     [ "$(losses "$WORK/r0/train.jsonl" | wc -l)" = 8 ]; then
-    pass "recompute_bitwise (fp8, 8 steps: losses and grad norms identical; memory $(grep -o 'peak [0-9.]* GB' "$WORK/r0.txt" | tail -1) -> $(grep -o 'peak [0-9.]* GB' "$WORK/r1.txt" | tail -1))"
-  else
-    fail recompute_bitwise "losses differ: $(diff <(losses "$WORK/r0/train.jsonl") <(losses "$WORK/r1/train.jsonl") | head -3 | tr '\n' ' ')"
-  fi
+if run r0 --precision fp8 --recompute 0; then
+  for level in 1 2; do
+    if run r$level --precision fp8 --recompute $level; then
+      if [ "$(losses "$WORK/r0/train.jsonl")" = "$(losses "$WORK/r$level/train.jsonl")" ] &&
+         [ "$(losses "$WORK/r0/train.jsonl" | wc -l)" = 8 ]; then
+        pass "recompute_bitwise_$level (fp8, 8 steps: losses and grad norms identical; memory $(grep -o 'peak [0-9.]* GB' "$WORK/r0.txt" | tail -1) -> $(grep -o 'peak [0-9.]* GB' "$WORK/r$level.txt" | tail -1))"
+      else
+        fail recompute_bitwise_$level "losses differ: $(diff <(losses "$WORK/r0/train.jsonl") <(losses "$WORK/r$level/train.jsonl") | head -3 | tr '\n' ' ')"
+      fi
+    else
+      fail recompute_bitwise_$level "the run failed: $(tail -2 "$WORK/r$level.txt" | tr '\n' ' ')"
+    fi
+  done
 else
-  fail recompute_bitwise "a run failed: $(tail -2 "$WORK/r0.txt" "$WORK/r1.txt" | tr '\n' ' ')"
+  fail recompute_bitwise "the --recompute 0 run failed: $(tail -2 "$WORK/r0.txt" | tr '\n' ' ')"
 fi
 
 for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--precision fp8 --no-fp8-lm-head" \
+               "fp8_recompute0:--precision fp8 --recompute 0" \
                "bf16_options:--precision bf16 --adam-moments bf16" \
                "fp8_options:--precision fp8 --fp8-lm-head --adam-moments bf16"; do
   p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"

@@ -658,6 +658,20 @@ TEST(help_shows_real_defaults) {
     EXPECT_TRUE(help.find('{') == std::string::npos);
 }
 
+// --recompute's default follows the precision: 1 with fp8 (FP8 below BF16's memory by default), 0 with bf16;
+// a given value always wins.
+TEST(recompute_default_by_precision) {
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--precision", "fp8"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, kFp8DefaultRecompute);
+    EXPECT_TRUE(parse({"--precision", "bf16"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, 0);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "0"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, 0);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "2"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, 2);
+}
+
 TEST(print_config_flag) {
     TrainConfig cfg;
     CliResult r = parse({"--print-config", "--steps", "3"}, &cfg);

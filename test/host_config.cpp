@@ -397,17 +397,23 @@ TEST(grad_accum_steps_divides_total_batch) {
     EXPECT_CONTAINS(validate(c), "udp://x:1");
 }
 
-// --recompute: 0 or 1, and 1 only with fp8 (bf16 has nothing to recompute).
+// --recompute: 0, 1 or 2, and 1 or 2 only with fp8 (bf16 has nothing to recompute).
 TEST(recompute_levels) {
     TrainConfig c;
     c.precision = Precision::FP8;
-    c.recompute = 1;
-    EXPECT_TRUE(validate(c).empty());
-    c.recompute = 2;
-    EXPECT_CONTAINS(validate(c), "--recompute");
-    c.recompute = 1;
+    for (int level : {0, 1, 2}) {
+        c.recompute = level;
+        EXPECT_TRUE(validate(c).empty());
+    }
+    for (int level : {-1, 3}) {
+        c.recompute = level;
+        EXPECT_CONTAINS(validate(c), "--recompute");
+    }
     c.precision = Precision::BF16;
-    EXPECT_CONTAINS(validate(c), "applies to --precision fp8");
+    for (int level : {1, 2}) {
+        c.recompute = level;
+        EXPECT_CONTAINS(validate(c), "applies to --precision fp8");
+    }
 }
 
 TEST_MAIN()

@@ -1,91 +1,77 @@
 // AdamW + FP8 cast of a Linear weight (llmc/fp8/adamw_fp8.cuh): the 128 x 128 cast-transpose tile of
 // llmc/fp8/fp8_device.cuh, with the AdamW element update (llmc/kernels/adamw_math.cuh) applied to each
 // 8-column chunk before it is quantized.
-#include <algorithm>
-#include <climits>
-
 #include "llmc/fp8/adamw_fp8.cuh"
 #include "llmc/fp8/fp8_device.cuh"
 #include "llmc/kernels/adamw_math.cuh"
 
 namespace {
 
-// Persistent: block b takes tiles b, b + gridDim.x, ... of the row-major tile order (a weight has a few
-// hundred tiles, about 1-3 waves of resident blocks, so one tile per block would leave a partial last wave).
-// Per tile, phase 1: thread (rr, cc) updates and quantizes rows rr + 16 i (i < 8), columns [c, c + 8), two
-// rows' loads in flight at a time (master, m, v: 96 bytes, grads: 16 bytes per row); phase 2 writes W^T. Two
-// tile buffers: a warp done with tile k's transposed write starts tile k + 1's loads at once; the one barrier
-// per tile (before phase 2) also orders tile k + 1's parking after everyone's phase 2 of tile k - 1, the last
-// reader of its buffer. The amax is kept over all tiles of the block and published once.
+// Phase 1: thread (rr, cc) updates and quantizes rows rr + 16 i (i < 8), columns [c, c + 8) of the tile, two
+// rows' loads in flight at a time (master, m, v: 96 bytes, grads: 16 bytes per row); phase 2 writes W^T.
 template <__nv_fp8_interpretation_t FMT, class MT>
 __global__ void __launch_bounds__(kCtThreads)
     adamw_fp8_weight_kernel(float* __restrict__ master, MT* __restrict__ m_st, MT* __restrict__ v_st,
-                            const bf16* __restrict__ grads, int OC, int C, int tiles_c, int num_tiles,
-                            AdamWCoefs coefs, const AdamWStepScalars* __restrict__ step_dev,
+                            const bf16* __restrict__ grads, int OC, int C, AdamWCoefs coefs,
+                            const AdamWStepScalars* __restrict__ step_dev,
                             const float* __restrict__ grad_scale, const int* __restrict__ apply,
                             __nv_fp8_storage_t* __restrict__ w, __nv_fp8_storage_t* __restrict__ wT,
                             float* __restrict__ w_scale_inv, float* staging,
                             const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr) {
-    __shared__ uint32_t tiles[2][kCtTile * kCtTileWords];
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     ct_write_scale_inv(w_scale_inv, scale_inv_ptr);
     const bool update = apply == nullptr || *apply != 0;
     const AdamWStepScalars t = *step_dev;
     const float gscale = grad_scale ? *grad_scale : 1.0f;
     const float scale = *scale_ptr;
     uint32_t amax_bits = 0;
-    int buf = 0;
-    for (int tile_id = blockIdx.x; tile_id < num_tiles; tile_id += gridDim.x, buf ^= 1) {
-        uint32_t* tile = tiles[buf];
-        const auto [n0, c0, rr, cc, c, col_ok] =
-            ct_tile_coords_at((tile_id / tiles_c) * kCtTile, (tile_id % tiles_c) * kCtTile, C);
-        constexpr int kBatch = 2;
+    constexpr int kBatch = 2;
 #pragma unroll
-        for (int b = 0; b < 8; b += kBatch) {
-            float p[kBatch][8], m[kBatch][8], v[kBatch][8];
-            x128 g[kBatch];
+    for (int b = 0; b < 8; b += kBatch) {
+        float p[kBatch][8], m[kBatch][8], v[kBatch][8];
+        x128 g[kBatch];
 #pragma unroll
-            for (int i = 0; i < kBatch; i++) {
-                const int n = n0 + rr + 16 * (b + i);
-                if (col_ok && n < OC) {
-                    const size_t off = (size_t)n * C + c;
-                    load_moments8(master + off, p[i]);
-                    if (update) {
-                        load_moments8(m_st + off, m[i]);
-                        load_moments8(v_st + off, v[i]);
-                        g[i] = load128_stream(grads + off);
-                    }
+        for (int i = 0; i < kBatch; i++) {
+            const int n = n0 + rr + 16 * (b + i);
+            if (col_ok && n < OC) {
+                const size_t off = (size_t)n * C + c;
+                load_moments8(master + off, p[i]);
+                if (update) {
+                    load_moments8(m_st + off, m[i]);
+                    load_moments8(v_st + off, v[i]);
+                    g[i] = load128_stream(grads + off);
                 }
-            }
-#pragma unroll
-            for (int i = 0; i < kBatch; i++) {
-                const int r = rr + 16 * (b + i), n = n0 + r;
-                uint2 q = make_uint2(0, 0);
-                if (col_ok && n < OC) {
-                    const size_t off = (size_t)n * C + c;
-                    float val[8];
-#pragma unroll
-                    for (int k = 0; k < 8; k++) {
-                        float& pk = p[i][k];
-                        if (update)
-                            adamw_element(pk, m[i][k], v[i][k], __bfloat162float(g[i][k]) * gscale, coefs, t);
-                        val[k] = pk;
-                        amax_bits = max(amax_bits, fp8_abs_bits(pk));
-                    }
-                    if (update) {
-                        store_moments8(master + off, p[i]);
-                        store_moments8(m_st + off, m[i]);
-                        store_moments8(v_st + off, v[i]);
-                    }
-                    q = to_fp8x8<FMT>(val, scale);
-                    *reinterpret_cast<uint2*>(w + off) = q;
-                }
-                ct_tile_park(tile, r, cc, q);
             }
         }
-        __syncthreads();  // publishes tile[]
-        ct_tile_write_transposed(wT, tile, n0, c0, OC, C);
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int r = rr + 16 * (b + i), n = n0 + r;
+            uint2 q = make_uint2(0, 0);
+            if (col_ok && n < OC) {
+                const size_t off = (size_t)n * C + c;
+                float val[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float& pk = p[i][k];
+                    if (update)
+                        adamw_element(pk, m[i][k], v[i][k], __bfloat162float(g[i][k]) * gscale, coefs, t);
+                    val[k] = pk;
+                    amax_bits = max(amax_bits, fp8_abs_bits(pk));
+                }
+                if (update) {
+                    store_moments8(master + off, p[i]);
+                    store_moments8(m_st + off, m[i]);
+                    store_moments8(v_st + off, v[i]);
+                }
+                q = to_fp8x8<FMT>(val, scale);
+                *reinterpret_cast<uint2*>(w + off) = q;
+            }
+            ct_tile_park(tile, r, cc, q);
+        }
     }
-    block_amax_atomic(amax_bits, staging);
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
+    ct_tile_write_transposed(wT, tile, n0, c0, OC, C);
 }
 
 }  // namespace
@@ -101,23 +87,14 @@ void adamw_update_fp8_weight(float* master_OCC, MT* m_OCC, MT* v_OCC, const bf16
     CHECK(aligned16(master_OCC) && aligned16(m_OCC) && aligned16(v_OCC) && aligned16(grads_OCC) &&
               aligned16(w.data) && aligned16(w.data_T),
           "adamw_update_fp8_weight: pointers must be 16-byte aligned");
-    const int tiles_c = ceil_div(C, kCtTile);
-    const size_t num_tiles = (size_t)tiles_c * ceil_div(OC, kCtTile);
-    CHECK(num_tiles <= (size_t)INT_MAX, "adamw_update_fp8_weight: %d x %d too large", OC, C);
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(OC, kCtTile));
+    CHECK(grid.y <= 65535, "adamw_update_fp8_weight: OC = %d too large", OC);
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
     fp8_dispatch_format(st, w.slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        // Exactly the blocks that are resident at once, each walking its share of the tiles.
-        int device = 0, num_sms = 0, blocks_per_sm = 0;
-        CHECK_CUDA(cudaGetDevice(&device));
-        CHECK_CUDA(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, adamw_fp8_weight_kernel<FMT, MT>, kCtThreads, 0));
-        const int grid = (int)std::min<size_t>(num_tiles, (size_t)num_sms * std::max(blocks_per_sm, 1));
         adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
-            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, tiles_c, (int)num_tiles, coefs, step_dev, grad_scale,
-            apply, w.data, w.data_T, w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot,
-            st->scale_inv + w.slot);
+            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
+            w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot, st->scale_inv + w.slot);
         CHECK_LAUNCH();
     });
 }

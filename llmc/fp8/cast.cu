@@ -211,14 +211,22 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-// ---- amax only (calibration): each thread handles 4 chunks of 8 elements (coalesced, loads issued first)
+// ---- element-wise passes (each thread handles 4 chunks of 8 elements, coalesced, loads issued first): the
+// amax only (calibration), or with kWrite also the row-wise bytes (no transposed copy), each element
+// quantized as the tile kernel does (same to_fp8x8 of the same values), so the row-wise bytes of
+// cast_transpose; scale_inv written by one thread.
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
 
-template <class Tin, int OP>
+template <class Tin, int OP, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
 __global__ void __launch_bounds__(kEwThreads)
-    amax_kernel(float* staging, const Tin* __restrict__ in, const bf16* __restrict__ pre, long n) {
+    elementwise_kernel(float* staging, const Tin* __restrict__ in, const bf16* __restrict__ pre, long n,
+                       __nv_fp8_storage_t* __restrict__ out = nullptr,
+                       float* __restrict__ out_scale_inv = nullptr,
+                       const float* __restrict__ scale_ptr = nullptr,
+                       const float* __restrict__ scale_inv_ptr = nullptr) {
+    const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const long base = (long)blockIdx.x * kEwPerBlock;
     Raw8<Tin> raw[kEwChunks];
     Raw8<bf16> raw_pre[kEwChunks];
@@ -236,6 +244,7 @@ __global__ void __launch_bounds__(kEwThreads)
             chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
             for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -252,7 +261,7 @@ void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, lo
     CHECK(aligned16(in) && aligned16(pre), "fp8 amax: pointers must be 16-byte aligned");
     if (n == 0) return;
     const int grid = ceil_div(n, kEwPerBlock);
-    amax_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
+    elementwise_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
     CHECK_LAUNCH();
 }
 
@@ -329,6 +338,23 @@ void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN
                         Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream) {
     launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
                                                  nullptr, N, C, stream);
+}
+
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
+              long n, cudaStream_t stream) {
+    CHECK(slot >= 0 && slot < st->num_slots, "fp8_cast: slot %d out of range [0, %d)", slot, st->num_slots);
+    CHECK(n > 0 && n % 8 == 0, "fp8_cast: n = %ld must be a positive multiple of 8", n);
+    CHECK(out != nullptr && in != nullptr && aligned16(out) && aligned16(in),
+          "fp8_cast: pointers must be non-null and 16-byte aligned");
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "fp8_cast: n = %ld too large", n);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        elementwise_kernel<bf16, kOpCopy, true, FMT><<<(unsigned)grid, kEwThreads, 0, stream>>>(
+            st->amax_history + slot, in, nullptr, n, out, out_scale_inv, st->scale + slot,
+            st->scale_inv + slot);
+        CHECK_LAUNCH();
+    });
 }
 
 size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kCtTile) * OC * sizeof(float); }

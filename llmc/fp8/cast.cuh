@@ -31,6 +31,11 @@ void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN
 void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
                         Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream);
 
+// Row-wise only: out [n] = the row-wise bytes fp8_cast_transpose writes for the same input, with amax and
+// scale_inv (the transposed copy is rebuilt later by fp8_cast_transpose with out_NC null). n multiple of 8.
+void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
+              long n, cudaStream_t stream);
+
 // out_T_CN [C, N] = the bytes of in_NC [N, C] transposed (already quantized: no scale, no amax). N and C
 // multiples of 16, pointers 16-byte aligned, no overlap.
 void fp8_transpose(__nv_fp8_storage_t* out_T_CN, const __nv_fp8_storage_t* in_NC, int N, int C,
@@ -58,6 +63,10 @@ void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage
                                     __nv_fp8_storage_t* gelu_out_T_FN = nullptr, int gelu_slot = -1);
 
 // The casts above with their output as one Fp8Tensor (bytes, scale_inv and slot; `out.data` may be null).
+inline void fp8_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
+                     cudaStream_t stream) {
+    fp8_cast(out.data, out.scale_inv, st, out.slot, in_NC, (long)N * C, stream);
+}
 inline void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
                                cudaStream_t stream) {
     fp8_cast_transpose(out.data, out.data_T, out.scale_inv, st, out.slot, in_NC, N, C, stream);

@@ -90,20 +90,29 @@ struct CtTileCoords {
     int n0, c0, rr, cc, c;
     bool col_ok;
 };
-// The same for the tile at rows n0.., columns c0.. (kernels that walk several tiles per block).
-__device__ __forceinline__ CtTileCoords ct_tile_coords_at(int n0, int c0, int C) {
+__device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
     const int tid = threadIdx.x;
     CtTileCoords t;
-    t.n0 = n0;
-    t.c0 = c0;
+    t.n0 = blockIdx.y * kCtTile;
+    t.c0 = blockIdx.x * kCtTile;
     t.cc = tid % 16;
     t.rr = tid / 16;
     t.c = t.c0 + t.cc * 8;
     t.col_ok = t.c < C;
     return t;
 }
-__device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
-    return ct_tile_coords_at(blockIdx.y * kCtTile, blockIdx.x * kCtTile, C);
+
+// Element-wise (1-D grid) kernels: with kWrite, the scale_inv used to out_scale_inv (may be null) by one
+// thread, and the scale returned for the quantization; without (amax only) nothing is read: 0.
+template <bool kWrite>
+__device__ __forceinline__ float ew_scale(float* out_scale_inv, const float* scale_ptr,
+                                          const float* scale_inv_ptr) {
+    if constexpr (kWrite) {
+        if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
+        return *scale_ptr;
+    } else {
+        return 0.0f;
+    }
 }
 
 // The scale_inv used to out_scale_inv (may be null), by one thread of the (2-D) grid.

@@ -32,6 +32,11 @@ void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* l
                        lin->w.scale_inv, bias_OC, N, C, OC, stream);
 }
 
+// dY [N, OC] and W [OC, C] as the backward's arguments say.
+static void check_backward_shape(const Fp8LinearBuffers* lin, int N, int C, int OC) {
+    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+}
+
 // dinp = dY W (null: skipped) from dY's row-wise copy; dW (+)= dY^T X from the transposed copies.
 static void dgrad_gemm(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
                        bf16* dinp_NC, int N, int C, int OC, cudaStream_t stream) {
@@ -82,7 +87,7 @@ static void cast_dy(const Fp8LinearContext* f, const Fp8Tensor& dy, bf16* dbias_
 void fp8_linear_backward(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC, bf16* dweight_OCC,
                          bf16* dbias_OC, const bf16* dout_NOC, const bf16* pre_gelu_NOC, int N, int C, int OC,
                          bool accumulate, cudaStream_t stream, const Fp8Tensor* next_input) {
-    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    check_backward_shape(lin, N, C, OC);
     cast_dy(f, lin->dy, dbias_OC, dout_NOC, pre_gelu_NOC, N, OC, accumulate, stream, next_input);
     backward_gemms(f, lin, lin->dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
 }
@@ -100,7 +105,7 @@ static Fp8Tensor kept_dy(const Fp8LinearBuffers* lin, const Fp8KeptDy& kept) {
 void fp8_linear_backward_dgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
                                bf16* dbias_OC, const bf16* dout_NOC, const Fp8KeptDy& kept, int N, int C,
                                int OC, bool accumulate, cudaStream_t stream) {
-    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    check_backward_shape(lin, N, C, OC);
     const Fp8Tensor dy = kept_dy(lin, kept);
     cast_dy(f, dy, dbias_OC, dout_NOC, nullptr, N, OC, accumulate, stream, nullptr);
     dgrad_gemm(f, lin, dy, dinp_NC, N, C, OC, stream);
@@ -114,7 +119,7 @@ void fp8_linear_wgrad(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dw
 void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* dinp_NC,
                                       bf16* dweight_OCC, __nv_fp8_storage_t* dyT_OCN, int N, int C, int OC,
                                       bool accumulate, cudaStream_t stream) {
-    CHECK(lin->dy.rows == N && lin->dy.cols == OC && lin->w.cols == C, "fp8_linear_backward: shape mismatch");
+    check_backward_shape(lin, N, C, OC);
     Fp8Tensor dy = lin->dy;
     dy.data_T = dyT_OCN;
     mark(f, kPhaseCast, stream);

@@ -155,14 +155,21 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
 }
 
-// Amax only: each thread handles 4 chunks of 8 elements (coalesced, loads issued first).
+// Element-wise (each thread handles 4 chunks of 8 elements, coalesced, loads issued first): the amax only
+// (calibration), or with kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward,
+// --recompute 1), each element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same
+// bytes and amax.
 constexpr int kEwThreads = 256;
 constexpr int kEwChunks = 4;
 constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
 
-template <bool kTanh>
+template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
 __global__ void __launch_bounds__(kEwThreads)
-    fp8_gelu_amax_kernel(float* staging, const bf16* __restrict__ pre, long n) {
+    fp8_gelu_rows_kernel(float* staging, const bf16* __restrict__ pre, long n,
+                         fp8s* __restrict__ out = nullptr, float* __restrict__ out_scale_inv = nullptr,
+                         const float* __restrict__ scale_ptr = nullptr,
+                         const float* __restrict__ scale_inv_ptr = nullptr) {
+    const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const long base = (long)blockIdx.x * kEwPerBlock;
     x128 raw[kEwChunks];
 #pragma unroll
@@ -175,9 +182,13 @@ __global__ void __launch_bounds__(kEwThreads)
     for (int i = 0; i < kEwChunks; i++) {
         const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
         if (idx < n) {
+            float y[8];
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                amax_bits = max(amax_bits, fp8_abs_bits(gelu_bf16<kTanh>(__bfloat162float(raw[i][k]))));
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
+                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
+            }
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(y, scale);
         }
     }
     block_amax_atomic(amax_bits, staging);
@@ -201,11 +212,15 @@ void check_ln_shape(const char* who, int N, int C) {
           "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
 }
 
+// tile_rows: rows per block (a multiple of 16; 0: 32 up to kLnRows32MaxC, else 16).
 template <bool kWrite>
 void launch_ln(bf16* residual, fp8s* out_NC, fp8s* out_T, float* out_scale_inv, float* mean, float* rstd,
                Fp8ScaleState* st, int slot, const bf16* inp1, const bf16* inp2, const bf16* weight,
-               const bf16* bias, int N, int C, cudaStream_t stream) {
-    const int rows = C <= kLnRows32MaxC ? 32 : 16;
+               const bf16* bias, int N, int C, cudaStream_t stream, int tile_rows = 0) {
+    const int rows = tile_rows > 0 ? tile_rows : C <= kLnRows32MaxC ? 32 : 16;
+    CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
+          "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
+          rows, C);
     const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
     const int grid = ceil_div(N, rows);
     fp8_dispatch_format(st, slot, [&](auto tag) {
@@ -227,7 +242,7 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_N
                                     __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
                                     float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
                                     const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
-                                    int C, cudaStream_t stream) {
+                                    int C, cudaStream_t stream, int tile_rows) {
     check_ln_shape("fp8_residual_layernorm_forward", N, C);
     CHECK(out_T_CN != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
@@ -237,7 +252,7 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_N
               aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
     launch_ln<true>(residual_NC, out_NC, out_T_CN, out_scale_inv, mean_N, rstd_N, st, slot, inp1_NC, inp2_NC,
-                    weight_C, bias_C, N, C, stream);
+                    weight_C, bias_C, N, C, stream, tile_rows);
 }
 
 void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
@@ -271,6 +286,26 @@ void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out
     });
 }
 
+void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleState* st, int slot,
+                   const bf16* pre_NC, int N, int C, bool gelu_tanh, cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
+    CHECK(out_NC != nullptr && pre_NC != nullptr && aligned16(out_NC) && aligned16(pre_NC),
+          "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
+    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "fp8_gelu_cast: n = %ld too large", n);
+    fp8_dispatch_format(st, slot, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        auto kernel =
+            gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
+        kernel<<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n, out_NC,
+                                                          out_scale_inv, st->scale + slot,
+                                                          st->scale_inv + slot);
+        CHECK_LAUNCH();
+    });
+}
+
 void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                    cudaStream_t stream) {
     const long n = (long)N * C;
@@ -281,10 +316,10 @@ void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C
     const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
     CHECK(grid <= 0x7fffffffL, "fp8_gelu_amax: n = %ld too large", n);
     if (gelu_tanh)
-        fp8_gelu_amax_kernel<true>
+        fp8_gelu_rows_kernel<true>
             <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     else
-        fp8_gelu_amax_kernel<false>
+        fp8_gelu_rows_kernel<false>
             <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     CHECK_LAUNCH();
 }

@@ -24,13 +24,14 @@
 // inp2_NC == null: inp1_NC is normalized and residual_NC is not written (may be null).
 // mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit. Outputs
 // must not overlap the inputs.
-// One block per 32 rows (16 when C > 3072): each warp normalizes whole rows held in registers, writes the
-// row-wise FP8 bytes and stages them in shared memory; then the block writes the transposed tile.
+// One block per 32 rows (16 when C > 3072; tile_rows > 0, a multiple of 16, sets it: the benchmark's sweep):
+// each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
+// memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
 void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_NC,
                                     __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
                                     float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
                                     const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
-                                    int C, cudaStream_t stream);
+                                    int C, cudaStream_t stream, int tile_rows = 0);
 
 // Calibration: max |y| of the same LayerNorm outputs into the slot's staging amax; nothing else written.
 void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
@@ -43,6 +44,11 @@ void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out
                              Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                              cudaStream_t stream);
 
+// The same, row-wise out_NC only (no transposed copy: --recompute 1 rebuilds it in backward): the same bytes,
+// amax and scale_inv as fp8_gelu_cast_transpose's row-wise output. N * C multiple of 8.
+void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleState* st, int slot,
+                   const bf16* pre_NC, int N, int C, bool gelu_tanh, cudaStream_t stream);
+
 // Calibration: max |bf16(gelu(pre))| over N * C elements into the slot's staging amax (N * C multiple of 8).
 void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                    cudaStream_t stream);
@@ -54,6 +60,10 @@ inline void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& o
                                            int N, int C, cudaStream_t stream) {
     fp8_residual_layernorm_forward(residual_NC, out.data, out.data_T, out.scale_inv, mean_N, rstd_N, st,
                                    out.slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C, stream);
+}
+inline void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
+                          bool gelu_tanh, cudaStream_t stream) {
+    fp8_gelu_cast(out.data, out.scale_inv, st, out.slot, pre_NC, N, C, gelu_tanh, stream);
 }
 inline void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
                                     bool gelu_tanh, cudaStream_t stream) {

@@ -342,8 +342,9 @@ void CliSpec::add_training_flags() {
                kAdamMoments.type_name(), g);
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
-        "0: store what backward needs; 1 (fp8): recompute the fc-projection's FP8 input in backward (less "
-        "memory, a little slower)",
+        "0: store what backward needs; 1 (fp8, its default): rebuild the fc-projection's FP8 input in the "
+        "dGELU pass of backward (FP8 then needs less memory than BF16; README lists the cost); 2 (fp8): also "
+        "the attention projection's",
         g);
     add_switch("--deterministic,!--no-deterministic", c_.deterministic,
                "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);
@@ -498,6 +499,9 @@ std::string CliSpec::assemble() {
     if (!model_preset(model_s_, &m)) return "--model: '" + model_s_ + "' is not one of " + preset_names(", ");
     m.gelu_tanh = gelu_tanh;
     c_.model_name = model_s_;
+    // FP8's default: each tensor saved once (the fc projection's FP8 input rebuilt where backward reads its
+    // source anyway); BF16 has nothing to rebuild.
+    if (!given("--recompute")) c_.recompute = c_.precision == Precision::FP8 ? kFp8DefaultRecompute : 0;
     if (given("--layers")) m.num_layers = layers_;
     if (given("--channels")) m.channels = channels_;
     if (given("--heads")) m.num_heads = heads_;

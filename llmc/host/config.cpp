@@ -193,10 +193,11 @@ std::string validate_integers(const TrainConfig& cfg) {
             e << ex.what();  // names --rendezvous and the spec
         }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
-    if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 1))
-        e << "--recompute: 0 (store everything backward needs) or 1, got " << cfg.recompute;
-    if (e.str().empty() && cfg.recompute == 1 && cfg.precision != Precision::FP8)
-        e << "--recompute 1 applies to --precision fp8 (bf16 already recomputes GELU in backward)";
+    if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 2))
+        e << "--recompute: 0 (store everything backward needs), 1 or 2, got " << cfg.recompute;
+    if (e.str().empty() && cfg.recompute >= 1 && cfg.precision != Precision::FP8)
+        e << "--recompute " << cfg.recompute
+          << " applies to --precision fp8 (bf16 already recomputes GELU in backward)";
     return e.str();
 }
 
@@ -478,7 +479,8 @@ std::string precision_line(const TrainConfig& c) {
            (f.format == Fp8Format::Hybrid ? " (E4M3 forward, E5M2 gradients)" : " (E4M3 everywhere)") +
            ", delayed scaling: amax " + to_string(f.amax_algo) + " over " + std::to_string(f.history_len) +
            " steps, margin " + std::to_string(f.margin) + (f.lm_head ? ", LM head in fp8" : "") +
-           (c.recompute ? ", recompute 1" : "") + (c.adam_bf16_moments ? ", BF16 AdamW moments" : "") + "\n";
+           (c.recompute ? ", recompute " + std::to_string(c.recompute) : "") +
+           (c.adam_bf16_moments ? ", BF16 AdamW moments" : "") + "\n";
 }
 
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {

@@ -480,6 +480,15 @@ static void check_aligned(const void* p, const char* name) {
     CHECK(((uintptr_t)p & 15) == 0, "matmul: %s (%p) must be 16-byte aligned", name, p);
 }
 
+// An FP8 GEMM's two scale_inv pointers: present, and aligned as the operands are (cuBLASLt refused a 4-byte
+// aligned one with status 15, NOT_SUPPORTED).
+static void check_scale_pointers(const char* who, const float* a, const char* a_name, const float* b,
+                                 const char* b_name) {
+    CHECK(a && b, "%s: scale_inv pointers are required", who);
+    check_aligned(a, a_name);
+    check_aligned(b, b_name);
+}
+
 static void check_dims(const char* what, int N, int C, int OC, int multiple_c, int multiple_n) {
     CHECK(N > 0 && C > 0 && OC > 0, "%s: bad sizes N=%d C=%d OC=%d", what, N, C, OC);
     CHECK(C % multiple_c == 0 && OC % multiple_c == 0, "%s: C=%d and OC=%d must be multiples of %d", what, C,
@@ -581,10 +590,8 @@ void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, 
     check_aligned(inp_NC, "inp");
     check_aligned(weight_OCC, "weight");
     if (bias_OC) check_aligned(bias_OC, "bias");
-    CHECK(inp_scale_inv && weight_scale_inv, "matmul_fp8_forward: scale_inv pointers are required");
-    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
-    check_aligned(inp_scale_inv, "inp_scale_inv");
-    check_aligned(weight_scale_inv, "weight_scale_inv");
+    check_scale_pointers("matmul_fp8_forward", inp_scale_inv, "inp_scale_inv", weight_scale_inv,
+                         "weight_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Forward, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, C, C, OC, CUDA_R_8F_E4M3,
                            CUDA_R_8F_E4M3);
     key.epilogue = bias_OC ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
@@ -609,10 +616,8 @@ void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
     check_aligned(dinp_NC, "dinp");
     check_aligned(weightT_COC, "weightT");
     check_aligned(dout_NOC, "dout");
-    CHECK(weight_scale_inv && dout_scale_inv, "matmul_fp8_dgrad: scale_inv pointers are required");
-    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
-    check_aligned(weight_scale_inv, "weight_scale_inv");
-    check_aligned(dout_scale_inv, "dout_scale_inv");
+    check_scale_pointers("matmul_fp8_dgrad", weight_scale_inv, "weight_scale_inv", dout_scale_inv,
+                         "dout_scale_inv");
     GemmKey key = make_key(GemmKind::Fp8Dgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, N, OC, OC, OC, C, CUDA_R_8F_E4M3,
                            dout_type);
     key.scaled = 1;
@@ -634,10 +639,8 @@ void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC
     check_aligned(dweight_OCC, "dweight");
     check_aligned(inpT_CN, "inpT");
     check_aligned(doutT_OCN, "doutT");
-    CHECK(inp_scale_inv && dout_scale_inv, "matmul_fp8_wgrad: scale_inv pointers are required");
-    // scale pointers aligned as the operands are (a 4-byte aligned one likely gave status 15, not supported)
-    check_aligned(inp_scale_inv, "inp_scale_inv");
-    check_aligned(dout_scale_inv, "dout_scale_inv");
+    check_scale_pointers("matmul_fp8_wgrad", inp_scale_inv, "inp_scale_inv", dout_scale_inv,
+                         "dout_scale_inv");
     GemmKey key =
         make_key(GemmKind::Fp8Wgrad, CUBLAS_OP_T, CUBLAS_OP_N, C, OC, N, N, N, C, CUDA_R_8F_E4M3, dout_type);
     key.scaled = 1;

@@ -11,7 +11,17 @@
 
 namespace {
 enum class Count { One, L, LPlus1 };
-enum class When { Always, Bf16, Fp8, Fp8KeptFcProjX, Fp8RecomputedFcProjX, Fp8LmHead, Bf16LmHead };
+enum class When {
+    Always,
+    Bf16,
+    Fp8,
+    Fp8KeptFcProjX,
+    Fp8RecomputedFcProjX,
+    Fp8KeptAttProjX,
+    Fp8RecomputedAttProjX,
+    Fp8LmHead,
+    Bf16LmHead
+};
 // Sizes in elements of the row's dtype (Bytes: in bytes).
 enum class Size {
     N,
@@ -72,7 +82,8 @@ const ActivationSpec kActivations[] = {
     {Act::AdamwScalars,      "step scalars",                 Count::One,    Size::AdamwScalarsBytes,Dtype::Bytes, When::Always},
     {Act::TokenSlots,        "tokens",                       Count::One,    Size::TokenSlots,       Dtype::I32,   When::Always},
     {Act::Fp8XtQkv,          "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8XtAttProj,      "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
+    {Act::Fp8XtAttProj,      "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8KeptAttProjX},
+    {Act::Fp8XtAttProjShared, "fp8 attn-proj X^T (recomputed)", Count::One, Size::NC,               Dtype::FP8,   When::Fp8RecomputedAttProjX},
     {Act::Fp8XtFc,           "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
     {Act::Fp8XtFcProj,       "fp8 saved X^T",                Count::L,      Size::NF,               Dtype::FP8,   When::Fp8KeptFcProjX},
     {Act::Fp8XtFcProjShared, "fp8 fc-proj X^T (recomputed)", Count::One,    Size::NF,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
@@ -99,6 +110,10 @@ bool present(When w, const ActivationShape& s) {
             return s.fp8 && !s.recompute_fc_proj_input;
         case When::Fp8RecomputedFcProjX:
             return s.fp8 && s.recompute_fc_proj_input;
+        case When::Fp8KeptAttProjX:
+            return s.fp8 && !s.recompute_att_proj_input;
+        case When::Fp8RecomputedAttProjX:
+            return s.fp8 && s.recompute_att_proj_input;
         case When::Fp8LmHead:
             return s.fp8 && s.fp8_lm_head;
         case When::Bf16LmHead:  // the BF16 head's input; the FP8 head's final LayerNorm writes FP8

@@ -41,9 +41,10 @@ enum class Act {
     Fp8XtQkv,
     Fp8XtAttProj,
     Fp8XtFc,
-    Fp8XtFcProj,        // per layer: the FP8 X^T a Linear keeps for its wgrad
-    Fp8XtFcProjShared,  // --recompute 1: one fc-proj X^T, rebuilt in backward
-    Fp8DyTFcProjKept,   // --recompute 1: the fc-proj's dY^T, kept for its wgrad until the X^T is rebuilt
+    Fp8XtFcProj,         // per layer: the FP8 X^T a Linear keeps for its wgrad
+    Fp8XtFcProjShared,   // --recompute 1: one fc-proj X^T, rebuilt in backward
+    Fp8XtAttProjShared,  // --recompute 2: one attn-proj X^T, rebuilt in backward from the attention output
+    Fp8DyTFcProjKept,    // --recompute 1: the fc-proj's dY^T, kept for its wgrad until the X^T is rebuilt
     Fp8DyScaleInvFcProjKept,  // --recompute 1: that dY^T's scale_inv (a GEMM scale pointer: a buffer of its
                               // own)
     Fp8XtLmHead,              // --fp8-lm-head: the final LayerNorm's FP8 output, transposed
@@ -60,6 +61,7 @@ struct ActivationShape {
     int accum_steps;
     bool fp8;
     bool recompute_fc_proj_input;
+    bool recompute_att_proj_input;
     bool fp8_lm_head;
 };
 

@@ -35,6 +35,7 @@ static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool
             s.accum_steps,
             fp8,
             s.options.recompute_fc_proj_input,
+            s.options.recompute_att_proj_input,
             fp8 && s.fp8_lm_head};
 }
 
@@ -126,8 +127,9 @@ static void plan_fp8_linear_storage(GptModel::Impl& s, std::vector<Fp8LinearStor
 static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStorage>& storage) {
     const Activations& a = s.act;
     const Act saved_xT[kLinearsPerLayer] = {
-        Act::Fp8XtQkv, Act::Fp8XtAttProj, Act::Fp8XtFc,
-        s.options.recompute_fc_proj_input ? Act::Fp8XtFcProjShared : Act::Fp8XtFcProj};
+        Act::Fp8XtQkv, s.options.recompute_att_proj_input ? Act::Fp8XtAttProjShared : Act::Fp8XtAttProj,
+        Act::Fp8XtFc, s.options.recompute_fc_proj_input ? Act::Fp8XtFcProjShared : Act::Fp8XtFcProj};
+    auto shared = [](Act id) { return id == Act::Fp8XtFcProjShared || id == Act::Fp8XtAttProjShared; };
     auto* recipe = static_cast<DelayedScaling*>(s.recipe.get());
     s.fp8_scratch = {a.fp8(Act::Fp8XRows), a.fp8(Act::Fp8DyRows), a.fp8(Act::Fp8DyT),
                      a.f32(Act::Fp8DyScaleInv), a.at<void>(Act::Fp8DbiasScratch)};
@@ -141,8 +143,9 @@ static void build_fp8_linears(GptModel::Impl& s, const std::vector<Fp8LinearStor
             f.index = index;
             f.recipe = recipe;
             f.scratch = &s.fp8_scratch;
-            f.saved_xT_IN = a.fp8(saved_xT[kind], saved_xT[kind] == Act::Fp8XtFcProjShared ? 0 : l);
+            f.saved_xT_IN = a.fp8(saved_xT[kind], shared(saved_xT[kind]) ? 0 : l);
             f.recompute_input = kind == kFcProj && s.options.recompute_fc_proj_input;
+            f.rebuild_xT_in_backward = kind == kAttProj && s.options.recompute_att_proj_input;
             f.kept_dyT_ON = f.recompute_input ? a.fp8(Act::Fp8DyTFcProjKept) : nullptr;
             f.kept_dy_scale_inv = f.recompute_input ? a.f32(Act::Fp8DyScaleInvFcProjKept) : nullptr;
             f.master_weight_OI = s.dp.sharded() ? nullptr : s.params.slice(s.params.master, w, l);
@@ -180,6 +183,7 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     Impl& s = *impl_;
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     s.options.recompute_fc_proj_input = options.recompute_fc_proj_input && use_fp8;
+    s.options.recompute_att_proj_input = options.recompute_att_proj_input && use_fp8;
     s.fp8_lm_head = fp8.lm_head && use_fp8;
     s.matmul_plans.tuning = {options.gemm_autotune, options.gemm_cache_path, fp8.fast_accum};
     const int num_block_linears = m.num_layers * kLinearsPerLayer;

@@ -16,6 +16,7 @@ class Fp8Linear : public Linear {
         : p_(p),
           rt_(rt),
           recompute_input_(s.recompute_input),
+          rebuild_xT_in_backward_(s.rebuild_xT_in_backward),
           kept_dy_{s.kept_dyT_ON, s.kept_dy_scale_inv},
           loss_head_(s.loss_head),
           master_(s.master_weight_OI) {
@@ -47,13 +48,22 @@ class Fp8Linear : public Linear {
         fp8_calibrate_if_needed(&f_, lin_.x, stream(), [&] {
             fp8_gelu_amax(scales(), lin_.x.slot, pre, p_.N, p_.in, rt_->gelu_tanh, stream());
         });
-        fp8_gelu_cast_transpose(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        // --recompute 1: row-wise only; the fc's dGELU cast writes the X^T the wgrad reads.
+        if (recompute_input_)
+            fp8_gelu_cast(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        else
+            fp8_gelu_cast_transpose(lin_.x, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
     }
     void input_from(const bf16* x) override {
         rt_->mark(kPhaseCast);
         fp8_calibrate_if_needed(&f_, lin_.x, stream(),
                                 [&] { fp8_amax(scales(), lin_.x.slot, x, (long)p_.N * p_.in, stream()); });
-        fp8_cast_transpose(lin_.x, scales(), x, p_.N, p_.in, stream());
+        if (rebuild_xT_in_backward_) {  // --recompute 2: row-wise only; backward() rebuilds X^T from x
+            fp8_cast(lin_.x, scales(), x, p_.N, p_.in, stream());
+            input_x_ = x;
+        } else {
+            fp8_cast_transpose(lin_.x, scales(), x, p_.N, p_.in, stream());
+        }
     }
     void forward(bf16* out) override {
         fp8_linear_forward_quantized(&f_, &lin_, out, p_.bias_O, p_.N, p_.in, p_.out, stream());
@@ -102,6 +112,14 @@ class Fp8Linear : public Linear {
                                              p_.in, p_.out, accumulate, stream());
             return;
         }
+        if (rebuild_xT_in_backward_) {
+            // The forward's X^T again: the same input with the same scale (scales change only in the
+            // update), so the same bytes; the amax it stages is the one already staged (a max).
+            CHECK(input_x_ != nullptr, "FP8 Linear: backward() without input_from()");
+            rt_->mark(kPhaseCast);
+            fp8_cast_transpose(nullptr, lin_.x.data_T, lin_.x.scale_inv, scales(), lin_.x.slot, input_x_,
+                               p_.N, p_.in, stream());
+        }
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, nullptr, p_.N, p_.in, p_.out,
                             accumulate, stream());
     }
@@ -144,6 +162,8 @@ class Fp8Linear : public Linear {
     Fp8LinearContext f_;
     Fp8LinearBuffers lin_;
     bool recompute_input_;
+    bool rebuild_xT_in_backward_;
+    const bf16* input_x_ = nullptr;  // rebuild_xT_in_backward_: the forward's input, read again in backward
     Fp8KeptDy
         kept_dy_;  // recompute_input_: dY^T and its scale_inv for the wgrad that waits for the rebuilt input
     bool wgrad_pending_ = false, wgrad_accumulate_ = false;
