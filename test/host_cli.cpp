@@ -658,8 +658,8 @@ TEST(help_shows_real_defaults) {
     EXPECT_TRUE(help.find('{') == std::string::npos);
 }
 
-// --recompute's default follows the precision: 1 with fp8 (FP8 below BF16's memory by default), 0 with bf16;
-// a given value always wins.
+// --recompute's default follows the precision: kFp8DefaultRecompute with fp8 (FP8 below BF16's memory by
+// default), 0 with bf16; a given value always wins.
 TEST(recompute_default_by_precision) {
     TrainConfig cfg;
     EXPECT_TRUE(parse({"--precision", "fp8"}, &cfg).run);
@@ -668,8 +668,8 @@ TEST(recompute_default_by_precision) {
     EXPECT_EQ(cfg.recompute, 0);
     EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "0"}, &cfg).run);
     EXPECT_EQ(cfg.recompute, 0);
-    EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "2"}, &cfg).run);
-    EXPECT_EQ(cfg.recompute, 2);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "1"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, 1);
 }
 
 TEST(print_config_flag) {

@@ -32,7 +32,7 @@ struct Fp8Config {
 };
 
 // --recompute when the flag is not given and the precision is fp8 (README, Flags: measured cost and memory).
-constexpr int kFp8DefaultRecompute = 1;
+constexpr int kFp8DefaultRecompute = 2;
 
 struct TrainConfig {
     std::string model_name = "1.5b";
