@@ -102,8 +102,21 @@ __device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
     return t;
 }
 
-// Element-wise (1-D grid) kernels: with kWrite, the scale_inv used to out_scale_inv (may be null) by one
-// thread, and the scale returned for the quantization; without (amax only) nothing is read: 0.
+// Element-wise (1-D grid) kernels (fp8_cast, the amax passes, fp8_gelu_cast): blocks of kEwThreads, each
+// thread kEwChunks chunks of 8 elements, coalesced, loads issued first.
+constexpr int kEwThreads = 256;
+constexpr int kEwChunks = 4;
+constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
+
+// The 1-D grid for n elements, checked to fit a launch (`who` names the caller in the error).
+inline unsigned ew_grid(long n, const char* who) {
+    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
+    CHECK(grid <= 0x7fffffffL, "%s: n = %ld too large", who, n);
+    return (unsigned)grid;
+}
+
+// Element-wise kernels: with kWrite, the scale_inv used to out_scale_inv (may be null) by one thread, and
+// the scale returned for the quantization; without (amax only) nothing is read: 0.
 template <bool kWrite>
 __device__ __forceinline__ float ew_scale(float* out_scale_inv, const float* scale_ptr,
                                           const float* scale_inv_ptr) {

@@ -155,13 +155,9 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
 }
 
-// Element-wise (each thread handles 4 chunks of 8 elements, coalesced, loads issued first): the amax only
-// (calibration), or with kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward,
-// --recompute 1), each element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same
-// bytes and amax.
-constexpr int kEwThreads = 256;
-constexpr int kEwChunks = 4;
-constexpr long kEwPerBlock = (long)kEwThreads * kEwChunks * 8;
+// Element-wise (kEwThreads / kEwChunks of llmc/fp8/fp8_device.cuh): the amax only (calibration), or with
+// kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward, --recompute 1), each
+// element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
 
 template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
 __global__ void __launch_bounds__(kEwThreads)
@@ -293,15 +289,13 @@ void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleSta
     CHECK(out_NC != nullptr && pre_NC != nullptr && aligned16(out_NC) && aligned16(pre_NC),
           "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
     CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
-    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
-    CHECK(grid <= 0x7fffffffL, "fp8_gelu_cast: n = %ld too large", n);
+    const unsigned grid = ew_grid(n, "fp8_gelu_cast");
     fp8_dispatch_format(st, slot, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         auto kernel =
             gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
-        kernel<<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n, out_NC,
-                                                          out_scale_inv, st->scale + slot,
-                                                          st->scale_inv + slot);
+        kernel<<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n, out_NC, out_scale_inv,
+                                                st->scale + slot, st->scale_inv + slot);
         CHECK_LAUNCH();
     });
 }
@@ -313,13 +307,10 @@ void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C
     CHECK(pre_NC != nullptr && aligned16(pre_NC), "fp8_gelu_amax: pre must be non-null and 16-byte aligned");
     CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
     if (n == 0) return;
-    const long grid = (n + kEwPerBlock - 1) / kEwPerBlock;
-    CHECK(grid <= 0x7fffffffL, "fp8_gelu_amax: n = %ld too large", n);
+    const unsigned grid = ew_grid(n, "fp8_gelu_amax");
     if (gelu_tanh)
-        fp8_gelu_rows_kernel<true>
-            <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     else
-        fp8_gelu_rows_kernel<false>
-            <<<(unsigned)grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
     CHECK_LAUNCH();
 }
