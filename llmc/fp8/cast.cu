@@ -98,84 +98,52 @@ __global__ void __launch_bounds__(kCtThreads, 2)
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     __shared__ uint32_t gelu_tile[GELU_T ? kCtTile * kCtTileWords : 1];
     const int tid = threadIdx.x;
-    // (plain locals, not a structured binding: the row lambdas below capture them)
-    const CtTileCoords tc = ct_tile_coords(C);
-    const int n0 = tc.n0, c0 = tc.c0, rr = tc.rr, cc = tc.cc, c = tc.c;
-    const bool col_ok = tc.col_ok;
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
     const float gelu_scale = GELU_T ? *gelu.scale_ptr : 0.0f;
     uint32_t amax_bits = 0, gelu_amax_bits = 0;
     float colsum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    // Row j (0..7) of this thread: tile row rr + 16 j, whether it exists, its element offset.
-    const auto row_ok = [&](int j) { return col_ok && n0 + rr + 16 * j < N; };
-    const auto row_off = [&](int j) { return (size_t)(n0 + rr + 16 * j) * C + c; };
-    // Quantizes row j from its loaded chunks and parks it in the tile(s), in row order (the dbias column
-    // sums add in that order, so any load schedule gives the same bits).
-    const auto quantize_row = [&](int j, const Raw8<Tin>& raw, const Raw8<bf16>& raw_pre) {
-        const int r = rr + 16 * j;
-        uint2 q = make_uint2(0, 0), gq = make_uint2(0, 0);
-        if (row_ok(j)) {
-            float v[8];
-            chunk_values<OP>(raw, raw_pre, v);
+    // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no spills);
+    // a quarter with the GELU output's second set of values.
+    constexpr int kBatch = OP == kOpCopy ? 8 : GELU_T ? 2 : 4;
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-                if constexpr (DBIAS) colsum[k] += v[k];
-            }
-            q = to_fp8x8<FMT>(v, scale);
-            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + row_off(j)) = q;
-            if constexpr (GELU_T) {
-                float p[8], y[8];
-                unpack8(raw_pre, p);
+    for (int b = 0; b < 8; b += kBatch) {
+        Raw8<Tin> raw[kBatch];
+        Raw8<bf16> raw_pre[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int n = n0 + rr + 16 * (b + i);
+            if (col_ok && n < N) load_chunk<OP>(raw[i], raw_pre[i], in_NC, pre_NC, (size_t)n * C + c);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const int r = rr + 16 * (b + i), n = n0 + r;
+            uint2 q = make_uint2(0, 0), gq = make_uint2(0, 0);
+            if (col_ok && n < N) {
+                float v[8];
+                chunk_values<OP>(raw[i], raw_pre[i], v);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
-                    y[k] = gelu_bf16<OP == kOpDgeluTanh>(p[k]);
-                    gelu_amax_bits = max(gelu_amax_bits, fp8_abs_bits(y[k]));
+                    amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+                    if constexpr (DBIAS) colsum[k] += v[k];
                 }
-                gq = to_fp8x8<GFMT>(y, gelu_scale);
+                q = to_fp8x8<FMT>(v, scale);
+                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
+                if constexpr (GELU_T) {
+                    float p[8], y[8];
+                    unpack8(raw_pre[i], p);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) {
+                        y[k] = gelu_bf16<OP == kOpDgeluTanh>(p[k]);
+                        gelu_amax_bits = max(gelu_amax_bits, fp8_abs_bits(y[k]));
+                    }
+                    gq = to_fp8x8<GFMT>(y, gelu_scale);
+                }
             }
-        }
-        ct_tile_park(tile, r, cc, q);
-        if constexpr (GELU_T) ct_tile_park(gelu_tile, r, cc, gq);
-    };
-    if constexpr (GELU_T) {
-        // With the GELU output: all 8 pre-GELU rows and the first 4 dout rows are loaded before any math (192
-        // bytes in flight a thread; in batches of 2 rows of both it was 64, and the kernel reached 57% of the
-        // copy ceiling against 74% without the GELU output), the last 4 dout rows once the first 4 are done.
-        Raw8<Tin> raw[4];
-        Raw8<bf16> raw_pre[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            if (row_ok(j)) raw_pre[j] = load_raw8(pre_NC + row_off(j));
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (row_ok(j)) raw[j] = load_raw8(in_NC + row_off(j));
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++) quantize_row(j, raw[j], raw_pre[j]);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (row_ok(4 + j)) raw[j] = load_raw8(in_NC + row_off(4 + j));
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++) quantize_row(4 + j, raw[j], raw_pre[4 + j]);
-    } else {
-        // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no
-        // spills).
-        constexpr int kBatch = OP == kOpCopy ? 8 : 4;
-#pragma unroll
-        for (int b = 0; b < 8; b += kBatch) {
-            Raw8<Tin> raw[kBatch];
-            Raw8<bf16> raw_pre[kBatch];
-#pragma unroll
-            for (int i = 0; i < kBatch; i++) {
-                if (row_ok(b + i)) load_chunk<OP>(raw[i], raw_pre[i], in_NC, pre_NC, row_off(b + i));
-            }
-#pragma unroll
-            for (int i = 0; i < kBatch; i++) quantize_row(b + i, raw[i], raw_pre[i]);
+            ct_tile_park(tile, r, cc, q);
+            if constexpr (GELU_T) ct_tile_park(gelu_tile, r, cc, gq);
         }
     }
     __shared__ float red[DBIAS ? 16 : 1][kCtTile];

@@ -189,124 +189,6 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     store_weight_partials<CH>(scratch + (size_t)blockIdx.x * 2 * C, dw, db, cs, act, C);
 }
 
-// Rows up to kBwdWarpMaxC wide: one warp per row, no block barrier per row. Lane l holds the 16-byte chunks
-// l, l + 32, ... of the row (K = ceil(C / 256) of them, as in the forward): dout, inp and dinp of the row
-// sit in registers, all loaded before any arithmetic, and the two row sums are warp shuffles. Warp g of the
-// grid takes rows g, g + warps, ...; its dweight/dbias partial sums accumulate in row order in the warp's own
-// shared-memory slots, lane-private float4s (conflict-free), not in registers: in registers they take 16K
-// more (112 at C = 1600), and the kernel spills at the 3 blocks of 4 warps per SM it wants. 168 registers
-// at C = 1600 as it is, no spills. At the end
-// each float4 slot is summed over the block's warps in warp order and the block writes one row of the
-// scratch, as the block kernel does.
-constexpr int kBwdWarpMaxC = 2048;
-constexpr int kBwdWarpThreads = 128;
-constexpr int kBwdWarpBlocksPerSm = 3;
-
-// Shared memory of one block: per warp, per chunk k, [dweight lo, dweight hi, dbias lo, dbias hi] x 32 lanes.
-__host__ __device__ constexpr size_t layernorm_backward_warp_smem_bytes(int k) {
-    return (size_t)(kBwdWarpThreads / 32) * k * 4 * 32 * sizeof(float4);
-}
-
-__device__ __forceinline__ void opaque_to_compiler(x128& v) {
-    uint32_t* u = reinterpret_cast<uint32_t*>(&v);
-    asm volatile("" : "+r"(u[0]), "+r"(u[1]), "+r"(u[2]), "+r"(u[3]));
-}
-
-template <int K>
-__global__ void __launch_bounds__(kBwdWarpThreads, kBwdWarpBlocksPerSm)
-    layernorm_backward_warp_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
-                                   const bf16* weight, const float* mean, const float* rstd, int N, int C) {
-    extern __shared__ __align__(16) float4 warp_acc_smem[];  // [warp][k][4][lane]
-    constexpr int kWarps = kBwdWarpThreads / 32;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    float4* acc = warp_acc_smem + (size_t)warp * K * 4 * 32 + lane;  // slot (k, q) at acc[(k * 4 + q) * 32]
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-#pragma unroll
-        for (int q = 0; q < 4; q++) acc[(k * 4 + q) * 32] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-    const float inv_c = 1.0f / (float)C;
-    for (int row = blockIdx.x * kWarps + warp; row < N; row += gridDim.x * kWarps) {
-        const size_t off = (size_t)row * C;
-        x128 d[K], x[K], g[K];
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int c = (k * 32 + lane) * x128::size;
-            if (c < C) {
-                d[k] = load128cs(dout + off + c);
-                x[k] = load128cs(inp + off + c);
-                g[k] = load128cs(dinp + off + c);
-            }
-        }
-        const float m = __ldg(mean + row), r = __ldg(rstd + row);
-        float s1 = 0.0f, s2 = 0.0f;  // sum of dnorm, sum of dnorm * xhat over this lane's channels
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int c = (k * 32 + lane) * x128::size;
-            if (c < C) {
-                const x128 w = load128ldg(weight + c);
-                float dw[x128::size], db[x128::size];
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) {
-                    const float dy = __bfloat162float(d[k][i]);
-                    const float xh = (__bfloat162float(x[k][i]) - m) * r;
-                    const float dn = __bfloat162float(w[i]) * dy;
-                    s1 += dn;
-                    s2 += dn * xh;
-                    dw[i] = dy * xh;
-                    db[i] = dy;
-                }
-                float4* a = acc + k * 4 * 32;
-                float4 v = a[0];
-                a[0] = make_float4(v.x + dw[0], v.y + dw[1], v.z + dw[2], v.w + dw[3]);
-                v = a[32];
-                a[32] = make_float4(v.x + dw[4], v.y + dw[5], v.z + dw[6], v.w + dw[7]);
-                v = a[64];
-                a[64] = make_float4(v.x + db[0], v.y + db[1], v.z + db[2], v.w + db[3]);
-                v = a[96];
-                a[96] = make_float4(v.x + db[4], v.y + db[5], v.z + db[6], v.w + db[7]);
-            }
-        }
-        const float t1 = warp_reduce_sum(s1) * inv_c, t2 = warp_reduce_sum(s2) * inv_c;
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int c = (k * 32 + lane) * x128::size;
-            if (c < C) {
-                // The same xhat and dnorm again from the packed bf16 values: hidden from the compiler, which
-                // would otherwise keep the first loop's 2 x 8K floats live across the shuffles (and spill).
-                opaque_to_compiler(d[k]);
-                opaque_to_compiler(x[k]);
-                const x128 w = load128ldg(weight + c);
-                x128 o;
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) {
-                    const float xh = (__bfloat162float(x[k][i]) - m) * r;
-                    const float dn = __bfloat162float(w[i]) * __bfloat162float(d[k][i]);
-                    o[i] = __float2bfloat16(__bfloat162float(g[k][i]) + r * (dn - t1 - xh * t2));
-                }
-                store128(dinp + off + c, o);
-            }
-        }
-    }
-    __syncthreads();
-
-    // Slot (k, q, lane) summed over the warps in warp order: channels (k * 32 + lane) * 8 + (q % 2) * 4 + [0,
-    // 4) of dweight (q < 2) or dbias (q >= 2).
-    float* part = scratch + (size_t)blockIdx.x * 2 * C;
-    for (int slot = threadIdx.x; slot < K * 4 * 32; slot += kBwdWarpThreads) {
-        const int k = slot / 128, q = slot / 32 % 4, l = slot % 32;
-        const int c = (k * 32 + l) * x128::size + (q % 2) * 4;
-        if (c >= C) continue;
-        float4 sum = warp_acc_smem[slot];
-#pragma unroll
-        for (int w = 1; w < kWarps; w++) {
-            const float4 v = warp_acc_smem[(size_t)w * K * 4 * 32 + slot];
-            sum = make_float4(sum.x + v.x, sum.y + v.y, sum.z + v.z, sum.w + v.w);
-        }
-        *reinterpret_cast<float4*>(part + (q < 2 ? 0 : C) + c) = sum;
-    }
-}
-
 constexpr int kRedX = 32, kRedY = 16;
 
 // Column j of the [parts, 2C] scratch is summed by the 16 threads of column j in this block (thread y takes
@@ -394,34 +276,6 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     CHECK(aligned16(dinp_NC) && aligned16(dweight_C) && aligned16(dbias_C) && aligned16(scratch) &&
               aligned16(dout_NC) && aligned16(inp_NC) && aligned16(weight_C),
           "layernorm_backward: tensors must be 16-byte aligned");
-    int device = 0, sms = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const dim3 rblock(kRedX, kRedY);
-    if (C <= kBwdWarpMaxC) {
-        // One wave of blocks, each warp taking N / warps rows; the grid depends only on the GPU and the
-        // shape.
-        const auto kernel = layernorm_pick_k(C, [](auto k) {
-            constexpr int K = decltype(k)::value;  // <= 8 here (C <= 2048): no wider instantiation
-            return layernorm_backward_warp_kernel<(K <= 8 ? K : 8)>;
-        });
-        const size_t smem = layernorm_backward_warp_smem_bytes(ceil_div(C / x128::size, 32));
-        if (smem > 48 * 1024)
-            CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        int resident = 0;
-        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kBwdWarpThreads, smem));
-        long grid = (long)sms * (resident < 1 ? 1 : resident);
-        const long row_blocks = ceil_div(N, kBwdWarpThreads / 32);
-        if (grid > row_blocks) grid = row_blocks;
-        if (grid > kBwdMaxParts) grid = kBwdMaxParts;
-        kernel<<<(int)grid, kBwdWarpThreads, smem, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C,
-                                                             mean_N, rstd_N, N, C);
-        CHECK_LAUNCH();
-        layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
-            dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
-        CHECK_LAUNCH();
-        return;
-    }
     const int chunks = C / x128::size;
     const int ch = chunks <= kBwdMaxThreads ? 1 : 2;  // 16-byte chunks per thread (C <= 4096: 1)
     const int threads = ceil_div(ceil_div(chunks, ch), 32) * 32;
@@ -434,7 +288,9 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
     // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
     // shape, so results are reproducible.
-    int occupancy = 0;
+    int device = 0, sms = 0, occupancy = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[ch - 1][0], threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
@@ -457,6 +313,7 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     kernel<<<(int)grid, threads, smem, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N,
                                                  N, C);
     CHECK_LAUNCH();
+    dim3 rblock(kRedX, kRedY);
     layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
         dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
     CHECK_LAUNCH();

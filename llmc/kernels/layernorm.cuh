@@ -2,9 +2,8 @@
 // biased variance (as PyTorch). Statistics in fp32: mean_N and rstd_N = 1/sqrt(var + eps) are saved by the
 // forward for the backward. C must be a multiple of 8 and at most 8192; tensors 16-byte aligned.
 // Forward: one warp per row, the row held in registers (two-pass mean/variance, one read of the input).
-// Backward: for C <= 2048 one warp per row (the row in registers, warp-shuffle row sums), else one block per
-// row with each thread owning 8 (or 16) channels; either way each thread keeps the dweight/dbias partial sums
-// of its channels in registers over its rows, per-block partials go to `scratch`, then a second kernel
+// Backward: one block per group of rows, each thread owning 8 (or 16) channels for all its rows, so the
+// dweight/dbias partial sums live in registers; per-block partials go to `scratch`, then a second kernel
 // reduces them in a fixed order. Results are bitwise deterministic on a given GPU.
 #pragma once
 #include <cstddef>
