@@ -342,9 +342,9 @@ void CliSpec::add_training_flags() {
                kAdamMoments.type_name(), g);
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
-        "0: store what backward needs; 1 (fp8, its default): rebuild the fc-projection's FP8 input in the "
-        "dGELU pass of backward (FP8 then needs less memory than BF16; README lists the cost); 2 (fp8): also "
-        "the attention projection's",
+        "0: store what backward needs; 1 (fp8): rebuild the fc-projection's FP8 input in the dGELU pass of "
+        "backward; 2 (fp8, its default): also the attention projection's (FP8 then needs less memory than "
+        "BF16; README lists the cost)",
         g);
     add_switch("--deterministic,!--no-deterministic", c_.deterministic,
                "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);
