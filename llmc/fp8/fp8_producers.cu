@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 }
 
 // Element-wise (kEwThreads / kEwChunks of llmc/fp8/fp8_device.cuh): the amax only (calibration), or with
-// kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward, --recompute 1), each
+// kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward, --recompute >= 1), each
 // element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
 
 template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
