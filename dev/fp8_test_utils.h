@@ -15,6 +15,19 @@ namespace fp8_test {
 
 typedef __nv_fp8_storage_t fp8b;
 
+// The casts' output over test buffers: a [rows, cols] tensor in format d, slot `slot` (data or data_T may be
+// null where that copy is not written).
+inline Fp8Tensor tensor(fp8b* data, fp8b* data_T, float* scale_inv, int slot, int rows, int cols,
+                        Fp8Dtype d) {
+    Fp8Tensor t;
+    t.data = data;
+    t.data_T = data_T;
+    t.scale_inv = scale_inv;
+    t.slot = slot;
+    t.set_shape(rows, cols, d);
+    return t;
+}
+
 inline const char* name(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? "e4m3" : "e5m2"; }
 // Largest finite code (magnitude): e4m3 0.1111.110 = 448, e5m2 0.11110.11 = 57344.
 inline uint8_t max_code(Fp8Dtype d) { return d == Fp8Dtype::E4M3 ? 0x7E : 0x7B; }

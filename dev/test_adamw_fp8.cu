@@ -17,6 +17,11 @@ using namespace fp8_test;
 
 namespace {
 
+// The weight's FP8 tensor: W [OC, C] and W^T [C, OC], E4M3 (the weights' format), slot `slot`.
+Fp8Tensor w_tensor(fp8b* w, fp8b* wT, float* scale_inv, int slot, int OC, int C) {
+    return tensor(w, wT, scale_inv, slot, OC, C, Fp8Dtype::E4M3);
+}
+
 constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kWd = 0.1f;
 constexpr int kStep = 3;
 constexpr float kGradScale = 0.75f;
@@ -55,11 +60,11 @@ Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused)
     upload_scale(&st, 1, scale);
     if (fused) {
         adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
-                                d_grad_scale, d_apply, Fp8Tensor{d_w, d_wT, d_scale_inv, 1}, &st, 0);
+                                d_grad_scale, d_apply, w_tensor(d_w, d_wT, d_scale_inv, 1, OC, C), &st, 0);
     } else {
         adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, d_grad_scale,
                      d_apply, 0);
-        fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 1, d_master, OC, C, 0);
+        fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 1, OC, C), &st, d_master, OC, C, 0);
     }
     CHECK_CUDA(cudaDeviceSynchronize());
     Outputs o{dev::from_device(d_master, n),
@@ -143,11 +148,11 @@ void check_bf16_moments(int OC, int C) {
             upload_scale(&st, 0, scale);
             if (fused) {
                 adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
-                                        nullptr, d_apply, Fp8Tensor{d_w, d_wT, d_scale_inv, 0}, &st, 0);
+                                        nullptr, d_apply, w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, 0);
             } else {
                 adamw_update(d_master, (bf16*)nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars,
                              nullptr, d_apply, 0);
-                fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 0, d_master, OC, C, 0);
+                fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
             }
             CHECK_CUDA(cudaDeviceSynchronize());
             out[fused][0] = dev::from_device(d_master, n);
@@ -198,12 +203,12 @@ BENCH(adamw_fp8_weight_gpt1p5b_fc) {
     upload_scale(&st, 0, 1000.0f);
     const float fused = dev::time_ms([&] {
         adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars, nullptr,
-                                nullptr, Fp8Tensor{d_w, d_wT, d_scale_inv, 0}, &st, 0);
+                                nullptr, w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, 0);
     });
     const float unfused = dev::time_ms([&] {
         adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,
                      nullptr, 0);
-        fp8_cast_transpose(d_w, d_wT, d_scale_inv, &st, 0, d_master, OC, C, 0);
+        fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
     });
     bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,fused", OC, C), fused, 28.0 * n);
     bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,unfused", OC, C), unfused, 32.0 * n);

@@ -31,6 +31,10 @@ struct Fixture {
     Fixture() { st = fp8_scale_state_create({Fp8Dtype::E4M3, Fp8Dtype::E5M2}, 16); }
     ~Fixture() { fp8_scale_state_destroy(&st); }
     int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
+    // A cast's output [rows, cols] in format d (its slot).
+    Fp8Tensor out(fp8b* data, fp8b* data_T, float* sinv, Fp8Dtype d, int rows, int cols) const {
+        return tensor(data, data_T, sinv, slot(d), rows, cols, d);
+    }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
     void set_scale(Fp8Dtype d, float s) { upload_scale(&st, slot(d), s); }
     uint32_t staged_bits(Fp8Dtype d) {
@@ -63,7 +67,7 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     fp8b* d_out = rowwise ? A(dev::device_alloc<fp8b>((size_t)N * C)) : nullptr;
     fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C));
     float* d_sinv = A(dev::device_alloc<float>(1));
-    fp8_cast_transpose(d_out, d_outT, d_sinv, &f.st, f.slot(d), d_in, N, C, 0);
+    fp8_cast_transpose(f.out(d_out, d_outT, d_sinv, d, N, C), &f.st, d_in, N, C, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     std::vector<uint8_t> ref, refT;
@@ -108,7 +112,7 @@ TEST(cast_rows_bit_exact) {
                 bf16* d_in = A(dev::to_device_bf16(x));
                 fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)n));
                 float* d_sinv = A(dev::device_alloc<float>(1));
-                fp8_cast(d_out, d_sinv, &f.st, f.slot(d), d_in, n, 0);
+                fp8_cast(f.out(d_out, nullptr, d_sinv, d, 1, (int)n), &f.st, d_in, 1, (int)n, 0);
                 CHECK_CUDA(cudaDeviceSynchronize());
                 std::vector<uint8_t> ref, refT;
                 ref_fp8_quantize_transpose(x, 1, (int)n, scale, d, ref, refT);  // one row: row-wise bytes
@@ -196,8 +200,8 @@ TEST(cast_transpose_dbias) {
                 fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * OC));
                 float* d_sinv = A(dev::device_alloc<float>(1));
                 void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, OC)));
-                fp8_cast_transpose_dbias(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d), d_dy, N,
-                                         OC, accumulate, 0);
+                fp8_cast_transpose_dbias(f.out(d_out, d_outT, d_sinv, d, N, OC), d_db, d_scratch, &f.st, d_dy,
+                                         N, OC, accumulate, 0);
                 std::vector<uint8_t> ref((size_t)N * OC), refT((size_t)N * OC);
                 std::vector<double> sum(OC, 0.0), abs_sum(OC, 0.0);
                 for (int n = 0; n < N; n++)
@@ -291,7 +295,7 @@ TEST(cast_transpose_dbias_dgelu) {
                 fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C4));
                 float* d_sinv = A(dev::device_alloc<float>(1));
                 void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4)));
-                fp8_cast_transpose_dbias_dgelu(d_out, d_outT, d_sinv, d_db, d_scratch, &f.st, f.slot(d),
+                fp8_cast_transpose_dbias_dgelu(f.out(d_out, d_outT, d_sinv, d, N, C4), d_db, d_scratch, &f.st,
                                                d_dout, d_pre, N, C4, tanh_form, false, 0);
                 std::vector<uint8_t> got = dev::from_device(d_out, g.size());
                 std::vector<uint8_t> gotT = dev::from_device(d_outT, g.size());
@@ -377,18 +381,23 @@ TEST(cast_transpose_dbias_dgelu_gelu_out) {
                     const auto reset = [&] {
                         CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float)));
                     };
+                    const auto dy = [&](int k) {
+                        return tensor(d_out[k], d_outT[k], d_sinv[k], dy_slot, N, F, st.dtypes[dy_slot]);
+                    };
+                    const auto x = [&](int k) {
+                        return tensor(nullptr, d_xT[k], nullptr, x_slot, N, F, st.dtypes[x_slot]);
+                    };
                     // k = 0: the two casts as the step runs them without the rebuilt input
                     reset();
-                    fp8_cast_transpose_dbias_dgelu(d_out[0], d_outT[0], d_sinv[0], d_db[0], d_scratch, &st,
-                                                   dy_slot, d_dout, d_pre, N, F, tanh_form, false, 0);
-                    fp8_gelu_cast_transpose(nullptr, d_xT[0], nullptr, &st, x_slot, d_pre, N, F, tanh_form,
-                                            0);
+                    fp8_cast_transpose_dbias_dgelu(dy(0), d_db[0], d_scratch, &st, d_dout, d_pre, N, F,
+                                                   tanh_form, false, 0);
+                    fp8_gelu_cast_transpose(x(0), &st, d_pre, N, F, tanh_form, 0);
                     const uint32_t amax_dy = staged(dy_slot), amax_x = staged(x_slot);
                     // k = 1: one cast with both outputs
                     reset();
-                    fp8_cast_transpose_dbias_dgelu(d_out[1], d_outT[1], d_sinv[1], d_db[1], d_scratch, &st,
-                                                   dy_slot, d_dout, d_pre, N, F, tanh_form, false, 0, d_xT[1],
-                                                   x_slot);
+                    const Fp8Tensor x1 = x(1);
+                    fp8_cast_transpose_dbias_dgelu(dy(1), d_db[1], d_scratch, &st, d_dout, d_pre, N, F,
+                                                   tanh_form, false, 0, &x1);
                     EXPECT_TRUE(
                         testing::same_bits(dev::from_device(d_out[1], n), dev::from_device(d_out[0], n)));
                     EXPECT_TRUE(
@@ -616,11 +625,15 @@ BenchBuffers& bench_buffers() {
 BENCH(cast_transpose) {
     BenchBuffers& b = bench_buffers();
     const double nc = (double)kN * kC, nc4 = (double)kN * kC4;
-    float ms = dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC, 0); });
+    const Fp8Dtype e4 = Fp8Dtype::E4M3;
+    float ms = dev::time_ms(
+        [&] { fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3", ms, nc * 2 + 2 * nc);
-    ms = dev::time_ms([&] { fp8_cast_transpose(nullptr, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC, 0); });
+    ms = dev::time_ms(
+        [&] { fp8_cast_transpose(b.f.out(nullptr, b.outT, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3,T-only", ms, nc * 2 + nc);
-    ms = dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.a, kN, kC4, 0); });
+    ms = dev::time_ms(
+        [&] { fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, e4, kN, kC4), &b.f.st, b.a, kN, kC4, 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x6400,e4m3", ms, nc4 * 2 + 2 * nc4);
 }
 
@@ -628,7 +641,8 @@ BENCH(cast_transpose_dbias) {
     BenchBuffers& b = bench_buffers();
     const double nc = (double)kN * kC;
     const float ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, kN, kC, false, 0);
+        fp8_cast_transpose_dbias(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC), b.db, b.scratch,
+                                 &b.f.st, b.a, kN, kC, false, 0);
     });
     bench::report_bandwidth("fp8_cast_transpose_dbias", "12288x1600,e5m2", ms, nc * 2 + 2 * nc);
 }
@@ -639,8 +653,8 @@ BENCH(cast_transpose_dbias_dgelu) {
     const double nc4 = (double)kN * kC4;
     for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
         const float ms = dev::time_ms([&] {
-            fp8_cast_transpose_dbias_dgelu(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, b.b, kN,
-                                           kC4, tanh_form, false, 0);
+            fp8_cast_transpose_dbias_dgelu(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4), b.db,
+                                           b.scratch, &b.f.st, b.a, b.b, kN, kC4, tanh_form, false, 0);
         });
         bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu",
                                 tanh_form ? "12288x6400,e5m2,tanh" : "12288x6400,e5m2,erf", ms,
@@ -648,9 +662,10 @@ BENCH(cast_transpose_dbias_dgelu) {
     }
     // --recompute 1: also the GELU output's E4M3 X^T (slot 0), a third FP8 copy.
     fp8b* gelu_out_T = dev::device_alloc<fp8b>((size_t)kN * kC4);
+    const Fp8Tensor gelu_out = b.f.out(nullptr, gelu_out_T, nullptr, Fp8Dtype::E4M3, kN, kC4);
     const float ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias_dgelu(b.out, b.outT, b.sinv, b.db, b.scratch, &b.f.st, 1, b.a, b.b, kN, kC4,
-                                       false, false, 0, gelu_out_T, 0);
+        fp8_cast_transpose_dbias_dgelu(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4), b.db,
+                                       b.scratch, &b.f.st, b.a, b.b, kN, kC4, false, false, 0, &gelu_out);
     });
     bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
                             nc4 * 4 + 3 * nc4);
@@ -660,8 +675,10 @@ BENCH(cast_transpose_dbias_dgelu) {
 // FP32 master weight [4C, C]: 4 bytes read, two FP8 copies written per element.
 BENCH(weight_cast_transpose_fp32) {
     BenchBuffers& b = bench_buffers();
-    const float ms =
-        dev::time_ms([&] { fp8_cast_transpose(b.out, b.outT, b.sinv, &b.f.st, 0, b.w32, kC4, kC, 0); });
+    const float ms = dev::time_ms([&] {
+        fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E4M3, kC4, kC), &b.f.st, b.w32, kC4, kC,
+                           0);
+    });
     bench::report_bandwidth("fp8_cast_transpose", "6400x1600,fp32,e4m3", ms, (double)kC4 * kC * (4 + 2));
 }
 

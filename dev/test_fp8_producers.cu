@@ -34,6 +34,10 @@ struct Fixture {
     ~Fixture() { fp8_scale_state_destroy(&st); }
     int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
     int ref_slot(Fp8Dtype d) const { return slot(d) + 2; }
+    // An output [rows, cols] on slot `s`, in the slot's format.
+    Fp8Tensor out(fp8b* data, fp8b* data_T, float* sinv, int s, int rows, int cols) const {
+        return tensor(data, data_T, sinv, s, rows, cols, st.dtypes[s]);
+    }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
     void set_scale(Fp8Dtype d, float s) {
         upload_scale(&st, slot(d), s);
@@ -66,7 +70,7 @@ Fp8Buffers reference_cast(Fixture& f, Allocs& A, Fp8Dtype d, float scale, const 
     Fp8Buffers b;
     b.q_ref = A(dev::device_alloc<fp8b>(NC));
     b.qT_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8_cast_transpose(b.q_ref, b.qT_ref, nullptr, &f.st, f.ref_slot(d), d_y, N, C, 0);
+    fp8_cast_transpose(f.out(b.q_ref, b.qT_ref, nullptr, f.ref_slot(d), N, C), &f.st, d_y, N, C, 0);
     b.q = rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
     b.qT = A(dev::device_alloc<fp8b>(NC));
     b.sinv = A(dev::device_alloc<float>(1));
@@ -164,8 +168,8 @@ void ln_case(const LnCase& k) {
     bf16* d_res = k.residual ? A(dev::device_alloc<bf16>(NC)) : nullptr;
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
-    fp8_residual_layernorm_forward(d_res, fb.q, fb.qT, fb.sinv, d_mean, d_rstd, &f.st, f.slot(k.d), d_x1,
-                                   d_x2, d_w, d_b, N, C, 0, k.tile_rows);
+    fp8_residual_layernorm_forward(d_res, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), d_mean, d_rstd,
+                                   &f.st, d_x1, d_x2, d_w, d_b, N, C, 0, k.tile_rows);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -250,7 +254,8 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
     const uint32_t ref_amax = ref_amax_bits(y);
     const float scale = pick_scale(ref_amax, k.d, k.saturate);
     const Fp8Buffers fb = reference_cast(f, A, k.d, scale, d_y_ref, N, C, k.rowwise);
-    fp8_gelu_cast_transpose(fb.q, fb.qT, fb.sinv, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+    fp8_gelu_cast_transpose(f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), &f.st, d_pre, N, C, k.tanh_form,
+                            0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence, bit for bit.
@@ -281,7 +286,8 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
         f.reset_staging();
         fp8b* d_q_rows = A(dev::device_alloc<fp8b>(NC));
         float* d_sinv_rows = A(dev::device_alloc<float>(1));
-        fp8_gelu_cast(d_q_rows, d_sinv_rows, &f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+        fp8_gelu_cast(f.out(d_q_rows, nullptr, d_sinv_rows, f.slot(k.d), N, C), &f.st, d_pre, N, C,
+                      k.tanh_form, 0);
         CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<uint8_t> q_cpu, qT_cpu;
         ref_fp8_quantize_transpose(y, N, C, scale, k.d, q_cpu, qT_cpu);
@@ -376,11 +382,12 @@ TEST(calibration) {
                 EXPECT_EQ(fp8_float_bits(scale),
                           fp8_float_bits(
                               fp8_compute_scale(fp8_bits_float(amax), fp8_dtype_max(d), margin, old_scale)));
+                const Fp8Tensor out = f.out(d_q, d_qT, d_sinv, slot, N, C);
                 if (which == 0)
-                    fp8_residual_layernorm_forward(d_res, d_q, d_qT, d_sinv, nullptr, nullptr, &f.st, slot,
-                                                   d_x1, d_x2, d_w, d_b, N, C, 0);
+                    fp8_residual_layernorm_forward(d_res, out, nullptr, nullptr, &f.st, d_x1, d_x2, d_w, d_b,
+                                                   N, C, 0);
                 else
-                    fp8_gelu_cast_transpose(d_q, d_qT, d_sinv, &f.st, slot, d_x1, N, C, false, 0);
+                    fp8_gelu_cast_transpose(out, &f.st, d_x1, N, C, false, 0);
                 std::vector<uint8_t> q, qT;
                 ref_fp8_quantize_transpose(y, N, C, scale, d, q, qT);
                 const std::vector<uint8_t> got = dev::from_device(d_q, NC);
@@ -420,6 +427,10 @@ struct BenchBuffers {
     float *mean, *rstd, *sinv;
     fp8b *q, *qT;
     const int s = 0;
+    // The output [N, cols] (row-wise copy: with rows), slot s.
+    Fp8Tensor out(int cols, bool rows = true) const {
+        return f.out(rows ? q : nullptr, qT, sinv, s, kN, cols);
+    }
     BenchBuffers() {
         f.set_scale(Fp8Dtype::E4M3, 64.0f);
         std::vector<float> x = dev::random_normal((size_t)kN * kC4);
@@ -451,25 +462,25 @@ BENCH(fp8_residual_layernorm) {
     const double nc = (double)kN * kC;
     float ms = dev::time_ms([&] {
         residual_layernorm_forward(b.res, b.y, b.mean, b.rstd, b.a, b.b2, b.w, b.bias, kN, kC, 0);
-        fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC, 0);
+        fp8_cast_transpose(b.out(kC), &b.f.st, b.y, kN, kC, 0);
     });
     bench::report_bandwidth("unfused:residual_layernorm+cast_transpose", "12288x1600,e4m3", ms, 12 * nc);
     ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(b.res, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2, b.w,
-                                       b.bias, kN, kC, 0);
+        fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w, b.bias, kN,
+                                       kC, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3", ms, 8 * nc);
     ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(b.res, nullptr, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2,
-                                       b.w, b.bias, kN, kC, 0);
+        fp8_residual_layernorm_forward(b.res, b.out(kC, false), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w,
+                                       b.bias, kN, kC, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
     // Tile rows: the transposed copy's contiguous bytes per row and per block (shared memory: rows x C
     // bytes).
     for (int rows : {16, 32, 64, 128}) {
         ms = dev::time_ms([&] {
-            fp8_residual_layernorm_forward(b.res, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, b.b2,
-                                           b.w, b.bias, kN, kC, 0, rows);
+            fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w, b.bias,
+                                           kN, kC, 0, rows);
         });
         bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
                                 ms, 8 * nc);
@@ -482,12 +493,12 @@ BENCH(fp8_layernorm) {
     const double nc = (double)kN * kC;
     float ms = dev::time_ms([&] {
         layernorm_forward(b.y, b.mean, b.rstd, b.a, b.w, b.bias, kN, kC, 0);
-        fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC, 0);
+        fp8_cast_transpose(b.out(kC), &b.f.st, b.y, kN, kC, 0);
     });
     bench::report_bandwidth("unfused:layernorm+cast_transpose", "12288x1600,e4m3", ms, 8 * nc);
     ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(nullptr, b.q, b.qT, b.sinv, b.mean, b.rstd, &b.f.st, b.s, b.a, nullptr,
-                                       b.w, b.bias, kN, kC, 0);
+        fp8_residual_layernorm_forward(nullptr, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, nullptr, b.w, b.bias,
+                                       kN, kC, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,no-residual", ms, 4 * nc);
 }
@@ -508,19 +519,17 @@ BENCH(fp8_gelu_cast_transpose) {
         const char* shape = tanh_form ? "12288x6400,e4m3,tanh" : "12288x6400,e4m3,erf";
         float ms = dev::time_ms([&] {
             gelu_forward(b.y, b.a, (size_t)nc4, tanh_form, 0);
-            fp8_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.y, kN, kC4, 0);
+            fp8_cast_transpose(b.out(kC4), &b.f.st, b.y, kN, kC4, 0);
         });
         bench::report_bandwidth("unfused:gelu_forward+cast_transpose", shape, ms, 8 * nc4);
-        ms = dev::time_ms(
-            [&] { fp8_gelu_cast_transpose(b.q, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, tanh_form, 0); });
+        ms = dev::time_ms([&] { fp8_gelu_cast_transpose(b.out(kC4), &b.f.st, b.a, kN, kC4, tanh_form, 0); });
         bench::report_bandwidth("fp8_gelu_cast_transpose", shape, ms, 4 * nc4);
     }
-    const float ms = dev::time_ms(
-        [&] { fp8_gelu_cast_transpose(nullptr, b.qT, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    const float ms =
+        dev::time_ms([&] { fp8_gelu_cast_transpose(b.out(kC4, false), &b.f.st, b.a, kN, kC4, false, 0); });
     bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
     // Row-wise only (--recompute 1's forward): 2 + 1 B/elem.
-    const float ms_rows =
-        dev::time_ms([&] { fp8_gelu_cast(b.q, b.sinv, &b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    const float ms_rows = dev::time_ms([&] { fp8_gelu_cast(b.out(kC4), &b.f.st, b.a, kN, kC4, false, 0); });
     bench::report_bandwidth("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
+#include "llmc/fp8/gemm.cuh"
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/matmul.cuh"
 #include "test/reference/fp8.h"
@@ -32,6 +33,17 @@ GpuContext* gpu() {
 }
 
 const cudaStream_t kStream = 0;  // the legacy stream, which dev::time_ms records its events on
+
+// The FP8 GEMMs' operand over test bytes: a [rows, cols] tensor of type t (row-wise and/or transposed copy).
+Fp8Tensor fp8_tensor(const void* data, const void* data_T, float* scale_inv, int rows, int cols,
+                     cudaDataType_t t) {
+    Fp8Tensor x;
+    x.data = (__nv_fp8_storage_t*)data;
+    x.data_T = (__nv_fp8_storage_t*)data_T;
+    x.scale_inv = scale_inv;
+    x.set_shape(rows, cols, t == CUDA_R_8F_E4M3 ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2);
+    return x;
+}
 
 struct Tol {
     double rel, tau, l2;
@@ -302,8 +314,9 @@ TEST(fp8_forward) {
             float *d_xs = scalar_to_device(qx.scale_inv), *d_ws = scalar_to_device(qw.scale_inv);
             bf16* d_b = dev::to_device_bf16(b);
             bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
-            matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, with_bias ? d_b : nullptr, s.N, s.C,
-                               s.OC, kStream);
+            matmul_fp8_forward(&cache, ctx, d_out, fp8_tensor(d_x, nullptr, d_xs, s.N, s.C, CUDA_R_8F_E4M3),
+                               fp8_tensor(d_w, nullptr, d_ws, s.OC, s.C, CUDA_R_8F_E4M3),
+                               with_bias ? d_b : nullptr, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             RefGemm r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
             if (with_bias)
@@ -329,7 +342,8 @@ TEST(fp8_dgrad) {
             uint8_t* d_dy = dev::to_device(qdy.bytes);
             float *d_ws = scalar_to_device(qw.scale_inv), *d_dys = scalar_to_device(qdy.scale_inv);
             bf16* d_dinp = dev::device_alloc<bf16>((size_t)s.N * s.C);
-            matmul_fp8_dgrad(&cache, ctx, d_dinp, d_wT, d_ws, d_dy, gt, d_dys, s.N, s.C, s.OC, kStream);
+            matmul_fp8_dgrad(&cache, ctx, d_dinp, fp8_tensor(d_dy, nullptr, d_dys, s.N, s.OC, gt),
+                             fp8_tensor(nullptr, d_wT, d_ws, s.OC, s.C, CUDA_R_8F_E4M3), kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             RefGemm r = ref_gemm(qdy.deq, transpose(qw.deq, s.OC, s.C), s.N, s.C, s.OC);
             check("fp8 dinp", dev::from_device_bf16(d_dinp, r.val.size()), r.val, r.unit, fp8_tol());
@@ -355,7 +369,8 @@ TEST(fp8_wgrad) {
                 float *d_xs = scalar_to_device(qx.scale_inv), *d_dys = scalar_to_device(qdy.scale_inv);
                 bf16* d_dw =
                     accumulate ? dev::to_device_bf16(dw0) : dev::device_alloc<bf16>((size_t)s.OC * s.C);
-                matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, gt, d_dys, s.N, s.C, s.OC, accumulate,
+                matmul_fp8_wgrad(&cache, ctx, d_dw, fp8_tensor(nullptr, d_dyT, d_dys, s.N, s.OC, gt),
+                                 fp8_tensor(nullptr, d_xT, d_xs, s.N, s.C, CUDA_R_8F_E4M3), accumulate,
                                  kStream);
                 CHECK_CUDA(cudaDeviceSynchronize());
                 RefGemm r =
@@ -403,8 +418,10 @@ TEST(autotuned_gemms) {
             cudaFree(d_dw);
             d_dw = dev::to_device_bf16(dw0);
         }
-        matmul_fp8_forward(&cache, ctx, d_out, d_x, d_xs, d_w, d_ws, nullptr, s.N, s.C, s.OC, kStream);
-        matmul_fp8_wgrad(&cache, ctx, d_dw, d_xT, d_xs, d_dyT, CUDA_R_8F_E5M2, d_dys, s.N, s.C, s.OC,
+        const Fp8Tensor x = fp8_tensor(d_x, d_xT, d_xs, s.N, s.C, CUDA_R_8F_E4M3);
+        matmul_fp8_forward(&cache, ctx, d_out, x, fp8_tensor(d_w, nullptr, d_ws, s.OC, s.C, CUDA_R_8F_E4M3),
+                           nullptr, kStream);
+        matmul_fp8_wgrad(&cache, ctx, d_dw, fp8_tensor(nullptr, d_dyT, d_dys, s.N, s.OC, CUDA_R_8F_E5M2), x,
                          /*accumulate=*/true, kStream);
         CHECK_CUDA(cudaDeviceSynchronize());
         check("tuned fp8 out", dev::from_device_bf16(d_out, fwd.val.size()), fwd.val, fwd.unit,
@@ -605,24 +622,24 @@ TEST(gpt15b_spot_check) {
             const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
             fill_fp8(dyT8, N, OC, true, seed + 7, e5);
             float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
-            auto x8c = (const __nv_fp8_e4m3*)x8, xT8c = (const __nv_fp8_e4m3*)xT8;
-            auto w8c = (const __nv_fp8_e4m3*)w8, wT8c = (const __nv_fp8_e4m3*)wT8;
+            const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
+            const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
             auto row8 = [](const uint8_t* m, int ld, cudaDataType_t t, float si) {
                 return [=](int i) { return fetch_fp8(m + (size_t)i * ld, ld, 1, t, si); };
             };
             auto col8 = [](const uint8_t* m, int rows, int ld, cudaDataType_t t, float si) {
                 return [=](int j) { return fetch_fp8(m + j, rows, ld, t, si); };
             };
-            matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream);
+            matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check(
                 "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
                 [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
-            matmul_fp8_dgrad(&cache, ctx, dx2, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream);
+            matmul_fp8_dgrad(&cache, ctx, dx2, dy, w, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
                        fp8_tol());
-            matmul_fp8_wgrad(&cache, ctx, dw2, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, false, kStream);
+            matmul_fp8_wgrad(&cache, ctx, dw2, dy, x, false, kStream);
             CHECK_CUDA(cudaDeviceSynchronize());
             spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs),
                        no_extra, fp8_tol());
@@ -724,18 +741,15 @@ BENCH(gemm_fp8_gpt1p5b) {
         fill_bf16(b, OC, seed + 3, 0.1f);
         fill_bf16(dw, (size_t)OC * C, seed + 8, 1e-3f);
         float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
-        auto x8c = (const __nv_fp8_e4m3*)x8, xT8c = (const __nv_fp8_e4m3*)xT8;
-        auto w8c = (const __nv_fp8_e4m3*)w8, wT8c = (const __nv_fp8_e4m3*)wT8;
+        const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
+        const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
         const double flop = 2.0 * N * C * OC;
         const std::string shape = layer_shape(L);
-        float ms = dev::time_ms(
-            [&] { matmul_fp8_forward(&cache, ctx, y, x8c, d_xs, w8c, d_ws, b, N, C, OC, kStream); });
+        float ms = dev::time_ms([&] { matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream); });
         bench::report_flops("fp8_forward", shape, ms, flop, bench::kPeakFp8Tflops);
-        ms = dev::time_ms(
-            [&] { matmul_fp8_dgrad(&cache, ctx, dx, wT8c, d_ws, dy8, e5, d_dys, N, C, OC, kStream); });
+        ms = dev::time_ms([&] { matmul_fp8_dgrad(&cache, ctx, dx, dy, w, kStream); });
         bench::report_flops("fp8_dgrad", shape, ms, flop, bench::kPeakFp8Tflops);
-        ms = dev::time_ms(
-            [&] { matmul_fp8_wgrad(&cache, ctx, dw, xT8c, d_xs, dyT8, e5, d_dys, N, C, OC, true, kStream); });
+        ms = dev::time_ms([&] { matmul_fp8_wgrad(&cache, ctx, dw, dy, x, true, kStream); });
         bench::report_flops("fp8_wgrad_accumulate", shape, ms, flop, bench::kPeakFp8Tflops);
         cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(b),
             cudaFree(y), cudaFree(dx), cudaFree(dw), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);

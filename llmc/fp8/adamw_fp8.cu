@@ -90,7 +90,7 @@ void adamw_update_fp8_weight(float* master_OCC, MT* m_OCC, MT* v_OCC, const bf16
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(OC, kCtTile));
     CHECK(grid.y <= 65535, "adamw_update_fp8_weight: OC = %d too large", OC);
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
-    fp8_dispatch_format(st, w.slot, [&](auto tag) {
+    fp8_dispatch_format(w, st, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
             master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,

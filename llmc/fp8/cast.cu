@@ -223,27 +223,14 @@ __global__ void __launch_bounds__(kEwThreads)
                        float* __restrict__ out_scale_inv = nullptr,
                        const float* __restrict__ scale_ptr = nullptr,
                        const float* __restrict__ scale_inv_ptr = nullptr) {
+    struct Raw {
+        Raw8<Tin> in;
+        Raw8<bf16> pre;
+    };
     const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
-    const long base = (long)blockIdx.x * kEwPerBlock;
-    Raw8<Tin> raw[kEwChunks];
-    Raw8<bf16> raw_pre[kEwChunks];
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) load_chunk<OP>(raw[i], raw_pre[i], in, pre, idx);
-    }
-    uint32_t amax_bits = 0;
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) {
-            float v[8];
-            chunk_values<OP>(raw[i], raw_pre[i], v);
-#pragma unroll
-            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
-        }
-    }
+    const uint32_t amax_bits = ew_chunks<kWrite, FMT, Raw>(
+        n, out, scale, [&](Raw& raw, long idx) { load_chunk<OP>(raw.in, raw.pre, in, pre, idx); },
+        [&](const Raw& raw, float v[8]) { chunk_values<OP>(raw.in, raw.pre, v); });
     block_amax_atomic(amax_bits, staging);
 }
 
@@ -262,41 +249,40 @@ void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, lo
     CHECK_LAUNCH();
 }
 
-// gelu_out_T (dGELU only; null: none): the GELU output, transposed, with slot gelu_slot's scale.
+// The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only).
 template <class Tin, int OP, bool DBIAS>
-void launch_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T, float* out_scale_inv,
-                           float* dbias_partial, Fp8ScaleState* st, int slot, const Tin* in_NC,
+void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, Fp8ScaleState* st, const Tin* in_NC,
                            const bf16* pre_NC, int N, int C, cudaStream_t stream,
-                           __nv_fp8_storage_t* gelu_out_T = nullptr, int gelu_slot = -1) {
+                           const Fp8Tensor* gelu_out = nullptr) {
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
-          "fp8 cast_transpose: N = %d and C = %d must be positive "
-          "multiples of 16",
-          N, C);
-    CHECK(out_T != nullptr, "fp8 cast_transpose: the transposed output is required");
-    CHECK(aligned16(out_NC) && aligned16(out_T) && aligned16(in_NC) && aligned16(pre_NC),
+          "fp8 cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
+    CHECK(out.data_T != nullptr, "fp8 cast_transpose: the transposed output is required");
+    CHECK(aligned16(out.data) && aligned16(out.data_T) && aligned16(in_NC) && aligned16(pre_NC),
           "fp8 cast_transpose: pointers must be 16-byte aligned");
+    CHECK(OP != kOpCopy || gelu_out == nullptr, "fp8 cast: a GELU output needs the dGELU cast");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
-    fp8_dispatch_format(st, slot, [&](auto tag) {
+    const int slot = out.slot;
+    fp8_dispatch_format(out, st, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         if constexpr (OP != kOpCopy) {
-            if (gelu_out_T != nullptr) {
-                CHECK(aligned16(gelu_out_T), "fp8 dgelu: the GELU output must be 16-byte aligned");
-                fp8_dispatch_format(st, gelu_slot, [&](auto gtag) {
+            if (gelu_out != nullptr) {
+                CHECK(gelu_out->data_T != nullptr && aligned16(gelu_out->data_T),
+                      "fp8 dgelu: the GELU output's transposed copy is required, 16-byte aligned");
+                fp8_dispatch_format(*gelu_out, st, [&](auto gtag) {
                     constexpr __nv_fp8_interpretation_t GFMT = decltype(gtag)::value;
-                    const GeluOutT gelu = {gelu_out_T, fp8_staging_amax(st) + gelu_slot,
-                                           st->scale + gelu_slot};
+                    const GeluOutT gelu = {gelu_out->data_T, fp8_staging_amax(st) + gelu_out->slot,
+                                           st->scale + gelu_out->slot};
                     cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT><<<grid, kCtThreads, 0, stream>>>(
-                        out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
-                        st->scale + slot, st->scale_inv + slot, N, C, gelu);
+                        out.data, out.data_T, out.scale_inv, dbias_partial, st->amax_history + slot, in_NC,
+                        pre_NC, st->scale + slot, st->scale_inv + slot, N, C, gelu);
                     CHECK_LAUNCH();
                 });
                 return;
             }
         }
-        CHECK(gelu_out_T == nullptr, "fp8 cast: a GELU output needs the dGELU cast");
         cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
-            out_NC, out_T, out_scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
+            out.data, out.data_T, out.scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
             st->scale + slot, st->scale_inv + slot, N, C, GeluOutT{});
         CHECK_LAUNCH();
     });
@@ -326,77 +312,63 @@ void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* p
         launch_amax<bf16, kOpDgeluErf>(st, slot, dout, pre, n, stream);
 }
 
-void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
-                        Fp8ScaleState* st, int slot, const bf16* in_NC, int N, int C, cudaStream_t stream) {
-    launch_cast_transpose<bf16, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
-                                                nullptr, N, C, stream);
+void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
+                        cudaStream_t stream) {
+    launch_cast_transpose<bf16, kOpCopy, false>(out, nullptr, st, in_NC, nullptr, N, C, stream);
 }
-void fp8_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
-                        Fp8ScaleState* st, int slot, const float* in_NC, int N, int C, cudaStream_t stream) {
-    launch_cast_transpose<float, kOpCopy, false>(out_NC, out_T_CN, out_scale_inv, nullptr, st, slot, in_NC,
-                                                 nullptr, N, C, stream);
+void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const float* in_NC, int N, int C,
+                        cudaStream_t stream) {
+    launch_cast_transpose<float, kOpCopy, false>(out, nullptr, st, in_NC, nullptr, N, C, stream);
 }
 
-void fp8_cast(__nv_fp8_storage_t* out, float* out_scale_inv, Fp8ScaleState* st, int slot, const bf16* in,
-              long n, cudaStream_t stream) {
-    CHECK(slot >= 0 && slot < st->num_slots, "fp8_cast: slot %d out of range [0, %d)", slot, st->num_slots);
-    CHECK(n > 0 && n % 8 == 0, "fp8_cast: n = %ld must be a positive multiple of 8", n);
-    CHECK(out != nullptr && in != nullptr && aligned16(out) && aligned16(in),
+void fp8_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C, cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_cast: N * C = %ld must be a positive multiple of 8", n);
+    CHECK(out.data != nullptr && in_NC != nullptr && aligned16(out.data) && aligned16(in_NC),
           "fp8_cast: pointers must be non-null and 16-byte aligned");
-    const unsigned grid = ew_grid(n, "fp8_cast");
-    fp8_dispatch_format(st, slot, [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        elementwise_kernel<bf16, kOpCopy, true, FMT>
-            <<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, nullptr, n, out, out_scale_inv,
-                                              st->scale + slot, st->scale_inv + slot);
-        CHECK_LAUNCH();
-    });
+    const auto kernel_for = [](auto tag) {
+        return elementwise_kernel<bf16, kOpCopy, true, decltype(tag)::value>;
+    };
+    fp8_launch_elementwise(out, st, n, "fp8_cast", stream, kernel_for, in_NC, (const bf16*)nullptr);
 }
 
 size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kCtTile) * OC * sizeof(float); }
 
-void fp8_cast_transpose_dbias(__nv_fp8_storage_t* out_NOC, __nv_fp8_storage_t* out_T_OCN,
-                              float* out_scale_inv, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
-                              int slot, const bf16* dY_NOC, int N, int OC, bool accumulate,
-                              cudaStream_t stream) {
-    CHECK(dbias_OC != nullptr && scratch != nullptr && aligned16(scratch),
-          "fp8 dbias: dbias and an aligned "
-          "scratch are required");
-    float* partial = static_cast<float*>(scratch);
-    launch_cast_transpose<bf16, kOpCopy, true>(out_NOC, out_T_OCN, out_scale_inv, partial, st, slot, dY_NOC,
-                                               nullptr, N, OC, stream);
+static float* dbias_partials(bf16* dbias, void* scratch) {
+    CHECK(dbias != nullptr && scratch != nullptr && aligned16(scratch),
+          "fp8 dbias: dbias and an aligned scratch are required");
+    return static_cast<float*>(scratch);
+}
+
+void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
+                              const bf16* dY_NOC, int N, int OC, bool accumulate, cudaStream_t stream) {
+    float* partial = dbias_partials(dbias_OC, scratch);
+    launch_cast_transpose<bf16, kOpCopy, true>(out, partial, st, dY_NOC, nullptr, N, OC, stream);
     launch_dbias_reduce(dbias_OC, partial, N, OC, accumulate, stream);
 }
 
-void fp8_cast_transpose_dbias_dgelu(__nv_fp8_storage_t* out_NF, __nv_fp8_storage_t* out_T_FN,
-                                    float* out_scale_inv, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
-                                    int slot, const bf16* dout_NF, const bf16* pre_NF, int N, int F,
-                                    bool gelu_tanh, bool accumulate, cudaStream_t stream,
-                                    __nv_fp8_storage_t* gelu_out_T_FN, int gelu_slot) {
-    CHECK(dbias_F != nullptr && scratch != nullptr && aligned16(scratch),
-          "fp8 dbias: dbias and an aligned "
-          "scratch are required");
+void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
+                                    const bf16* dout_NF, const bf16* pre_NF, int N, int F, bool gelu_tanh,
+                                    bool accumulate, cudaStream_t stream, const Fp8Tensor* gelu_out) {
+    float* partial = dbias_partials(dbias_F, scratch);
     CHECK(pre_NF != nullptr, "fp8 dgelu: pre is required");
-    float* partial = static_cast<float*>(scratch);
     if (gelu_tanh)
-        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
-                                                        dout_NF, pre_NF, N, F, stream, gelu_out_T_FN,
-                                                        gelu_slot);
+        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out, partial, st, dout_NF, pre_NF, N, F, stream,
+                                                        gelu_out);
     else
-        launch_cast_transpose<bf16, kOpDgeluErf, true>(out_NF, out_T_FN, out_scale_inv, partial, st, slot,
-                                                       dout_NF, pre_NF, N, F, stream, gelu_out_T_FN,
-                                                       gelu_slot);
+        launch_cast_transpose<bf16, kOpDgeluErf, true>(out, partial, st, dout_NF, pre_NF, N, F, stream,
+                                                       gelu_out);
     launch_dbias_reduce(dbias_F, partial, N, F, accumulate, stream);
 }
 
-void fp8_transpose(__nv_fp8_storage_t* out_T_CN, const __nv_fp8_storage_t* in_NC, int N, int C,
-                   cudaStream_t stream) {
+void fp8_transpose(const Fp8Tensor& t, cudaStream_t stream) {
+    const int N = t.rows, C = t.cols;
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
           "fp8_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
-    CHECK(out_T_CN != nullptr && in_NC != nullptr && aligned16(out_T_CN) && aligned16(in_NC),
+    CHECK(t.data_T != nullptr && t.data != nullptr && aligned16(t.data_T) && aligned16(t.data),
           "fp8_transpose: pointers must be non-null and 16-byte aligned");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8_transpose: N = %d too large", N);
-    transpose_bytes_kernel<<<grid, kCtThreads, 0, stream>>>(out_T_CN, in_NC, N, C);
+    transpose_bytes_kernel<<<grid, kCtThreads, 0, stream>>>(t.data_T, t.data, N, C);
     CHECK_LAUNCH();
 }

@@ -115,6 +115,34 @@ inline unsigned ew_grid(long n, const char* who) {
     return (unsigned)grid;
 }
 
+// The element-wise pass of one thread: its kEwChunks chunks of 8 elements (coalesced across the block), all
+// loads issued (load(raw, idx)) before any math; then per chunk the 8 values (values(raw, v)), their amax
+// and, with kWrite, their row-wise bytes quantized with `scale`. Returns the thread's amax bits.
+template <bool kWrite, __nv_fp8_interpretation_t FMT, class Raw, class Load, class Values>
+__device__ __forceinline__ uint32_t ew_chunks(long n, __nv_fp8_storage_t* out, float scale, Load load,
+                                              Values values) {
+    const long base = (long)blockIdx.x * kEwPerBlock;
+    Raw raw[kEwChunks];
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) load(raw[i], idx);
+    }
+    uint32_t amax_bits = 0;
+#pragma unroll
+    for (int i = 0; i < kEwChunks; i++) {
+        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
+        if (idx < n) {
+            float v[8];
+            values(raw[i], v);
+#pragma unroll
+            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
+        }
+    }
+    return amax_bits;
+}
+
 // Element-wise kernels: with kWrite, the scale_inv used to out_scale_inv (may be null) by one thread, and
 // the scale returned for the quantization; without (amax only) nothing is read: 0.
 template <bool kWrite>
@@ -161,13 +189,39 @@ __device__ __forceinline__ void ct_tile_write_transposed(__nv_fp8_storage_t* out
 template <__nv_fp8_interpretation_t F>
 using Fp8FmtTag = std::integral_constant<__nv_fp8_interpretation_t, F>;
 
-// Calls fn(Fp8FmtTag<...>{}) with the slot's format (checks the slot).
+// Calls fn(Fp8FmtTag<...>{}) with the tensor's format (checks its slot against the state).
 template <class Fn>
-void fp8_dispatch_format(const Fp8ScaleState* st, int slot, Fn fn) {
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range [0, %d)", slot,
+void fp8_dispatch_format(const Fp8Tensor& t, const Fp8ScaleState* st, Fn fn) {
+    CHECK(st != nullptr && t.slot >= 0 && t.slot < st->num_slots, "fp8 slot %d out of range [0, %d)", t.slot,
           st ? st->num_slots : 0);
-    if (st->dtypes[slot] == Fp8Dtype::E4M3)
+    if (t.format == Fp8Dtype::E4M3)
         fn(Fp8FmtTag<__NV_E4M3>{});
     else
         fn(Fp8FmtTag<__NV_E5M2>{});
+}
+
+// Calls fn with out's format tag where a tensor is written (kWrite), else with E4M3's: an amax-only pass
+// writes no bytes, so its kernel does not depend on a format.
+template <bool kWrite, class Fn>
+void fp8_dispatch_written(const Fp8Tensor* out, const Fp8ScaleState* st, Fn fn) {
+    if constexpr (kWrite)
+        fp8_dispatch_format(*out, st, fn);
+    else
+        fn(Fp8FmtTag<__NV_E4M3>{});
+}
+
+// Launches an element-wise writing kernel over n elements into `out` (row-wise bytes and scale_inv, with its
+// slot's scale and staging amax): kernel_for(format tag) is the kernel, called as (staging, inputs..., n,
+// out.data, out.scale_inv, scale, scale_inv).
+template <class KernelFor, class... Inputs>
+void fp8_launch_elementwise(const Fp8Tensor& out, Fp8ScaleState* st, long n, const char* who,
+                            cudaStream_t stream, KernelFor kernel_for, Inputs... inputs) {
+    const unsigned grid = ew_grid(n, who);
+    fp8_dispatch_format(out, st, [&](auto tag) {
+        const auto kernel = kernel_for(tag);
+        kernel<<<grid, kEwThreads, 0, stream>>>(st->amax_history + out.slot, inputs..., n, out.data,
+                                                out.scale_inv, st->scale + out.slot,
+                                                st->scale_inv + out.slot);
+        CHECK_LAUNCH();
+    });
 }

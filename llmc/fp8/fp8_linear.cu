@@ -17,19 +17,11 @@ void fp8_linear_bind(Fp8LinearBuffers* lin, int linear, const Fp8Scratch& scratc
     lin->dy.set_shape(N, OC, st.dtypes[lin->dy.slot]);
 }
 
-static const __nv_fp8_e4m3* e4m3(const __nv_fp8_storage_t* p) {
-    return reinterpret_cast<const __nv_fp8_e4m3*>(p);
-}
-static cudaDataType_t cuda_type(const Fp8Tensor& t) {
-    return t.format == Fp8Dtype::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
-}
-
 void fp8_linear_forward_quantized(const Fp8LinearContext* f, Fp8LinearBuffers* lin, bf16* out_NOC,
                                   const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
     CHECK(lin->x.rows == N && lin->x.cols == C && lin->w.rows == OC, "fp8_linear_forward: shape mismatch");
     mark(f, kPhaseGemm, stream);
-    matmul_fp8_forward(f->plans, f->ctx, out_NOC, e4m3(lin->x.data), lin->x.scale_inv, e4m3(lin->w.data),
-                       lin->w.scale_inv, bias_OC, N, C, OC, stream);
+    matmul_fp8_forward(f->plans, f->ctx, out_NOC, lin->x, lin->w, bias_OC, stream);
 }
 
 // dY [N, OC] and W [OC, C] as the backward's arguments say.
@@ -41,15 +33,12 @@ static void check_backward_shape(const Fp8LinearBuffers* lin, int N, int C, int 
 static void dgrad_gemm(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
                        bf16* dinp_NC, int N, int C, int OC, cudaStream_t stream) {
     mark(f, kPhaseGemm, stream);
-    if (dinp_NC)
-        matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, e4m3(lin->w.data_T), lin->w.scale_inv, dy.data,
-                         cuda_type(dy), dy.scale_inv, N, C, OC, stream);
+    if (dinp_NC) matmul_fp8_dgrad(f->plans, f->ctx, dinp_NC, dy, lin->w, stream);
 }
 static void wgrad_gemm(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
                        bf16* dweight_OCC, int N, int C, int OC, bool accumulate, cudaStream_t stream) {
     mark(f, kPhaseGemm, stream);
-    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, e4m3(lin->x.data_T), lin->x.scale_inv, dy.data_T,
-                     cuda_type(dy), dy.scale_inv, N, C, OC, accumulate, stream);
+    matmul_fp8_wgrad(f->plans, f->ctx, dweight_OCC, dy, lin->x, accumulate, stream);
 }
 static void backward_gemms(const Fp8LinearContext* f, const Fp8LinearBuffers* lin, const Fp8Tensor& dy,
                            bf16* dinp_NC, bf16* dweight_OCC, int N, int C, int OC, bool accumulate,
@@ -69,10 +58,8 @@ static void cast_dy(const Fp8LinearContext* f, const Fp8Tensor& dy, bf16* dbias_
         fp8_calibrate_if_needed(f, dy, stream, [&] {
             fp8_amax_dgelu(scales, dy.slot, dout_NOC, pre_gelu_NOC, (long)N * OC, f->gelu_tanh, stream);
         });
-        fp8_cast_transpose_dbias_dgelu(dy.data, dy.data_T, dy.scale_inv, dbias_OC, dbias_scratch, scales,
-                                       dy.slot, dout_NOC, pre_gelu_NOC, N, OC, f->gelu_tanh, accumulate,
-                                       stream, next_input ? next_input->data_T : nullptr,
-                                       next_input ? next_input->slot : -1);
+        fp8_cast_transpose_dbias_dgelu(dy, dbias_OC, dbias_scratch, scales, dout_NOC, pre_gelu_NOC, N, OC,
+                                       f->gelu_tanh, accumulate, stream, next_input);
         return;
     }
     CHECK(next_input == nullptr, "fp8_linear_backward: a rebuilt input needs the dGELU cast");
@@ -123,7 +110,7 @@ void fp8_linear_backward_quantized_dy(const Fp8LinearContext* f, Fp8LinearBuffer
     Fp8Tensor dy = lin->dy;
     dy.data_T = dyT_OCN;
     mark(f, kPhaseCast, stream);
-    fp8_transpose(dy.data_T, dy.data, N, OC, stream);
+    fp8_transpose(dy, stream);
     backward_gemms(f, lin, dy, dinp_NC, dweight_OCC, N, C, OC, accumulate, stream);
 }
 

@@ -7,6 +7,7 @@
 #include <library_types.h>
 
 #include "llmc/fp8/cast.cuh"
+#include "llmc/fp8/gemm.cuh"
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/kernels/matmul.cuh"

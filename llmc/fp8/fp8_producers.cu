@@ -166,27 +166,12 @@ __global__ void __launch_bounds__(kEwThreads)
                          const float* __restrict__ scale_ptr = nullptr,
                          const float* __restrict__ scale_inv_ptr = nullptr) {
     const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
-    const long base = (long)blockIdx.x * kEwPerBlock;
-    x128 raw[kEwChunks];
+    const uint32_t amax_bits = ew_chunks<kWrite, FMT, x128>(
+        n, out, scale, [&](x128& raw, long idx) { raw = load128cs(pre + idx); },
+        [&](const x128& raw, float y[8]) {
 #pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) raw[i] = load128cs(pre + idx);
-    }
-    uint32_t amax_bits = 0;
-#pragma unroll
-    for (int i = 0; i < kEwChunks; i++) {
-        const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
-        if (idx < n) {
-            float y[8];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
-                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
-            }
-            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(y, scale);
-        }
-    }
+            for (int k = 0; k < 8; k++) y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
+        });
     block_amax_atomic(amax_bits, staging);
 }
 
@@ -208,47 +193,49 @@ void check_ln_shape(const char* who, int N, int C) {
           "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
 }
 
-// tile_rows: rows per block (a multiple of 16; 0: 32 up to kLnRows32MaxC, else 16).
+// out: the FP8 tensor written (null: amax only, of slot `slot`). tile_rows: rows per block (a multiple of 16;
+// 0: 32 up to kLnRows32MaxC, else 16).
 template <bool kWrite>
-void launch_ln(bf16* residual, fp8s* out_NC, fp8s* out_T, float* out_scale_inv, float* mean, float* rstd,
-               Fp8ScaleState* st, int slot, const bf16* inp1, const bf16* inp2, const bf16* weight,
-               const bf16* bias, int N, int C, cudaStream_t stream, int tile_rows = 0) {
+void launch_ln(bf16* residual, const Fp8Tensor* out, float* mean, float* rstd, Fp8ScaleState* st, int slot,
+               const bf16* inp1, const bf16* inp2, const bf16* weight, const bf16* bias, int N, int C,
+               cudaStream_t stream, int tile_rows = 0) {
     const int rows = tile_rows > 0 ? tile_rows : C <= kLnRows32MaxC ? 32 : 16;
     CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
           "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
           rows, C);
+    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
     const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
     const int grid = ceil_div(N, rows);
-    fp8_dispatch_format(st, slot, [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = kWrite ? decltype(tag)::value : __NV_E4M3;
+    fp8_dispatch_written<kWrite>(out, st, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         const LnKernel kernel =
             inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C) : pick_ln_kernel<false, kWrite, FMT>(C);
         if (smem > 48 * 1024)
             CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        kernel<<<grid, kLnThreads, smem, stream>>>(residual, out_NC, out_T, out_scale_inv, mean, rstd,
-                                                   st->amax_history + slot, inp1, inp2, weight, bias,
-                                                   st->scale + slot, st->scale_inv + slot, N, C, rows);
+        kernel<<<grid, kLnThreads, smem, stream>>>(
+            residual, out ? out->data : nullptr, out ? out->data_T : nullptr, out ? out->scale_inv : nullptr,
+            mean, rstd, st->amax_history + slot, inp1, inp2, weight, bias, st->scale + slot,
+            st->scale_inv + slot, N, C, rows);
         CHECK_LAUNCH();
     });
 }
 
 }  // namespace
 
-void fp8_residual_layernorm_forward(bf16* residual_NC, __nv_fp8_storage_t* out_NC,
-                                    __nv_fp8_storage_t* out_T_CN, float* out_scale_inv, float* mean_N,
-                                    float* rstd_N, Fp8ScaleState* st, int slot, const bf16* inp1_NC,
-                                    const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
-                                    int C, cudaStream_t stream, int tile_rows) {
+void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
+                                    Fp8ScaleState* st, const bf16* inp1_NC, const bf16* inp2_NC,
+                                    const bf16* weight_C, const bf16* bias_C, int N, int C,
+                                    cudaStream_t stream, int tile_rows) {
     check_ln_shape("fp8_residual_layernorm_forward", N, C);
-    CHECK(out_T_CN != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
+    CHECK(out.data_T != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
     CHECK(inp2_NC == nullptr || residual_NC != nullptr,
           "fp8_residual_layernorm_forward: the residual output is required with inp2");
-    CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(out_T_CN) && aligned16(inp1_NC) &&
+    CHECK(aligned16(residual_NC) && aligned16(out.data) && aligned16(out.data_T) && aligned16(inp1_NC) &&
               aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
-    launch_ln<true>(residual_NC, out_NC, out_T_CN, out_scale_inv, mean_N, rstd_N, st, slot, inp1_NC, inp2_NC,
-                    weight_C, bias_C, N, C, stream, tile_rows);
+    launch_ln<true>(residual_NC, &out, mean_N, rstd_N, st, out.slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C,
+                    stream, tile_rows);
 }
 
 void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
@@ -258,48 +245,42 @@ void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const 
           "fp8_layernorm_amax: inp1, weight and bias are required");
     CHECK(aligned16(inp1_NC) && aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_layernorm_amax: tensors must be 16-byte aligned");
-    launch_ln<false>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, st, slot, inp1_NC, inp2_NC,
-                     weight_C, bias_C, N, C, stream);
+    launch_ln<false>(nullptr, nullptr, nullptr, nullptr, st, slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C,
+                     stream);
 }
 
-void fp8_gelu_cast_transpose(__nv_fp8_storage_t* out_NC, __nv_fp8_storage_t* out_T_CN, float* out_scale_inv,
-                             Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                             cudaStream_t stream) {
+void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
+                             bool gelu_tanh, cudaStream_t stream) {
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
           "fp8_gelu_cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
-    CHECK(out_T_CN != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
-    CHECK(aligned16(out_NC) && aligned16(out_T_CN) && aligned16(pre_NC),
+    CHECK(out.data_T != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
+    CHECK(aligned16(out.data) && aligned16(out.data_T) && aligned16(pre_NC),
           "fp8_gelu_cast_transpose: pointers must be 16-byte aligned");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8_gelu_cast_transpose: N = %d too large", N);
-    fp8_dispatch_format(st, slot, [&](auto tag) {
+    fp8_dispatch_format(out, st, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
                                 : fp8_gelu_cast_transpose_kernel<false, FMT>;
-        kernel<<<grid, kCtThreads, 0, stream>>>(out_NC, out_T_CN, out_scale_inv, st->amax_history + slot,
-                                                pre_NC, st->scale + slot, st->scale_inv + slot, N, C);
+        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv,
+                                                st->amax_history + out.slot, pre_NC, st->scale + out.slot,
+                                                st->scale_inv + out.slot, N, C);
         CHECK_LAUNCH();
     });
 }
 
-void fp8_gelu_cast(__nv_fp8_storage_t* out_NC, float* out_scale_inv, Fp8ScaleState* st, int slot,
-                   const bf16* pre_NC, int N, int C, bool gelu_tanh, cudaStream_t stream) {
+void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C, bool gelu_tanh,
+                   cudaStream_t stream) {
     const long n = (long)N * C;
     CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
-    CHECK(out_NC != nullptr && pre_NC != nullptr && aligned16(out_NC) && aligned16(pre_NC),
+    CHECK(out.data != nullptr && pre_NC != nullptr && aligned16(out.data) && aligned16(pre_NC),
           "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
-    const unsigned grid = ew_grid(n, "fp8_gelu_cast");
-    fp8_dispatch_format(st, slot, [&](auto tag) {
+    const auto kernel_for = [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        auto kernel =
-            gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
-        kernel<<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n, out_NC, out_scale_inv,
-                                                st->scale + slot, st->scale_inv + slot);
-        CHECK_LAUNCH();
-    });
+        return gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
+    };
+    fp8_launch_elementwise(out, st, n, "fp8_gelu_cast", stream, kernel_for, pre_NC);
 }
-
 void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
                    cudaStream_t stream) {
     const long n = (long)N * C;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "llmc/host/config.h"
@@ -46,24 +47,24 @@ inline std::vector<Fp8Dtype> fp8_linear_slot_dtypes(Fp8Format format, int num_li
     return d;
 }
 
-FP8_HD inline uint32_t fp8_float_bits(float f) {
+// A 32-bit value's bits as the other type (float <-> uint32_t): the device intrinsics in device code, memcpy
+// on the host.
+template <class To, class From>
+FP8_HD inline To fp8_bit_cast(From v) {
+    static_assert(sizeof(To) == sizeof(From) && sizeof(To) == 4, "fp8_bit_cast: float <-> uint32_t only");
 #ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
+    if constexpr (std::is_same<To, float>::value)
+        return __uint_as_float(v);
+    else
+        return __float_as_uint(v);
 #else
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
+    To t;
+    memcpy(&t, &v, sizeof t);
+    return t;
 #endif
 }
-FP8_HD inline float fp8_bits_float(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-#endif
-}
+FP8_HD inline uint32_t fp8_float_bits(float f) { return fp8_bit_cast<uint32_t>(f); }
+FP8_HD inline float fp8_bits_float(uint32_t u) { return fp8_bit_cast<float>(u); }
 // Bits of |x| (sign cleared): the key by which amaxes are compared and atomically max-ed.
 FP8_HD inline uint32_t fp8_abs_bits(float x) { return fp8_float_bits(x) & 0x7fffffffu; }
 // max(|a|, |b|) that propagates NaN (a NaN's |bits| exceed +inf's), unlike fmaxf which drops it, and that
@@ -78,25 +79,23 @@ FP8_HD inline bool fp8_amax_usable(float amax) {
     return (u >> 31) == 0 && u != 0 && (u & 0x7f800000u) != 0x7f800000u;
 }
 
-// Exact float -> double and correctly rounded double -> float, without flush-to-zero on the device.
-FP8_HD inline double fp8_f2d(float f) {
+// Exact float -> double and correctly rounded double -> float: on the device cvt without .ftz (no
+// flush-to-zero under --use_fast_math), on the host plain conversions.
+template <class To, class From>
+FP8_HD inline To fp8_convert(From v) {
 #ifdef __CUDA_ARCH__
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));
-    return d;
+    To r;
+    if constexpr (std::is_same<To, double>::value)
+        asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(v));
+    else
+        asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(v));
+    return r;
 #else
-    return (double)f;
+    return (To)v;
 #endif
 }
-FP8_HD inline float fp8_d2f(double d) {
-#ifdef __CUDA_ARCH__
-    float f;
-    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));
-    return f;
-#else
-    return (float)d;
-#endif
-}
+FP8_HD inline double fp8_f2d(float f) { return fp8_convert<double>(f); }
+FP8_HD inline float fp8_d2f(double d) { return fp8_convert<float>(d); }
 
 // New scale for an amax: (fp8_max / amax) / 2^margin if amax is finite and > 0, else old_scale; a result that
 // overflows float becomes FLT_MAX.

@@ -17,7 +17,7 @@ struct Fp8ScaleState {
     float* scale = nullptr;         // [num_slots], quantization factor x_fp8 = x * scale
     float* scale_inv = nullptr;     // [num_slots], 1 / scale
     float* fp8_max = nullptr;       // [num_slots], 448 (E4M3) or 57344 (E5M2)
-    std::vector<Fp8Dtype> dtypes;   // host copy of each slot's format (picks the cast kernel)
+    std::vector<Fp8Dtype> dtypes;   // each slot's format, given to a tensor when it is bound (Fp8Tensor)
     float* storage = nullptr;
     size_t storage_floats = 0;
 };

@@ -42,28 +42,29 @@ __global__ void __launch_bounds__(kGeluBlock)
 
 }  // namespace
 
-void gelu_forward(bf16* out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {
-    CHECK(n % x128::size == 0, "gelu_forward: n = %zu must be a multiple of 8", n);
-    CHECK(aligned16(out) && aligned16(inp), "gelu_forward: pointers must be 16-byte aligned");
-    if (n == 0) return;
+// The 1-D grid of blocks of kGeluBlock threads, one 16-byte chunk each, over n elements (checks n and the
+// two pointers; `who` names the caller in the error).
+static unsigned gelu_grid(const char* who, size_t n, const void* a, const void* b) {
+    CHECK(n % x128::size == 0, "%s: n = %zu must be a multiple of 8", who, n);
+    CHECK(aligned16(a) && aligned16(b), "%s: pointers must be 16-byte aligned", who);
     const size_t grid = (n / x128::size + kGeluBlock - 1) / kGeluBlock;
-    CHECK(grid <= 0x7fffffffull, "gelu_forward: n = %zu too large", n);
-    if (tanh_approx)
-        gelu_forward_kernel<true><<<(unsigned)grid, kGeluBlock, 0, stream>>>(out, inp, n);
-    else
-        gelu_forward_kernel<false><<<(unsigned)grid, kGeluBlock, 0, stream>>>(out, inp, n);
+    CHECK(grid <= 0x7fffffffull, "%s: n = %zu too large", who, n);
+    return (unsigned)grid;
+}
+
+void gelu_forward(bf16* out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {
+    const unsigned grid = gelu_grid("gelu_forward", n, out, inp);
+    if (n == 0) return;
+    const auto kernel = tanh_approx ? gelu_forward_kernel<true> : gelu_forward_kernel<false>;
+    kernel<<<grid, kGeluBlock, 0, stream>>>(out, inp, n);
     CHECK_LAUNCH();
 }
 
 void gelu_backward_inplace(bf16* d_in_out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {
-    CHECK(n % x128::size == 0, "gelu_backward_inplace: n = %zu must be a multiple of 8", n);
-    CHECK(aligned16(d_in_out) && aligned16(inp), "gelu_backward_inplace: pointers must be 16-byte aligned");
+    const unsigned grid = gelu_grid("gelu_backward_inplace", n, d_in_out, inp);
     if (n == 0) return;
-    const size_t grid = (n / x128::size + kGeluBlock - 1) / kGeluBlock;
-    CHECK(grid <= 0x7fffffffull, "gelu_backward_inplace: n = %zu too large", n);
-    if (tanh_approx)
-        gelu_backward_inplace_kernel<true><<<(unsigned)grid, kGeluBlock, 0, stream>>>(d_in_out, inp, n);
-    else
-        gelu_backward_inplace_kernel<false><<<(unsigned)grid, kGeluBlock, 0, stream>>>(d_in_out, inp, n);
+    const auto kernel =
+        tanh_approx ? gelu_backward_inplace_kernel<true> : gelu_backward_inplace_kernel<false>;
+    kernel<<<grid, kGeluBlock, 0, stream>>>(d_in_out, inp, n);
     CHECK_LAUNCH();
 }

@@ -233,34 +233,37 @@ ForwardKernel pick_forward_kernel(int C) {
                             [](auto k) { return layernorm_forward_kernel<decltype(k)::value, kResidual>; });
 }
 
+// The forward launch: with kResidual, residual = inp1 + inp2 is written and normalized (inp2 and residual
+// required); without, inp1 is normalized. `who` names the caller in errors.
+template <bool kResidual>
+void launch_forward(const char* who, bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N,
+                    const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C, int N,
+                    int C, cudaStream_t stream) {
+    check_c(who, C);
+    CHECK(N >= 0, "%s: N = %d", who, N);
+    CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(inp1_NC) && aligned16(inp2_NC) &&
+              aligned16(weight_C) && aligned16(bias_C),
+          "%s: tensors must be 16-byte aligned", who);
+    if (N == 0) return;
+    const int grid = ceil_div(N, kFwdBlock / 32);
+    pick_forward_kernel<kResidual>(C)<<<grid, kFwdBlock, 0, stream>>>(
+        residual_NC, out_NC, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, N, C);
+    CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void layernorm_forward(bf16* out_NC, float* mean_N, float* rstd_N, const bf16* inp_NC, const bf16* weight_C,
                        const bf16* bias_C, int N, int C, cudaStream_t stream) {
-    check_c("layernorm_forward", C);
-    CHECK(N >= 0, "layernorm_forward: N = %d", N);
-    CHECK(aligned16(out_NC) && aligned16(inp_NC) && aligned16(weight_C) && aligned16(bias_C),
-          "layernorm_forward: tensors must be 16-byte aligned");
-    if (N == 0) return;
-    const int grid = ceil_div(N, kFwdBlock / 32);
-    pick_forward_kernel<false>(C)<<<grid, kFwdBlock, 0, stream>>>(nullptr, out_NC, mean_N, rstd_N, inp_NC,
-                                                                  nullptr, weight_C, bias_C, N, C);
-    CHECK_LAUNCH();
+    launch_forward<false>("layernorm_forward", nullptr, out_NC, mean_N, rstd_N, inp_NC, nullptr, weight_C,
+                          bias_C, N, C, stream);
 }
 
 void residual_layernorm_forward(bf16* residual_NC, bf16* out_NC, float* mean_N, float* rstd_N,
                                 const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
                                 const bf16* bias_C, int N, int C, cudaStream_t stream) {
-    check_c("residual_layernorm_forward", C);
-    CHECK(N >= 0, "residual_layernorm_forward: N = %d", N);
-    CHECK(aligned16(residual_NC) && aligned16(out_NC) && aligned16(inp1_NC) && aligned16(inp2_NC) &&
-              aligned16(weight_C) && aligned16(bias_C),
-          "residual_layernorm_forward: tensors must be 16-byte aligned");
-    if (N == 0) return;
-    const int grid = ceil_div(N, kFwdBlock / 32);
-    pick_forward_kernel<true>(C)<<<grid, kFwdBlock, 0, stream>>>(residual_NC, out_NC, mean_N, rstd_N, inp1_NC,
-                                                                 inp2_NC, weight_C, bias_C, N, C);
-    CHECK_LAUNCH();
+    launch_forward<true>("residual_layernorm_forward", residual_NC, out_NC, mean_N, rstd_N, inp1_NC, inp2_NC,
+                         weight_C, bias_C, N, C, stream);
 }
 
 size_t layernorm_backward_scratch_bytes(int N, int C) {

@@ -19,6 +19,19 @@ __device__ __forceinline__ x128 load128ldg(const bf16* p) {
     return r;
 }
 
+// fn(v) for every value this lane holds of the row (chunks k = 0..K-1 inside the row, elements in order).
+template <int K, class Fn>
+__device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, int lane, Fn fn) {
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) {
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) fn(__bfloat162float(x[k][i]));
+        }
+    }
+}
+
 // Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index):
 // - x = inp1, or with kResidual x = bf16(inp1 + inp2) (fp32 add), stored to `residual` if kStoreResidual;
 // - two passes over the registers: mean = sum(x) / C, then rstd = 1/sqrt(sum((x - mean)^2) / C + eps) (the
@@ -68,27 +81,13 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
 
     const float inv_c = 1.0f / (float)C;
     float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) sum += __bfloat162float(x[k][i]);
-        }
-    }
+    layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
     const float m = warp_reduce_sum(sum) * inv_c;
     float sq = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) {
-                const float d = __bfloat162float(x[k][i]) - m;
-                sq += d * d;
-            }
-        }
-    }
+    layernorm_row_values<K>(x, C, lane, [&](float v) {
+        const float d = v - m;
+        sq += d * d;
+    });
     const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
 
 #pragma unroll
@@ -114,28 +113,15 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
 // Host: returns pick(std::integral_constant<int, K>{}) for the K used with rows of C elements: K = ceil(C /
 // 256) up to 8 (C <= 2048; K = 7 for C = 1600), 16 up to C = 4096, 32 above (C <= kLayerNormMaxC). Every
 // call must return the same type (a kernel pointer).
+template <int... Ks, class Pick>
+auto layernorm_pick_k_of(int K, Pick pick) {  // pick(std::integral_constant<int, K>{}) for K among Ks
+    decltype(pick(std::integral_constant<int, 1>{})) picked{};
+    (void)((K == Ks && (picked = pick(std::integral_constant<int, Ks>{}), true)) || ...);
+    return picked;
+}
 template <class Pick>
 auto layernorm_pick_k(int C, Pick pick) {
     const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
-    switch (k) {
-        case 1:
-            return pick(std::integral_constant<int, 1>{});
-        case 2:
-            return pick(std::integral_constant<int, 2>{});
-        case 3:
-            return pick(std::integral_constant<int, 3>{});
-        case 4:
-            return pick(std::integral_constant<int, 4>{});
-        case 5:
-            return pick(std::integral_constant<int, 5>{});
-        case 6:
-            return pick(std::integral_constant<int, 6>{});
-        case 7:
-            return pick(std::integral_constant<int, 7>{});  // C = 1600
-        case 8:
-            return pick(std::integral_constant<int, 8>{});
-        default:
-            return k <= 16 ? pick(std::integral_constant<int, 16>{})
-                           : pick(std::integral_constant<int, 32>{});
-    }
+    const int K = k >= 1 && k <= 8 ? k : k <= 16 ? 16 : 32;
+    return layernorm_pick_k_of<1, 2, 3, 4, 5, 6, 7, 8, 16, 32>(K, pick);
 }

@@ -16,19 +16,19 @@
 // FP32. All GEMMs share ctx->cublaslt_workspace: calls must be ordered (one stream, or streams that are
 // serialized).
 //
-// FP8 (per-tensor scaling): every FP8 operand comes with `*_scale_inv`, a device float holding its
+// FP8 (per-tensor scaling): every FP8 operand comes with a scale_inv, a device float holding its
 // dequantization factor (1/scale of the cast that wrote it); D = scale_inv_A * scale_inv_B * (A B). cuBLASLt
 // on sm_90 only runs "TN" FP8 GEMMs (both operands contiguous along K), so backward reads transposed FP8
 // copies (produced by the cast kernels): weightT_COC for dgrad, inpT_CN and doutT_OCN for wgrad. Gradient
-// operands are E4M3 or E5M2 (cudaDataType_t CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2, a runtime choice); E5M2 x E5M2
-// does not exist, and the other operand is always E4M3. Forward uses fast accumulation, dgrad and wgrad do
-// not.
+// operands are E4M3 or E5M2 (a runtime choice); E5M2 x E5M2 does not exist, and the other operand is always
+// E4M3. Forward uses fast accumulation (GemmTuning), dgrad and wgrad do not. The FP8 launchers that take
+// Fp8Tensor operands are llmc/fp8/gemm.cuh.
 #pragma once
 #include <cublasLt.h>
-#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,7 +37,7 @@
 #include "llmc/gpu/cuda_common.cuh"
 #include "llmc/host/choice_cache.h"
 
-struct MatmulPlan;  // defined in matmul.cu: descriptors + layouts + algorithm for one GEMM key
+struct MatmulPlan;  // matmul_plan.cuh: descriptors + layouts + algorithm for one GEMM key
 
 // How a plan's algorithm is chosen. Off: cuBLASLt's first heuristic answer. On: its best kGemmCandidates
 // answers are each timed on the call's own operands (outside stream capture, e.g. the first training step)
@@ -95,24 +95,37 @@ void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* db
                   cudaStream_t stream, bool accumulate = false);
 
 // ---------------------------------------------------------------------------------------------------------
-// FP8 (D is BF16 in all three)
+// The one GEMM entry: the launchers above and the FP8 ones (llmc/fp8/gemm.cuh, over Fp8Tensor operands) are
+// adapters that name a role and its operands.
 
-// out_NOC = (inp_NC W^T) * inp_scale_inv * weight_scale_inv + bias_OC (bf16, nullable). Fast accumulation.
-void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const __nv_fp8_e4m3* inp_NC,
-                        const float* inp_scale_inv, const __nv_fp8_e4m3* weight_OCC,
-                        const float* weight_scale_inv, const bf16* bias_OC, int N, int C, int OC,
-                        cudaStream_t stream);
+// The six roles. The values are part of every plan key, so of the `--gemm-cache` file: never renumber.
+enum class GemmKind : int32_t { Forward, Dgrad, Wgrad, Fp8Forward, Fp8Dgrad, Fp8Wgrad };
 
-// dinp_NC = dout_NOC W, reading W^T stored row-major [C, OC] (E4M3; its scale_inv is the one W was cast with)
-// and dout_NOC of type dout_type (CUDA_R_8F_E5M2 or CUDA_R_8F_E4M3). Overwrites dinp_NC.
-void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC,
-                      const __nv_fp8_e4m3* weightT_COC, const float* weight_scale_inv, const void* dout_NOC,
-                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
-                      cudaStream_t stream);
+// One operand as cuBLASLt reads it: its bytes, their type and (FP8) the device scale_inv it dequantizes
+// with.
+struct GemmOperand {
+    const void* data = nullptr;
+    cudaDataType_t type = CUDA_R_16BF;
+    const float* scale_inv = nullptr;
+};
 
-// dweight_OCC (+)= dout^T inp, reading inp^T stored [C, N] (E4M3) and dout^T stored [OC, N] (dout_type).
-// accumulate: += (beta = 1, BF16 C = D) else overwritten.
-void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC,
-                      const __nv_fp8_e4m3* inpT_CN, const float* inp_scale_inv, const void* doutT_OCN,
-                      cudaDataType_t dout_type, const float* dout_scale_inv, int N, int C, int OC,
-                      bool accumulate, cudaStream_t stream);
+// A GEMM of a Linear [OC, C] over N rows. Operands a and b in cuBLASLt's order, per role:
+// clang-format off
+//   Forward    a = weight_OCC        b = inp_NC     d = out_NOC       BF16
+//   Dgrad      a = weight_OCC        b = dout_NOC   d = dinp_NC       BF16
+//   Wgrad      a = inp_NC            b = dout_NOC   d = dweight_OCC   BF16
+//   Fp8Forward a = weight_OCC        b = inp_NC     d = out_NOC       E4M3 x E4M3, fast accumulation
+//   Fp8Dgrad   a = weightT_COC       b = dout_NOC   d = dinp_NC       E4M3 x (E4M3 or E5M2)
+//   Fp8Wgrad   a = inpT_CN           b = doutT_OCN  d = dweight_OCC   E4M3 x (E4M3 or E5M2)
+// clang-format on
+// bias (forward roles, nullable) is added through the epilogue; accumulate (wgrad roles) makes D += (beta 1)
+// instead of D =.
+struct GemmCall {
+    GemmKind kind = GemmKind::Forward;
+    int N = 0, C = 0, OC = 0;
+    GemmOperand a, b;
+    bf16* d = nullptr;
+    const bf16* bias = nullptr;
+    bool accumulate = false;
+};
+void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, cudaStream_t stream);

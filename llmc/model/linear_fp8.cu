@@ -117,8 +117,7 @@ class Fp8Linear : public Linear {
             // update), so the same bytes; the amax it stages is the one already staged (a max).
             CHECK(input_x_ != nullptr, "FP8 Linear: backward() without input_from()");
             rt_->mark(kPhaseCast);
-            fp8_cast_transpose(nullptr, lin_.x.data_T, lin_.x.scale_inv, scales(), lin_.x.slot, input_x_,
-                               p_.N, p_.in, stream());
+            fp8_cast_transpose(lin_.x.transposed_only(), scales(), input_x_, p_.N, p_.in, stream());
         }
         fp8_linear_backward(&f_, &lin_, dinp, p_.dweight_OI, p_.dbias_O, dout, nullptr, p_.N, p_.in, p_.out,
                             accumulate, stream());

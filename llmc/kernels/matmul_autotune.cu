@@ -1,0 +1,137 @@
+// GEMM algorithm autotuning (llmc/kernels/matmul_autotune.h): time the heuristic's best answers on the
+// call's operands, keep the fastest, and share the choice through the `--gemm-cache` file (ChoiceCache).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmc/kernels/matmul_autotune.h"
+
+namespace {
+
+constexpr int kTimingRounds = 2;  // candidates are timed in turn, twice; each keeps its faster round
+constexpr int kTimedRuns = 8;     // launches per timing (after two warm-up launches)
+
+// What a stored choice is valid for: the GPU, the library and the workspace the algorithms may use.
+std::string tuning_fingerprint(const GpuContext* ctx) {
+    char buf[320];
+    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu", ctx->props.name,
+             ctx->props.major, ctx->props.minor, ctx->props.multiProcessorCount, cublasLtGetVersion(),
+             ctx->cublaslt_workspace_size);
+    return buf;
+}
+
+std::vector<int64_t> key_ints(const GemmKey& k) {
+    int32_t v[sizeof(GemmKey) / sizeof(int32_t)];
+    memcpy(v, &k, sizeof k);
+    return std::vector<int64_t>(v, v + sizeof(GemmKey) / sizeof(int32_t));
+}
+
+// A choice as stored: the algorithm's 8 opaque words.
+std::vector<uint64_t> algo_words(const cublasLtMatmulAlgo_t& a) {
+    return std::vector<uint64_t>(a.data, a.data + 8);
+}
+
+// Takes a stored algorithm if cuBLASLt still accepts it for this plan within our workspace.
+bool adopt(GpuContext* ctx, MatmulPlan* p, const std::vector<uint64_t>& words) {
+    if (words.size() != 8) return false;
+    cublasLtMatmulAlgo_t algo;
+    memcpy(algo.data, words.data(), sizeof algo.data);
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, &algo, &r) !=
+            CUBLAS_STATUS_SUCCESS ||
+        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ctx->cublaslt_workspace_size)
+        return false;
+    p->algo = algo;
+    p->workspace = r.workspaceSize;
+    p->choice = MatmulPlan::Choice::FromCache;
+    return true;
+}
+
+// Mean microseconds of one launch of `algo` writing D at `d`, or -1 if cuBLASLt refuses it.
+float time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                     const GemmArgs& args, void* d, cudaStream_t stream, cudaEvent_t start,
+                     cudaEvent_t stop) {
+    const float alpha = 1.0f, beta = args.beta;
+    auto run = [&] {
+        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, d, p.c, d, p.d,
+                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    };
+    for (int i = 0; i < 2; i++)
+        if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < kTimedRuns; i++) run();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0f * ms / kTimedRuns;
+}
+
+// Microseconds of each candidate (infinity where refused). With beta != 0 cuBLASLt reads C = D, so the
+// timings write a scratch copy and the real accumulator stays untouched; otherwise they write D itself, which
+// the real call that follows overwrites.
+std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
+                                   const std::vector<cublasLtMatmulHeuristicResult_t>& cands,
+                                   const GemmArgs& args, cudaStream_t stream) {
+    void* d = args.d;
+    void* scratch = nullptr;
+    if (p.key.beta_nonzero) {
+        CHECK_CUDA(cudaMalloc(&scratch, gemm_d_bytes(p.key)));
+        CHECK_CUDA(cudaMemsetAsync(scratch, 0, gemm_d_bytes(p.key), stream));
+        d = scratch;
+    }
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    std::vector<float> us(cands.size(), INFINITY);
+    for (int round = 0; round < kTimingRounds; round++)
+        for (size_t i = 0; i < cands.size(); i++) {
+            const float t = time_algorithm(ctx, p, cands[i].algo, args, d, stream, start, stop);
+            if (t >= 0.0f) us[i] = std::min(us[i], t);
+        }
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
+    if (scratch) {
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        CHECK_CUDA(cudaFree(scratch));
+    }
+    return us;
+}
+
+}  // namespace
+
+void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* p,
+                           const std::vector<cublasLtMatmulHeuristicResult_t>& cands, const GemmArgs& args,
+                           cudaStream_t stream) {
+    if (!cache->choices)
+        cache->choices = std::make_unique<ChoiceCache>(cache->tuning.cache_path, tuning_fingerprint(ctx));
+    const std::vector<int64_t> key = key_ints(p->key);
+    std::vector<uint64_t> stored;
+    if (cache->choices->find(key, &stored) && adopt(ctx, p, stored)) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CHECK_CUDA(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;
+    const std::vector<float> us = time_candidates(ctx, *p, cands, args, stream);
+    const size_t best = std::min_element(us.begin(), us.end()) - us.begin();  // ties: the heuristic's order
+    if (!std::isfinite(us[best])) return;
+    std::string error;
+    const std::vector<uint64_t> mine = algo_words(cands[best].algo);
+    const std::vector<uint64_t> kept = cache->choices->publish(key, mine, &error);
+    if (!error.empty() && !cache->warned) {
+        fprintf(stderr, "warning: GEMM autotuning: choices not stored (%s)\n", error.c_str());
+        cache->warned = true;
+    }
+    if (kept != mine && adopt(ctx, p, kept)) return;  // another process stored its choice first
+    p->algo = cands[best].algo;
+    p->workspace = cands[best].workspaceSize;
+    p->choice = MatmulPlan::Choice::Timed;
+    p->rank = (int)best;
+    p->candidates = (int)cands.size();
+    p->us = us[best];
+    p->first_us = us[0];
+}
