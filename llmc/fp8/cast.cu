@@ -230,7 +230,11 @@ __global__ void __launch_bounds__(kEwThreads)
     const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const uint32_t amax_bits = ew_chunks<kWrite, FMT, Raw>(
         n, out, scale, [&](Raw& raw, long idx) { load_chunk<OP>(raw.in, raw.pre, in, pre, idx); },
-        [&](const Raw& raw, float v[8]) { chunk_values<OP>(raw.in, raw.pre, v); });
+        [&](const Raw& raw, float v[8], uint32_t& amax) {
+            chunk_values<OP>(raw.in, raw.pre, v);
+#pragma unroll
+            for (int k = 0; k < 8; k++) amax = max(amax, fp8_abs_bits(v[k]));
+        });
     block_amax_atomic(amax_bits, staging);
 }
 

@@ -116,8 +116,9 @@ inline unsigned ew_grid(long n, const char* who) {
 }
 
 // The element-wise pass of one thread: its kEwChunks chunks of 8 elements (coalesced across the block), all
-// loads issued (load(raw, idx)) before any math; then per chunk the 8 values (values(raw, v)), their amax
-// and, with kWrite, their row-wise bytes quantized with `scale`. Returns the thread's amax bits.
+// loads issued (load(raw, idx)) before any math; then per chunk values(raw, v, amax_bits) computes the 8
+// values and max-es their |bits| into amax_bits, and with kWrite their row-wise bytes are written, quantized
+// with `scale`. Returns the thread's amax bits.
 template <bool kWrite, __nv_fp8_interpretation_t FMT, class Raw, class Load, class Values>
 __device__ __forceinline__ uint32_t ew_chunks(long n, __nv_fp8_storage_t* out, float scale, Load load,
                                               Values values) {
@@ -134,9 +135,7 @@ __device__ __forceinline__ uint32_t ew_chunks(long n, __nv_fp8_storage_t* out, f
         const long idx = base + ((long)i * kEwThreads + threadIdx.x) * 8;
         if (idx < n) {
             float v[8];
-            values(raw[i], v);
-#pragma unroll
-            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+            values(raw[i], v, amax_bits);
             if constexpr (kWrite) *reinterpret_cast<uint2*>(out + idx) = to_fp8x8<FMT>(v, scale);
         }
     }

@@ -168,9 +168,12 @@ __global__ void __launch_bounds__(kEwThreads)
     const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const uint32_t amax_bits = ew_chunks<kWrite, FMT, x128>(
         n, out, scale, [&](x128& raw, long idx) { raw = load128cs(pre + idx); },
-        [&](const x128& raw, float y[8]) {
+        [&](const x128& raw, float y[8], uint32_t& amax) {
 #pragma unroll
-            for (int k = 0; k < 8; k++) y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
+                amax = max(amax, fp8_abs_bits(y[k]));
+            }
         });
     block_amax_atomic(amax_bits, staging);
 }

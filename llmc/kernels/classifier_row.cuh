@@ -15,28 +15,6 @@ constexpr float kClassifierLog2e = 1.4426950408889634f;
 constexpr float kClassifierLn2 = 0.69314718055994531f;
 constexpr int kClassifierUnroll = 4;  // 16-byte loads in flight per thread and pass
 
-// Each thread's 16-byte chunks of the row (chunk i: elements [8i, 8i + 8)), kClassifierUnroll loads in flight
-// (all issued before any math), handed in order to on_chunk(i, x). kLastRead: evict-first loads (the second
-// pass reads the row for the last time).
-template <bool kLastRead, class OnChunk>
-__device__ __forceinline__ void classifier_row_chunks(const bf16* row, int V, OnChunk on_chunk) {
-    const int nvec = V / 8;
-    for (int base = threadIdx.x; base < nvec; base += kClassifierUnroll * blockDim.x) {
-        x128 in[kClassifierUnroll];
-#pragma unroll
-        for (int u = 0; u < kClassifierUnroll; u++) {
-            const int i = base + u * blockDim.x;
-            if (i < nvec) in[u] = kLastRead ? load128cs(row + (size_t)i * 8) : load128(row + (size_t)i * 8);
-        }
-#pragma unroll
-        for (int u = 0; u < kClassifierUnroll; u++) {
-            const int i = base + u * blockDim.x;
-            if (i >= nvec) break;
-            on_chunk(i, in[u]);
-        }
-    }
-}
-
 // The row's softmax statistics: ML = fl(max * log2e), S = sum exp2(x * log2e - ML) (block-wide, fixed
 // order), and, written by thread 0, losses_N[row] = logsumexp - x[target] (NaN for a target outside [0, V)).
 // Contains block barriers; x[target] is read before them, so callers may overwrite the row afterwards.
@@ -45,28 +23,40 @@ struct ClassifierRowStats {
 };
 __device__ __forceinline__ ClassifierRowStats classifier_row_stats(const bf16* row, int V, int target,
                                                                    float* loss_out) {
+    const int nvec = V / 8;
     const bool target_ok = target >= 0 && target < V;
     float x_target = 0.0f;
     if (threadIdx.x == 0 && target_ok) x_target = __bfloat162float(row[target]);
 
     // Per-thread online max m and s = sum exp2(x * log2e - fl(m * log2e)).
     float m = -INFINITY, s = 0.0f;
-    classifier_row_chunks<false>(row, V, [&](int, const x128& in) {
-        float f[8];
-        float vmax = -INFINITY;
+    for (int base = threadIdx.x; base < nvec; base += kClassifierUnroll * blockDim.x) {
+        x128 in[kClassifierUnroll];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            f[k] = __bfloat162float(in[k]);
-            vmax = fmaxf(vmax, f[k]);
+        for (int u = 0; u < kClassifierUnroll; u++) {
+            const int i = base + u * blockDim.x;
+            if (i < nvec) in[u] = load128(row + (size_t)i * 8);
         }
-        if (vmax > m) {
-            s *= exp2f(__fmul_rn(m, kClassifierLog2e) - __fmul_rn(vmax, kClassifierLog2e));  // 0 at first
-            m = vmax;
-        }
-        const float mL = __fmul_rn(m, kClassifierLog2e);
 #pragma unroll
-        for (int k = 0; k < 8; k++) s += exp2f(fmaf(f[k], kClassifierLog2e, -mL));
-    });
+        for (int u = 0; u < kClassifierUnroll; u++) {
+            const int i = base + u * blockDim.x;
+            if (i >= nvec) break;
+            float f[8];
+            float vmax = -INFINITY;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                f[k] = __bfloat162float(in[u][k]);
+                vmax = fmaxf(vmax, f[k]);
+            }
+            if (vmax > m) {
+                s *= exp2f(__fmul_rn(m, kClassifierLog2e) - __fmul_rn(vmax, kClassifierLog2e));  // 0 at first
+                m = vmax;
+            }
+            const float mL = __fmul_rn(m, kClassifierLog2e);
+#pragma unroll
+            for (int k = 0; k < 8; k++) s += exp2f(fmaf(f[k], kClassifierLog2e, -mL));
+        }
+    }
     // Block combine, in a fixed order: global max, then every thread rescales its sum to it.
     const float M = block_reduce_max(m);
     const float ML = __fmul_rn(M, kClassifierLog2e);
@@ -84,17 +74,29 @@ __device__ __forceinline__ ClassifierRowStats classifier_row_stats(const bf16* r
 template <class OnChunk>
 __device__ __forceinline__ void classifier_row_dlogits(const bf16* row, int V, int target, float dloss,
                                                        ClassifierRowStats st, OnChunk on_chunk) {
+    const int nvec = V / 8;
     const float inv_S = 1.0f / st.S;
-    classifier_row_chunks<true>(row, V, [&](int i, const x128& in) {
-        float g[8];
+    for (int base = threadIdx.x; base < nvec; base += kClassifierUnroll * blockDim.x) {
+        x128 in[kClassifierUnroll];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float p = exp2f(fmaf(__bfloat162float(in[k]), kClassifierLog2e, -st.ML)) * inv_S;
-            if (i * 8 + k == target) p -= 1.0f;
-            g[k] = p * dloss;
+        for (int u = 0; u < kClassifierUnroll; u++) {
+            const int i = base + u * blockDim.x;
+            if (i < nvec) in[u] = load128cs(row + (size_t)i * 8);
         }
-        on_chunk(i, g);
-    });
+#pragma unroll
+        for (int u = 0; u < kClassifierUnroll; u++) {
+            const int i = base + u * blockDim.x;
+            if (i >= nvec) break;
+            float g[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                float p = exp2f(fmaf(__bfloat162float(in[u][k]), kClassifierLog2e, -st.ML)) * inv_S;
+                if (i * 8 + k == target) p -= 1.0f;
+                g[k] = p * dloss;
+            }
+            on_chunk(i, g);
+        }
+    }
 }
 
 // Threads per row: one per 16-byte vector, up to 512 (<= 64 registers: two resident blocks per SM at V =
