@@ -103,8 +103,8 @@ class LinearFactory {
   public:
     virtual ~LinearFactory() = default;
     virtual void plan(Arena* params, Arena* activations, int N) = 0;
-    virtual std::unique_ptr<Linear> make_linear(int l, int kind,
-                                                const LinearParams& p) = 0;  // qkv, attn-proj
+    // Layer l's qkv or attn-proj (LinearKind `kind`), its MLP, the LM head.
+    virtual std::unique_ptr<Linear> make_linear(int l, int kind, const LinearParams& p) = 0;
     virtual std::unique_ptr<GeluMlp> make_mlp(int l, const LinearParams& fc, const LinearParams& fc_proj) = 0;
     virtual std::unique_ptr<Linear> make_lm_head(const LinearParams& p) = 0;
 };
