@@ -272,8 +272,8 @@ void Run::open_gpu() {
 // directory ("none": nowhere).
 static StepOptions step_options(const TrainConfig& cfg) {
     StepOptions o;
-    o.recompute_fc_proj_input = cfg.recompute >= 1;
-    o.recompute_att_proj_input = cfg.recompute >= 2;
+    o.fc_proj_input = cfg.fc_proj_input();
+    o.att_proj_input = cfg.att_proj_input();
     o.deterministic_attention = cfg.deterministic;
     o.cuda_graph = cfg.cuda_graph;
     o.bf16_moments = cfg.adam_bf16_moments;

@@ -31,6 +31,13 @@ struct Fp8Config {
                              // promoted to FP32 as in the gradient GEMMs
 };
 
+// What a Linear keeps of its input for its backward (--recompute: the FP8 Linears' transposed input X^T).
+enum class InputKeep {
+    Saved,      // per layer, written by the forward
+    FromGelu,   // rebuilt by the fc's dGELU cast from the pre-GELU tensor (the fc-proj, --recompute 1 and 2)
+    FromInput,  // rebuilt from the input still held, the attention output (the attn-proj, --recompute 2)
+};
+
 // --recompute when the flag is not given and the precision is fp8 (README, Flags: measured cost and memory).
 constexpr int kFp8DefaultRecompute = 2;
 
@@ -80,6 +87,8 @@ struct TrainConfig {
     // Speed / memory / reproducibility trade-offs.
     int recompute = 0;  // fp8: 1: the fc-projection's FP8 input rebuilt in backward, not stored; 2: also the
                         // attention projection's. The CLI's default: kFp8DefaultRecompute with fp8, else 0
+    InputKeep fc_proj_input() const { return recompute >= 1 ? InputKeep::FromGelu : InputKeep::Saved; }
+    InputKeep att_proj_input() const { return recompute >= 2 ? InputKeep::FromInput : InputKeep::Saved; }
     bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
     bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
     bool gemm_autotune = true;  // time cuBLASLt's best candidates per GEMM once, keep the fastest

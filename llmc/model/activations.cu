@@ -1,7 +1,6 @@
 // The activation table (llmc/model/activations.h).
 #include <algorithm>
 
-#include "llmc/fp8/cast.cuh"
 #include "llmc/kernels/global_norm.cuh"
 #include "llmc/kernels/layernorm.cuh"
 #include "llmc/kernels/matmul.cuh"
@@ -11,17 +10,7 @@
 
 namespace {
 enum class Count { One, L, LPlus1 };
-enum class When {
-    Always,
-    Bf16,
-    Fp8,
-    Fp8KeptFcProjX,
-    Fp8RecomputedFcProjX,
-    Fp8KeptAttProjX,
-    Fp8RecomputedAttProjX,
-    Fp8LmHead,
-    Bf16LmHead
-};
+enum class When { Always, Bf16Inputs, Bf16LmHead };
 // Sizes in elements of the row's dtype (Bytes: in bytes).
 enum class Size {
     N,
@@ -29,17 +18,15 @@ enum class Size {
     N3C,
     NF,
     NV,
-    NOutMax,  // N x the widest FP8 Linear output: 4C, or V with the FP8 LM head (its dY rows)
     BHT,
     One,
     ReduceScratch,
     NormPartials,
     TokenSlots,
-    DbiasScratch,
     StepScalarsBytes,
     AdamwScalarsBytes
 };
-enum class Dtype { BF16, F32, FP8, I32, Bytes };
+enum class Dtype { BF16, F32, I32, Bytes };
 
 struct ActivationSpec {
     Act id;
@@ -55,8 +42,8 @@ const ActivationSpec kActivations[] = {
 //   id                      name                            count          size                    dtype         when
     {Act::Residual,          "residual",                     Count::LPlus1, Size::NC,               Dtype::BF16,  When::Always},
     {Act::ResidualMid,       "residual_mid",                 Count::L,      Size::NC,               Dtype::BF16,  When::Always},
-    {Act::Ln1,               "ln1",                          Count::L,      Size::NC,               Dtype::BF16,  When::Bf16},
-    {Act::Ln2,               "ln2",                          Count::L,      Size::NC,               Dtype::BF16,  When::Bf16},
+    {Act::Ln1,               "ln1",                          Count::L,      Size::NC,               Dtype::BF16,  When::Bf16Inputs},
+    {Act::Ln2,               "ln2",                          Count::L,      Size::NC,               Dtype::BF16,  When::Bf16Inputs},
     {Act::Qkv,               "qkv",                          Count::L,      Size::N3C,              Dtype::BF16,  When::Always},
     {Act::Atty,              "atty",                         Count::L,      Size::NC,               Dtype::BF16,  When::Always},
     {Act::FchPreGelu,        "fch (pre-gelu)",               Count::L,      Size::NF,               Dtype::BF16,  When::Always},
@@ -71,7 +58,7 @@ const ActivationSpec kActivations[] = {
     {Act::Logits,            "logits",                       Count::One,    Size::NV,               Dtype::BF16,  When::Always},
     {Act::Losses,            "losses",                       Count::One,    Size::N,                Dtype::F32,   When::Always},
     {Act::LossScalar,        "losses",                       Count::One,    Size::One,              Dtype::F32,   When::Always},
-    {Act::GeluOut,           "scratch",                      Count::One,    Size::NF,               Dtype::BF16,  When::Bf16},
+    {Act::GeluOut,           "scratch",                      Count::One,    Size::NF,               Dtype::BF16,  When::Bf16Inputs},
     {Act::ScratchNC,         "scratch",                      Count::One,    Size::NC,               Dtype::BF16,  When::Always},
     {Act::GradNC,            "grad scratch",                 Count::One,    Size::NC,               Dtype::BF16,  When::Always},
     {Act::GradNF,            "grad scratch",                 Count::One,    Size::NF,               Dtype::BF16,  When::Always},
@@ -81,20 +68,6 @@ const ActivationSpec kActivations[] = {
     {Act::StepScalars,       "step scalars",                 Count::One,    Size::StepScalarsBytes, Dtype::Bytes, When::Always},
     {Act::AdamwScalars,      "step scalars",                 Count::One,    Size::AdamwScalarsBytes,Dtype::Bytes, When::Always},
     {Act::TokenSlots,        "tokens",                       Count::One,    Size::TokenSlots,       Dtype::I32,   When::Always},
-    {Act::Fp8XtQkv,          "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8XtAttProj,      "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8KeptAttProjX},
-    {Act::Fp8XtAttProjShared, "fp8 attn-proj X^T (recomputed)", Count::One, Size::NC,               Dtype::FP8,   When::Fp8RecomputedAttProjX},
-    {Act::Fp8XtFc,           "fp8 saved X^T",                Count::L,      Size::NC,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8XtFcProj,       "fp8 saved X^T",                Count::L,      Size::NF,               Dtype::FP8,   When::Fp8KeptFcProjX},
-    {Act::Fp8XtFcProjShared, "fp8 fc-proj X^T (recomputed)", Count::One,    Size::NF,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
-    {Act::Fp8DyTFcProjKept,  "fp8 fc-proj dY^T (kept)",      Count::One,    Size::NC,               Dtype::FP8,   When::Fp8RecomputedFcProjX},
-    {Act::Fp8DyScaleInvFcProjKept, "fp8 fc-proj dY^T (kept)", Count::One,   Size::One,              Dtype::F32,   When::Fp8RecomputedFcProjX},
-    {Act::Fp8XRows,          "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8XtLmHead,       "fp8 saved X^T",                Count::One,    Size::NC,               Dtype::FP8,   When::Fp8LmHead},
-    {Act::Fp8DyRows,         "fp8 scratch",                  Count::One,    Size::NOutMax,          Dtype::FP8,   When::Fp8},
-    {Act::Fp8DyT,            "fp8 scratch",                  Count::One,    Size::NF,               Dtype::FP8,   When::Fp8},
-    {Act::Fp8DyScaleInv,     "fp8 scratch",                  Count::One,    Size::One,              Dtype::F32,   When::Fp8},
-    {Act::Fp8DbiasScratch,   "fp8 scratch",                  Count::One,    Size::DbiasScratch,     Dtype::Bytes, When::Fp8},
 };
 // clang-format on
 
@@ -102,22 +75,10 @@ bool present(When w, const ActivationShape& s) {
     switch (w) {
         case When::Always:
             return true;
-        case When::Bf16:
-            return !s.fp8;
-        case When::Fp8:
-            return s.fp8;
-        case When::Fp8KeptFcProjX:
-            return s.fp8 && !s.recompute_fc_proj_input;
-        case When::Fp8RecomputedFcProjX:
-            return s.fp8 && s.recompute_fc_proj_input;
-        case When::Fp8KeptAttProjX:
-            return s.fp8 && !s.recompute_att_proj_input;
-        case When::Fp8RecomputedAttProjX:
-            return s.fp8 && s.recompute_att_proj_input;
-        case When::Fp8LmHead:
-            return s.fp8 && s.fp8_lm_head;
+        case When::Bf16Inputs:
+            return s.bf16_inputs;
         case When::Bf16LmHead:  // the BF16 head's input; the FP8 head's final LayerNorm writes FP8
-            return !s.fp8_lm_head;
+            return s.bf16_lm_head;
     }
     return false;
 }
@@ -135,8 +96,6 @@ size_t elements(Size z, const ActivationShape& s) {
             return N * 4 * C;
         case Size::NV:
             return N * s.V;
-        case Size::NOutMax:
-            return N * std::max(4 * C, s.fp8_lm_head ? s.V : 0);
         case Size::BHT:
             return s.B * s.H * s.T;
         case Size::One:
@@ -150,8 +109,6 @@ size_t elements(Size z, const ActivationShape& s) {
             return kNumParamTensors * global_norm_num_partials();
         case Size::TokenSlots:
             return s.accum_steps * token_slot_ints(N);
-        case Size::DbiasScratch:
-            return fp8_dbias_scratch_bytes((int)N, (int)(4 * C));
         case Size::StepScalarsBytes:
             return sizeof(StepScalars);
         case Size::AdamwScalarsBytes:
@@ -167,7 +124,6 @@ size_t dtype_bytes(Dtype d) {
         case Dtype::F32:
         case Dtype::I32:
             return 4;
-        case Dtype::FP8:
         case Dtype::Bytes:
             return 1;
     }

@@ -1,7 +1,8 @@
 // Every device buffer of a training step for B x T tokens, declared once in a table (llmc/model/
 // activations.cu: name, size, dtype, per layer, when present) that drives the allocation, the printed memory
 // plan and the NaN fill of the tests. Buffers that are not present (e.g. the BF16 LayerNorm outputs in FP8,
-// where the LayerNorms write FP8 copies) read as null.
+// where the LayerNorms write FP8 copies) read as null. What the FP8 Linears keep and share is theirs
+// (llmc/fp8/linear.h), planned into the same arena.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -38,31 +39,14 @@ enum class Act {
     StepScalars,
     AdamwScalars,
     TokenSlots,
-    Fp8XtQkv,
-    Fp8XtAttProj,
-    Fp8XtFc,
-    Fp8XtFcProj,         // per layer: the FP8 X^T a Linear keeps for its wgrad
-    Fp8XtFcProjShared,   // --recompute 1: one fc-proj X^T, rebuilt in backward
-    Fp8XtAttProjShared,  // --recompute 2: one attn-proj X^T, rebuilt in backward from the attention output
-    Fp8DyTFcProjKept,    // --recompute 1: the fc-proj's dY^T, kept for its wgrad until the X^T is rebuilt
-    Fp8DyScaleInvFcProjKept,  // --recompute 1: that dY^T's scale_inv (a GEMM scale pointer: a buffer of its
-                              // own)
-    Fp8XtLmHead,              // --fp8-lm-head: the final LayerNorm's FP8 output, transposed
-    Fp8XRows,
-    Fp8DyRows,
-    Fp8DyT,
-    Fp8DyScaleInv,
-    Fp8DbiasScratch,  // shared FP8 scratch
     kCount
 };
 
 struct ActivationShape {
     size_t B, T, C, L, H, V;
     int accum_steps;
-    bool fp8;
-    bool recompute_fc_proj_input;
-    bool recompute_att_proj_input;
-    bool fp8_lm_head;
+    bool bf16_inputs;   // the Linears' BF16 inputs are model tensors (ln1, ln2, the GELU output)
+    bool bf16_lm_head;  // ... and the LM head's (lnf)
 };
 
 class Activations {
@@ -75,7 +59,6 @@ class Activations {
     }
     bf16* bf(Act a, size_t layer = 0) const { return at<bf16>(a, layer); }
     float* f32(Act a, size_t layer = 0) const { return at<float>(a, layer); }
-    __nv_fp8_storage_t* fp8(Act a, size_t layer = 0) const { return at<__nv_fp8_storage_t>(a, layer); }
 
   private:
     std::vector<void*> ptrs_[(int)Act::kCount];

@@ -26,8 +26,8 @@ struct StateTensorInfo {
 
 // Memory/speed/reproducibility options of the step (TrainConfig's --recompute and --deterministic).
 struct StepOptions {
-    bool recompute_fc_proj_input = false;   // fp8: rebuild the fc-proj FP8 input from the pre-GELU tensor
-    bool recompute_att_proj_input = false;  // fp8: rebuild the attn-proj FP8 X^T from the attention output
+    InputKeep fc_proj_input = InputKeep::Saved;   // what the fc-proj keeps of its input (fp8: its X^T)
+    InputKeep att_proj_input = InputKeep::Saved;  // what the attn-proj keeps of its input (fp8: its X^T)
     bool deterministic_attention = true;
     bool cuda_graph = true;       // launch_step(): replay one captured CUDA graph per step
     bool bf16_moments = false;    // AdamW moments stored in BF16 (FP32 arithmetic)

@@ -15,24 +15,19 @@ static void block_backward(GptModel::Impl& s, int l, bf16* dres, bool accumulate
     bf16 *grad_NC = a.bf(Act::GradNC), *grad_NF = a.bf(Act::GradNF);
     float* scratch = a.f32(Act::ReduceScratch);
     const LayerNormParams ln = s.layernorm_params(l);
-    // MLP: residual[l+1] = residual_mid[l] + fcproj(gelu(fc(ln2(residual_mid[l]))))
-    Linear &fc_proj = s.linear(l, kFcProj), &fc = s.linear(l, kFc);
-    const bf16* pre_gelu = a.bf(Act::FchPreGelu, l);
-    fc_proj.restore_input_from_gelu(pre_gelu);
-    fc_proj.backward(grad_NF, dres, accumulate);
-    fc.backward_through_gelu(grad_NC, grad_NF, pre_gelu, accumulate, fc_proj.input_rebuilt_by_dgelu());
-    fc_proj.finish_wgrad();  // FP8 with its input rebuilt by the cast above
+    // MLP: residual[l+1] = residual_mid[l] + mlp(ln2(residual_mid[l]))
+    s.blocks[l].mlp->backward(grad_NC, dres, grad_NF, a.bf(Act::FchPreGelu, l), accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.slice(p.grads, kLn2w, l), p.slice(p.grads, kLn2b, l), scratch, grad_NC,
                        a.bf(Act::ResidualMid, l), ln.ln2w, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l), N,
                        C, st, accumulate);
     // Attention: residual_mid[l] = residual[l] + attproj(sdpa(qkv(ln1(residual[l]))))
-    s.linear(l, kAttProj).backward(grad_NC, dres, accumulate);
+    s.blocks[l].att_proj->backward(grad_NC, dres, accumulate);
     bf16* dqkv = grad_NF;  // [N, 3C] fits in the [N, F] scratch
     s.mark(kPhaseAttention);
     attention_backward(s.attention_graphs.get(), s.ctx, dqkv, grad_NC, a.bf(Act::Qkv, l), a.bf(Act::Atty, l),
                        a.f32(Act::AttStats, l), B, T, H, C / H, st);
-    s.linear(l, kQkv).backward(grad_NC, dqkv, accumulate);
+    s.blocks[l].qkv->backward(grad_NC, dqkv, accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.slice(p.grads, kLn1w, l), p.slice(p.grads, kLn1b, l), scratch, grad_NC,
                        a.bf(Act::Residual, l), ln.ln1w, a.f32(Act::Ln1Mean, l), a.f32(Act::Ln1Rstd, l), N, C,

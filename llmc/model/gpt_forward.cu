@@ -24,28 +24,27 @@ static void blocks_forward(GptModel::Impl& s) {
     const Activations& a = s.act;
     bf16* scratch = a.bf(Act::ScratchNC);
     const LayerNormParams ln0 = s.layernorm_params(0);
-    s.linear(0, kQkv).input_from_layernorm(nullptr, a.f32(Act::Ln1Mean, 0), a.f32(Act::Ln1Rstd, 0),
-                                           a.bf(Act::Residual, 0), nullptr, ln0.ln1w, ln0.ln1b);
+    s.blocks[0].qkv->input_from_layernorm(nullptr, a.f32(Act::Ln1Mean, 0), a.f32(Act::Ln1Rstd, 0),
+                                          a.bf(Act::Residual, 0), nullptr, ln0.ln1w, ln0.ln1b);
     for (int l = 0; l < L; l++) {
         const LayerNormParams ln = s.layernorm_params(l);
-        s.linear(l, kQkv).forward(a.bf(Act::Qkv, l));
+        GptModel::Impl::Block& block = s.blocks[l];
+        block.qkv->forward(a.bf(Act::Qkv, l));
         s.mark(kPhaseAttention);
         attention_forward(s.attention_graphs.get(), s.ctx, a.bf(Act::Atty, l), a.f32(Act::AttStats, l),
                           a.bf(Act::Qkv, l), B, T, H, C / H, s.ctx->stream);
-        s.linear(l, kAttProj).input_from(a.bf(Act::Atty, l));
-        s.linear(l, kAttProj).forward(scratch);
-        s.linear(l, kFc).input_from_layernorm(a.bf(Act::ResidualMid, l), a.f32(Act::Ln2Mean, l),
-                                              a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch,
-                                              ln.ln2w, ln.ln2b);
-        s.linear(l, kFc).forward(a.bf(Act::FchPreGelu, l));
-        s.linear(l, kFcProj).input_from_gelu(a.bf(Act::FchPreGelu, l));
-        s.linear(l, kFcProj).forward(scratch);
+        block.att_proj->input_from(a.bf(Act::Atty, l));
+        block.att_proj->forward(scratch);
+        block.mlp->fc().input_from_layernorm(a.bf(Act::ResidualMid, l), a.f32(Act::Ln2Mean, l),
+                                             a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch, ln.ln2w,
+                                             ln.ln2b);
+        block.mlp->forward(scratch, a.bf(Act::FchPreGelu, l));
         bf16* residual_out = a.bf(Act::Residual, l + 1);
         if (l + 1 < L) {
             const LayerNormParams next = s.layernorm_params(l + 1);
-            s.linear(l + 1, kQkv)
-                .input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1), a.f32(Act::Ln1Rstd, l + 1),
-                                      a.bf(Act::ResidualMid, l), scratch, next.ln1w, next.ln1b);
+            s.blocks[l + 1].qkv->input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1),
+                                                      a.f32(Act::Ln1Rstd, l + 1), a.bf(Act::ResidualMid, l),
+                                                      scratch, next.ln1w, next.ln1b);
         } else {
             s.lm_head->input_from_layernorm(residual_out, a.f32(Act::LnfMean), a.f32(Act::LnfRstd),
                                             a.bf(Act::ResidualMid, l), scratch, s.params.param(kLnfw),

@@ -8,7 +8,6 @@
 #include <memory>
 #include <vector>
 
-#include "llmc/fp8/fp8_linear.cuh"
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/arena.h"
 #include "llmc/gpu/context.h"
@@ -17,6 +16,7 @@
 #include "llmc/kernels/matmul.cuh"
 #include "llmc/model/activations.h"
 #include "llmc/model/data_parallel.h"
+#include "llmc/model/gelu_mlp.h"
 #include "llmc/model/gpt.h"
 #include "llmc/model/linear.h"
 #include "llmc/model/params.h"
@@ -56,20 +56,36 @@ struct GptModel::Impl {
     std::unique_ptr<ScalingRecipe> recipe;
     StepRuntime runtime;
 
-    // The Linear layers, built once in the model's precision: 4 per block (slot order) and the LM head.
+    // The layers built once in the model's precision, by the factory that keeps what they share.
     LinearRuntime linear_runtime;
-    Fp8Scratch fp8_scratch;
-    std::vector<std::unique_ptr<Linear>> block_linears;  // kLinearsPerLayer x L, index 4 * l + kind
+    std::unique_ptr<LinearFactory> linear_factory;
+    struct Block {
+        std::unique_ptr<Linear> qkv, att_proj;
+        std::unique_ptr<GeluMlp> mlp;  // fc, GELU, fc-proj
+    };
+    std::vector<Block> blocks;
     std::unique_ptr<Linear> lm_head;
-    bool fp8_lm_head = false;       // lm_head is an FP8 Linear (the recipe's last slots)
-    std::vector<bool> plain_adamw;  // per parameter tensor: false where its Linears fuse AdamW with the cast
+    bool fp8_lm_head = false;  // lm_head is an FP8 Linear (the recipe's last slots)
 
     int micro = 0;  // backward passes since the last update
     bool have_targets = false;
     size_t peak_bytes = 0;
     const StepTestHooks* test_hooks = nullptr;  // null but in tests
 
-    Linear& linear(int l, int kind) { return *block_linears[(size_t)kLinearsPerLayer * l + kind]; }
+    // Block l's Linear of LinearKind `kind`; fn(linear) for every Linear in slot order (the LM head last).
+    Linear& linear(int l, int kind) {
+        Block& b = blocks[l];
+        return kind == kQkv       ? *b.qkv
+               : kind == kAttProj ? *b.att_proj
+               : kind == kFc      ? b.mlp->fc()
+                                  : b.mlp->fc_proj();
+    }
+    template <class Fn>
+    void for_each_linear(Fn fn) {
+        for (int l = 0; l < cfg.num_layers; l++)
+            for (int kind = 0; kind < kLinearsPerLayer; kind++) fn(linear(l, kind));
+        fn(*lm_head);
+    }
     LayerNormParams layernorm_params(int l) const {
         return {params.slice(params.params, kLn1w, l), params.slice(params.params, kLn1b, l),
                 params.slice(params.params, kLn2w, l), params.slice(params.params, kLn2b, l)};

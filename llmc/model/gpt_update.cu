@@ -31,14 +31,38 @@ static void gradient_norm(GptModel::Impl& s, float grad_clip) {
     grad_clip_scale(&d->grad_norm, &d->grad_scale, partials, kNumParamTensors * np, grad_clip, st);
 }
 
-// AdamW on this rank's shard of every tensor; the Linears that fuse it with their weight cast update theirs
-// (with the just-updated scales).
+// Parameter tensor k's AdamW is its Linears' own (optimizer_step), not the plain pass's.
+static bool updated_by_its_linears(GptModel::Impl& s, int k) {
+    return is_block_linear_weight(k) && s.linear(0, param_spec(k).linear).updates_own_weight();
+}
+
+// Linear `kind` of layer l's AdamW step (one GPU: the master is unsharded).
+static LinearAdamW linear_adamw(GptModel::Impl& s, int l, int kind, float beta1, float beta2, float eps) {
+    const ModelParams& p = s.params;
+    const int w = linear_spec(kind).weight;
+    const bool b16 = p.bf16_moments;
+    return {p.slice(p.master, w, l),
+            b16 ? nullptr : p.slice(p.adam_m, w, l),
+            b16 ? nullptr : p.slice(p.adam_v, w, l),
+            b16 ? p.slice(p.adam_m16, w, l) : nullptr,
+            b16 ? p.slice(p.adam_v16, w, l) : nullptr,
+            p.slice(p.grads, w, l),
+            beta1,
+            beta2,
+            eps,
+            s.adamw_scalars() /* decayed */,
+            &s.step_scalars()->grad_scale,
+            &s.step_scalars()->apply};
+}
+
+// AdamW on this rank's shard of every tensor (all layers at once), then the Linears that update their own
+// weight, fused with its cast (with the just-updated scales), layer by layer.
 static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
     cudaStream_t st = s.ctx->stream;
     StepScalars* d = s.step_scalars();
     const ModelParams& p = s.params;
     for (int k = 0; k < kNumParamTensors; k++) {
-        if (!s.plain_adamw[k]) continue;
+        if (updated_by_its_linears(s, k)) continue;
         const ParamShard& sh = p.shards[k];
         p.with_moments([&](auto* m, auto* v) {
             adamw_update(p.master + sh.shard_offset, p.params + sh.full_offset, m + sh.shard_offset,
@@ -50,22 +74,7 @@ static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
     for (int l = 0; l < s.cfg.num_layers; l++)
         for (int kind = 0; kind < kLinearsPerLayer; kind++) {
             Linear& lin = s.linear(l, kind);
-            if (!lin.fuses_adamw()) continue;
-            const int w = linear_spec(kind).weight;  // one GPU: the master is unsharded
-            const bool b16 = p.bf16_moments;
-            const FusedAdamW f = {p.slice(p.master, w, l),
-                                  b16 ? nullptr : p.slice(p.adam_m, w, l),
-                                  b16 ? nullptr : p.slice(p.adam_v, w, l),
-                                  b16 ? p.slice(p.adam_m16, w, l) : nullptr,
-                                  b16 ? p.slice(p.adam_v16, w, l) : nullptr,
-                                  p.slice(p.grads, w, l),
-                                  beta1,
-                                  beta2,
-                                  eps,
-                                  s.adamw_scalars() /* decayed */,
-                                  &d->grad_scale,
-                                  &d->apply};
-            lin.update_weight_fused(f, st);
+            if (lin.updates_own_weight()) lin.optimizer_step(linear_adamw(s, l, kind, beta1, beta2, eps));
         }
 }
 
@@ -86,8 +95,7 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     // FP8 Linears without fused AdamW (several GPUs; the FP8 LM head): W and W^T for the next step from the
     // new BF16 weights, with the just-updated weight scales (a skipped step: the restored scales and
     // unchanged weights, so the same bytes as before)
-    for (auto& lin : s.block_linears) lin->weights_gathered();
-    s.lm_head->weights_gathered();
+    s.for_each_linear([](Linear& lin) { lin.weights_gathered(); });
     s.mark(kPhaseOther);
     s.have_targets = false;
     CHECK_CUDA(cudaMemcpyAsync(s.runtime.readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));

@@ -1,28 +1,34 @@
 // A Linear layer of the model, out_NO = x_NI W_OI^T + b_O, whose precision is chosen once, when the model is
-// built (make_bf16_linear / make_fp8_linear). It owns how its input is produced (a LayerNorm, a GELU, or a
-// given BF16 tensor: in FP8 the producer writes the quantized input, its transposed copy and amax in the
-// same pass), what it keeps for its backward, and its backward (with dGELU and dbias fused where FP8 can).
-// The model's forward and backward passes call the same verbs in both precisions.
+// built: GptModel's constructor picks the factory (make_bf16_linear_factory / make_fp8_linear_factory in
+// llmc/fp8/linear.h) that builds every Linear, the block MLPs (llmc/model/gelu_mlp.h) and the scaling recipe.
+// A Linear owns how its input is produced (a LayerNorm, or a given BF16 tensor: in FP8 the producer writes
+// the quantized input, its transposed copy and amax in the same pass), what it keeps for its backward
+// (InputKeep, llmc/host/config.h) and its backward. The model's passes call the same verbs in both
+// precisions.
 #pragma once
 #include <memory>
 
+#include "llmc/gpu/arena.h"
 #include "llmc/gpu/cuda_common.cuh"
 #include "llmc/gpu/phase_timer.h"
+#include "llmc/host/config.h"
 #include "llmc/kernels/adamw.cuh"
+#include "llmc/model/activations.h"
+#include "llmc/model/layout.h"
 
 struct GpuContext;
 struct MatmulPlanCache;
-class DelayedScaling;
-struct Fp8Scratch;
-struct Fp8Tensor;
+class ScalingRecipe;
+class GeluMlp;
 
 // Where a Linear's parameters and gradients live (the model's flat buffers) and its shape.
 struct LinearParams {
-    const bf16* weight_OI;  // BF16 working weight [out, in]
+    bf16* weight_OI;  // BF16 working weight [out, in]
     bf16* dweight_OI;
     const bf16* bias_O;  // null: no bias
     bf16* dbias_O;
-    int N, in, out;  // rows (tokens) and features
+    const float* master_OI;  // the FP32 master weight, whole on one GPU (null: sharded over several)
+    int N, in, out;          // rows (tokens) and features
 };
 
 // What every Linear of a model shares.
@@ -33,10 +39,11 @@ struct LinearRuntime {
     float* reduce_scratch;  // dbias partial sums
     bool gelu_tanh;
     void mark(Phase p) const;
+    cudaStream_t stream() const;
 };
 
-// The AdamW step of one weight whose update is fused with its FP8 cast (one GPU, FP8 block weights).
-struct FusedAdamW {
+// One AdamW step of a Linear's weight (its slice of the master weight, moments and gradient).
+struct LinearAdamW {
     float *master_OI, *m_OI, *v_OI;  // FP32 moments, or
     bf16 *m16_OI, *v16_OI;           // BF16 moments (the other pair null)
     const bf16* grads_OI;
@@ -49,73 +56,64 @@ struct FusedAdamW {
 class Linear {
   public:
     virtual ~Linear() = default;
-    // The producers of the input: exactly one runs before each forward().
+    // The producers of the input: exactly one runs before each forward() (the MLP's GELU feeds its fc-proj).
     // (Residual add +) LayerNorm: residual_out_NI = inp1 + inp2 when inp2 is given, LayerNorm of it.
     virtual void input_from_layernorm(bf16* residual_out_NI, float* mean_N, float* rstd_N,
                                       const bf16* inp1_NI, const bf16* inp2_NI, const bf16* ln_weight_I,
                                       const bf16* ln_bias_I) = 0;
-    virtual void input_from_gelu(const bf16* pre_gelu_NI) = 0;
     virtual void input_from(const bf16* x_NI) = 0;  // kept (not copied) until the backward
     virtual void forward(bf16* out_NO) = 0;
     // The LM head: its output logits_NO feeds the softmax cross-entropy. losses_N[n] = the row's loss; the
     // gradient (softmax - onehot) * dloss becomes this Linear's dY in the form its backward reads: BF16 in
-    // place over the logits, or (FP8 loss head) quantized with dY's scale into the FP8 scratch. backward()
-    // is then called with dout_NO = logits_NO.
+    // place over the logits, or (the FP8 LM head) quantized with dY's scale. backward() is then called with
+    // dout_NO = logits_NO.
     virtual void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) = 0;
-
-    // The backward's input where the forward did not keep it: rebuilt from the pre-GELU tensor (BF16), or
-    // (FP8) left to the dGELU cast of the Linear before: input_rebuilt_by_dgelu() names where it goes, and
-    // backward() leaves the weight gradient to finish_wgrad(), after that cast.
-    virtual void restore_input_from_gelu(const bf16* pre_gelu_NI) = 0;
-    virtual const Fp8Tensor* input_rebuilt_by_dgelu() const { return nullptr; }
-    virtual void finish_wgrad() {}
     // dinp_NI = dY W (null: not needed), dW = dY^T x, db = sum dY (accumulate: += for gradient accumulation).
     virtual void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) = 0;
-    // The same with dY = dout_NO * gelu'(pre_gelu_NO): this Linear's output went through a GELU (dout_NO may
-    // be overwritten). next_input (FP8; null: none): the next Linear's transposed FP8 input,
-    // gelu(pre_gelu_NO) quantized with its scale, written by the same cast.
-    virtual void backward_through_gelu(bf16* dinp_NI, bf16* dout_NO, const bf16* pre_gelu_NO, bool accumulate,
-                                       const Fp8Tensor* next_input) = 0;
 
     // Lower-precision weight copies (FP8: W and W^T) from the weights, when they changed.
     virtual void cast_weight() {}
-    // AdamW fused with that cast, where the Linear was built so (fuses_adamw(); the others' weights are
-    // updated by the plain AdamW pass).
-    virtual bool fuses_adamw() const { return false; }
-    virtual void update_weight_fused(const FusedAdamW& a, cudaStream_t stream) {}
     // After the new BF16 weights were gathered from all ranks: the copies that are cast from them.
     virtual void weights_gathered() {}
+    // Where updates_own_weight(): AdamW on this Linear's weight, fused with its cast (FP8 on one GPU). The
+    // other weights are updated by the model's plain AdamW pass over every parameter tensor.
+    virtual void optimizer_step(const LinearAdamW& a) {}
+    bool updates_own_weight() const { return updates_own_weight_; }
+
+  protected:
+    bool updates_own_weight_ = false;
 };
 
+// The model's Linears as the factories build them: the model's shape and what the step keeps.
+struct LinearLayout {
+    ModelConfig model;
+    InputKeep fc_proj_input, att_proj_input;
+    bool sharded;  // several GPUs: the FP32 master is sharded, the gathered BF16 weights are cast
+    // What the Linear of LinearKind `kind` keeps of its input.
+    InputKeep input_keep(int kind) const {
+        return kind == kFcProj ? fc_proj_input : kind == kAttProj ? att_proj_input : InputKeep::Saved;
+    }
+};
+
+// Builds the model's Linears in one precision. Before the allocations plan() reserves what the Linears own
+// and share for N tokens (per model in `params`, per batch in `activations`; the memory check also calls it
+// on probe arenas that are never allocated, to size other batches); after them the make_* calls build each
+// layer over the model's weights.
+class LinearFactory {
+  public:
+    virtual ~LinearFactory() = default;
+    virtual void plan(Arena* params, Arena* activations, int N) = 0;
+    // Layer l's qkv or attn-proj (LinearKind `kind`), its MLP, the LM head.
+    virtual std::unique_ptr<Linear> make_linear(int l, int kind, const LinearParams& p) = 0;
+    virtual std::unique_ptr<GeluMlp> make_mlp(int l, const LinearParams& fc, const LinearParams& fc_proj) = 0;
+    virtual std::unique_ptr<Linear> make_lm_head(const LinearParams& p) = 0;
+};
+
+// BF16: the input each Linear keeps for its backward is a model tensor of `act` (the LayerNorm outputs
+// ln1, ln2, lnf; the attention output as given; the MLP's GELU output, recomputed in backward), read when
+// the Linears are made. The recipe is NoScaling.
+std::unique_ptr<LinearFactory> make_bf16_linear_factory(const LinearRuntime* rt, const Activations* act,
+                                                        std::unique_ptr<ScalingRecipe>* recipe);
+// One BF16 Linear; input_buffer_NI: where its LayerNorm producer writes (null: given by input_from).
 std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRuntime* rt,
                                          bf16* input_buffer_NI);
-
-// FP8 Linear number `index` (its three scale slots X, W, dY). saved_xT_IN: where the transposed FP8 input is
-// kept for the backward. recompute_input: the GELU-fed Linear has it rebuilt by the fc's dGELU cast instead,
-// keeping its dY^T in kept_dyT_ON (out x N bytes) and that dY's scale_inv in kept_dy_scale_inv (one float,
-// 16-byte aligned) for the weight gradient that waits for it.
-// rebuild_xT_in_backward: the Linear fed by input_from(x) keeps no X^T across the step: its forward writes
-// the row-wise copy only and its backward rebuilds X^T from x (still held: the attention output) with the
-// same scale, so the same bytes, into saved_xT_IN (one buffer shared by the layers).
-//
-// master_weight_OI: one GPU, the FP32 master the weights are cast from (null: cast from the BF16 weights,
-// which every rank has whole after the all-gather). fp8_weight: W and W^T bytes (2 x in x out).
-// loss_head: the LM head, whose dY comes quantized from loss_and_dlogits; its backward transposes it into the
-// spent logits buffer (so the shared dY^T scratch need not hold N x V).
-struct Fp8LinearSetup {
-    int index;
-    DelayedScaling* recipe;
-    const Fp8Scratch* scratch;
-    __nv_fp8_storage_t* saved_xT_IN;
-    bool recompute_input;
-    bool rebuild_xT_in_backward = false;
-    __nv_fp8_storage_t* kept_dyT_ON = nullptr;
-    float* kept_dy_scale_inv = nullptr;
-    const float* master_weight_OI;
-    __nv_fp8_storage_t* fp8_weight;
-    float* w_scale_inv;
-    float* x_scale_inv;
-    bool loss_head = false;
-};
-std::unique_ptr<Linear> make_fp8_linear(const LinearParams& p, const LinearRuntime* rt,
-                                        const Fp8LinearSetup& s);

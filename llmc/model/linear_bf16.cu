@@ -1,13 +1,17 @@
-// The BF16 Linear (llmc/model/linear.h): cuBLASLt BF16 GEMMs; the input is kept in BF16 for the backward
-// (a LayerNorm output per layer, the attention output as given, the GELU output recomputed).
+// The BF16 Linear and its factory (llmc/model/linear.h): cuBLASLt BF16 GEMMs; the input is kept in BF16
+// for the backward (a LayerNorm output per layer, the attention output as given, the MLP's GELU output
+// recomputed: llmc/model/gelu_mlp.cu).
+#include "llmc/fp8/recipe.h"
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/classifier.cuh"
-#include "llmc/kernels/gelu.cuh"
 #include "llmc/kernels/layernorm.cuh"
 #include "llmc/kernels/matmul.cuh"
+#include "llmc/model/gelu_mlp.h"
+#include "llmc/model/layout.h"
 #include "llmc/model/linear.h"
 
 void LinearRuntime::mark(Phase p) const { timer->mark(p, ctx->stream); }
+cudaStream_t LinearRuntime::stream() const { return ctx->stream; }
 
 namespace {
 class Bf16Linear : public Linear {
@@ -25,11 +29,6 @@ class Bf16Linear : public Linear {
         else
             layernorm_forward(buffer_, mean, rstd, inp1, w, b, p_.N, p_.in, stream());
     }
-    void input_from_gelu(const bf16* pre) override {
-        rt_->mark(kPhaseOther);
-        input_ = buffer_;
-        gelu_forward(buffer_, pre, (size_t)p_.N * p_.in, rt_->gelu_tanh, stream());
-    }
     void input_from(const bf16* x) override { input_ = x; }
     void forward(bf16* out) override {
         rt_->mark(kPhaseGemm);
@@ -41,30 +40,48 @@ class Bf16Linear : public Linear {
     void loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) override {
         fused_classifier(logits, losses, targets, dloss, p_.N, p_.out, /*write_dlogits=*/true, stream());
     }
-    // The GELU output is not stored per layer: recomputed into the shared buffer.
-    void restore_input_from_gelu(const bf16* pre) override { input_from_gelu(pre); }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         rt_->mark(kPhaseGemm);
         matmul_backward(rt_->plans, rt_->ctx, dinp, p_.dweight_OI, p_.dbias_O, dout, input_, p_.weight_OI,
                         p_.N, p_.in, p_.out, accumulate, rt_->reduce_scratch, stream());
-    }
-    void backward_through_gelu(bf16* dinp, bf16* dout, const bf16* pre, bool accumulate,
-                               const Fp8Tensor* next_input) override {
-        CHECK(next_input == nullptr, "BF16 Linear: no FP8 input to rebuild");
-        rt_->mark(kPhaseOther);
-        gelu_backward_inplace(dout, pre, (size_t)p_.N * p_.out, rt_->gelu_tanh, stream());
-        backward(dinp, dout, accumulate);
     }
 
   private:
     cudaStream_t stream() const { return rt_->ctx->stream; }
     LinearParams p_;
     const LinearRuntime* rt_;
-    bf16* buffer_;       // where a LayerNorm or GELU producer writes the input (null: given by input_from)
+    bf16* buffer_;       // where the LayerNorm producer writes the input (null: given by input_from)
     const bf16* input_;  // what the forward read and the backward reads
+};
+
+class Bf16LinearFactory : public LinearFactory {
+  public:
+    Bf16LinearFactory(const LinearRuntime* rt, const Activations* act) : rt_(rt), act_(act) {}
+    void plan(Arena*, Arena*, int) override {}
+    std::unique_ptr<Linear> make_linear(int l, int kind, const LinearParams& p) override {
+        return std::make_unique<Bf16Linear>(p, rt_, kind == kQkv ? act_->bf(Act::Ln1, l) : nullptr);
+    }
+    std::unique_ptr<GeluMlp> make_mlp(int l, const LinearParams& fc, const LinearParams& fc_proj) override {
+        return make_bf16_gelu_mlp(std::make_unique<Bf16Linear>(fc, rt_, act_->bf(Act::Ln2, l)),
+                                  std::make_unique<Bf16Linear>(fc_proj, rt_, nullptr), act_->bf(Act::GeluOut),
+                                  (size_t)fc_proj.N * fc_proj.in, rt_);
+    }
+    std::unique_ptr<Linear> make_lm_head(const LinearParams& p) override {
+        return std::make_unique<Bf16Linear>(p, rt_, act_->bf(Act::Lnf));
+    }
+
+  private:
+    const LinearRuntime* rt_;
+    const Activations* act_;
 };
 }  // namespace
 
 std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRuntime* rt, bf16* input_buffer) {
     return std::make_unique<Bf16Linear>(p, rt, input_buffer);
+}
+
+std::unique_ptr<LinearFactory> make_bf16_linear_factory(const LinearRuntime* rt, const Activations* act,
+                                                        std::unique_ptr<ScalingRecipe>* recipe) {
+    *recipe = std::make_unique<NoScaling>();
+    return std::make_unique<Bf16LinearFactory>(rt, act);
 }

@@ -1,0 +1,223 @@
+// The FP8 Linear and the FP8 LM head (llmc/fp8/linear.h): producers, GEMMs and the casts around them.
+#include "llmc/fp8/adamw_fp8.cuh"
+#include "llmc/fp8/cast.cuh"
+#include "llmc/fp8/fp8_classifier.cuh"
+#include "llmc/fp8/fp8_producers.cuh"
+#include "llmc/fp8/gemm.cuh"
+#include "llmc/fp8/linear.h"
+#include "llmc/gpu/context.h"
+#include "llmc/kernels/matmul.cuh"
+
+Fp8Linear::Fp8Linear(Fp8Shared* shared, const LinearRuntime* rt, int index, int in, int out, InputKeep keep)
+    : shared_(shared), rt_(rt), keep_(keep) {
+    w_.slot = fp8_slot(index, kFp8W);
+    x_.slot = fp8_slot(index, kFp8X);
+    dy_.slot = fp8_slot(index, kFp8DY);
+    p_.in = in;
+    p_.out = out;
+}
+
+void Fp8Linear::plan(Arena* params, Arena* activations, int N, bool own_weight_bytes) {
+    if (own_weight_bytes) params->add("fp8 W, W^T", &w_.data, 2 * (size_t)p_.in * p_.out);
+    params->add("fp8 scale_inv", &w_.scale_inv, 1);
+    params->add("fp8 scale_inv", &x_.scale_inv, 1);
+    if (keep_ == InputKeep::Saved) activations->add("fp8 saved X^T", &x_.data_T, (size_t)N * p_.in);
+}
+
+void Fp8Linear::bind(const LinearParams& p, __nv_fp8_storage_t* weight_bytes, __nv_fp8_storage_t* rebuilt_xT,
+                     const Fp8KeptDy& kept) {
+    CHECK(p.in == p_.in && p.out == p_.out, "FP8 Linear: built [%d, %d], bound to [%d, %d]", p_.out, p_.in,
+          p.out, p.in);
+    CHECK((weight_bytes != nullptr) != (w_.data != nullptr), "FP8 Linear: W and W^T bytes planned and given");
+    CHECK((rebuilt_xT != nullptr) == (keep_ != InputKeep::Saved), "FP8 Linear: X^T saved and shared");
+    p_ = p;
+    const Fp8ScaleState& st = *scales();
+    if (weight_bytes) w_.data = weight_bytes;
+    w_.data_T = w_.data + (size_t)p.in * p.out;
+    if (rebuilt_xT) x_.data_T = rebuilt_xT;
+    x_.data = shared_->x_rows;
+    dy_.data = shared_->dy_rows;
+    dy_.data_T = shared_->dyT;
+    dy_.scale_inv = shared_->dy_scale_inv;
+    w_.set_shape(p.out, p.in, st.dtypes[w_.slot]);
+    x_.set_shape(p.N, p.in, st.dtypes[x_.slot]);
+    dy_.set_shape(p.N, p.out, st.dtypes[dy_.slot]);
+    kept_ = kept;
+    updates_own_weight_ = p.master_OI != nullptr;
+}
+
+cudaStream_t Fp8Linear::stream() const { return rt_->stream(); }
+
+// Step 0 (the recipe calibrates): the amax of tensor `t` first (amax_pass), then its slot's scale from it.
+template <class AmaxPass>
+void Fp8Linear::calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass) {
+    if (!shared_->recipe.calibrating()) return;
+    amax_pass();
+    fp8_calibrate_scales(scales(), t.slot, 1, shared_->recipe.config().margin, stream());
+}
+
+void Fp8Linear::input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,
+                                     const bf16* inp2, const bf16* w, const bf16* b) {
+    rt_->mark(kPhaseOther);
+    calibrate_if_needed(
+        x_, [&] { fp8_layernorm_amax(scales(), x_.slot, inp1, inp2, w, b, p_.N, p_.in, stream()); });
+    fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, x_, mean, rstd, scales(), inp1, inp2, w, b,
+                                   p_.N, p_.in, stream());
+}
+
+void Fp8Linear::input_from_gelu(const bf16* pre) {
+    rt_->mark(kPhaseOther);
+    calibrate_if_needed(
+        x_, [&] { fp8_gelu_amax(scales(), x_.slot, pre, p_.N, p_.in, rt_->gelu_tanh, stream()); });
+    if (keep_ == InputKeep::FromGelu)
+        fp8_gelu_cast(x_, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+    else
+        fp8_gelu_cast_transpose(x_, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+}
+
+void Fp8Linear::input_from(const bf16* x) {
+    rt_->mark(kPhaseCast);
+    calibrate_if_needed(x_, [&] { fp8_amax(scales(), x_.slot, x, (long)p_.N * p_.in, stream()); });
+    if (keep_ == InputKeep::FromInput) {  // row-wise only; backward() rebuilds X^T from x
+        fp8_cast(x_, scales(), x, p_.N, p_.in, stream());
+        input_x_ = x;
+    } else {
+        fp8_cast_transpose(x_, scales(), x, p_.N, p_.in, stream());
+    }
+}
+
+void Fp8Linear::forward(bf16* out) {
+    CHECK(x_.rows == p_.N && x_.cols == p_.in && w_.rows == p_.out, "fp8_linear_forward: shape mismatch");
+    rt_->mark(kPhaseGemm);
+    matmul_fp8_forward(rt_->plans, rt_->ctx, out, x_, w_, p_.bias_O, stream());
+}
+
+void Fp8Linear::loss_and_dlogits(bf16*, float*, const int*, float) {
+    fatal("FP8 Linear slot %d: built as a block Linear, not as the LM head (Fp8LmHead)", x_.slot);
+}
+
+// dinp = dY W (null: skipped) from dY's row-wise copy; dW (+)= dY^T X from the transposed copies.
+void Fp8Linear::dgrad_gemm(const Fp8Tensor& dy, bf16* dinp) {
+    rt_->mark(kPhaseGemm);
+    if (dinp) matmul_fp8_dgrad(rt_->plans, rt_->ctx, dinp, dy, w_, stream());
+}
+void Fp8Linear::wgrad_gemm(const Fp8Tensor& dy, bool accumulate) {
+    rt_->mark(kPhaseGemm);
+    matmul_fp8_wgrad(rt_->plans, rt_->ctx, p_.dweight_OI, dy, x_, accumulate, stream());
+}
+
+// The cast of dout into dy (with dbias, and dGELU with pre_gelu).
+void Fp8Linear::cast_dy(const Fp8Tensor& dy, const bf16* dout, const bf16* pre_gelu, bool accumulate,
+                        const Fp8Tensor* rebuilt_input) {
+    const int N = p_.N, O = p_.out;
+    void* dbias_scratch = shared_->dbias_scratch;
+    rt_->mark(kPhaseCast);
+    if (pre_gelu) {
+        calibrate_if_needed(dy, [&] {
+            fp8_amax_dgelu(scales(), dy.slot, dout, pre_gelu, (long)N * O, rt_->gelu_tanh, stream());
+        });
+        fp8_cast_transpose_dbias_dgelu(dy, p_.dbias_O, dbias_scratch, scales(), dout, pre_gelu, N, O,
+                                       rt_->gelu_tanh, accumulate, stream(), rebuilt_input);
+        return;
+    }
+    calibrate_if_needed(dy, [&] { fp8_amax(scales(), dy.slot, dout, (long)N * O, stream()); });
+    if (p_.dbias_O)
+        fp8_cast_transpose_dbias(dy, p_.dbias_O, dbias_scratch, scales(), dout, N, O, accumulate, stream());
+    else  // no bias (the FP8 LM head's dY comes quantized from the loss instead)
+        fp8_cast_transpose(dy, scales(), dout, N, O, stream());
+}
+
+static void check_backward_shape(const Fp8Tensor& dy, const Fp8Tensor& w, const LinearParams& p) {
+    CHECK(dy.rows == p.N && dy.cols == p.out && w.cols == p.in, "fp8_linear_backward: shape mismatch");
+}
+
+void Fp8Linear::backward(bf16* dinp, const bf16* dout, bool accumulate) {
+    CHECK(keep_ != InputKeep::FromGelu, "FP8 Linear slot %d: its X^T is rebuilt by the MLP's dGELU cast",
+          x_.slot);
+    if (keep_ == InputKeep::FromInput) {
+        // The forward's X^T again: the same input with the same scale (scales change only in the update), so
+        // the same bytes; the amax it stages is the one already staged (a max).
+        CHECK(input_x_ != nullptr, "FP8 Linear: backward() without input_from()");
+        rt_->mark(kPhaseCast);
+        fp8_cast_transpose(x_.transposed_only(), scales(), input_x_, p_.N, p_.in, stream());
+    }
+    backward_through_gelu(dinp, dout, nullptr, accumulate, nullptr);
+}
+
+void Fp8Linear::backward_through_gelu(bf16* dinp, const bf16* dout, const bf16* pre_gelu, bool accumulate,
+                                      const Fp8Tensor* rebuilt_input) {
+    check_backward_shape(dy_, w_, p_);
+    cast_dy(dy_, dout, pre_gelu, accumulate, rebuilt_input);
+    dgrad_gemm(dy_, dinp);
+    wgrad_gemm(dy_, accumulate);
+}
+
+// The deferred wgrad's dY: dy_'s rows and slot with the kept transposed copy and scale_inv.
+Fp8Tensor Fp8Linear::kept_dy() const {
+    CHECK(kept_.data_T_ON != nullptr && kept_.scale_inv != nullptr,
+          "fp8 deferred wgrad: the kept dY^T and its scale_inv are required");
+    Fp8Tensor dy = dy_;
+    dy.data_T = kept_.data_T_ON;
+    dy.scale_inv = kept_.scale_inv;
+    return dy;
+}
+
+void Fp8Linear::backward_dgrad(bf16* dinp, const bf16* dout, bool accumulate) {
+    check_backward_shape(dy_, w_, p_);
+    const Fp8Tensor dy = kept_dy();
+    cast_dy(dy, dout, nullptr, accumulate, nullptr);
+    dgrad_gemm(dy, dinp);
+}
+void Fp8Linear::backward_wgrad(bool accumulate) { wgrad_gemm(kept_dy(), accumulate); }
+
+// W and W^T from the FP32 master on one GPU; with several the master is sharded and every rank casts the
+// gathered BF16 weight.
+void Fp8Linear::cast_weight() {
+    auto cast = [&](const auto* weight_OI) {
+        calibrate_if_needed(w_,
+                            [&] { fp8_amax(scales(), w_.slot, weight_OI, (long)p_.out * p_.in, stream()); });
+        fp8_cast_transpose(w_, scales(), weight_OI, p_.out, p_.in, stream());
+    };
+    if (p_.master_OI)
+        cast(p_.master_OI);
+    else
+        cast(static_cast<const bf16*>(p_.weight_OI));
+}
+void Fp8Linear::weights_gathered() {
+    if (p_.master_OI) return;
+    rt_->mark(kPhaseCast);
+    cast_weight();
+}
+// One GPU: AdamW writes the FP32 master and the FP8 W and W^T in one pass, with the just-updated scales.
+void Fp8Linear::optimizer_step(const LinearAdamW& a) {
+    if (!p_.master_OI) return;
+    if (a.m16_OI)
+        adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
+                                a.eps, a.step, a.grad_scale, a.apply, w_, scales(), stream());
+    else
+        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
+                                a.eps, a.step, a.grad_scale, a.apply, w_, scales(), stream());
+}
+
+// dlogits quantized by the classifier itself (calibrated first on step 0, like every producer), straight
+// into dY's row-wise scratch.
+void Fp8LmHead::loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) {
+    rt_->mark(kPhaseOther);
+    calibrate_if_needed(dy_, [&] {
+        fp8_fused_classifier_amax(scales(), dy_.slot, logits, losses, targets, dloss, p_.N, p_.out, stream());
+    });
+    fp8_fused_classifier(dy_, scales(), logits, losses, targets, dloss, stream());
+    spent_logits_ = logits;
+}
+
+// dY is quantized already: its transpose goes over the logits it came from.
+void Fp8LmHead::backward(bf16* dinp, const bf16* dout, bool accumulate) {
+    CHECK(dout != nullptr && dout == spent_logits_, "FP8 LM head: backward() without loss_and_dlogits()");
+    check_backward_shape(dy_, w_, p_);
+    Fp8Tensor dy = dy_;
+    dy.data_T = reinterpret_cast<__nv_fp8_storage_t*>(spent_logits_);
+    rt_->mark(kPhaseCast);
+    fp8_transpose(dy, stream());
+    dgrad_gemm(dy, dinp);
+    wgrad_gemm(dy, accumulate);
+}
