@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/host/config.h"
-#include "llmc/host/json.h"
 #include "llmc/model/layout.h"
 #include "test/testing.h"
 

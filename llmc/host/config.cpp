@@ -7,8 +7,8 @@
 #include <sstream>
 #include <vector>
 
-#include "llmc/host/json.h"
-#include "llmc/host/launch.h"
+#include "llmc/formats/json.h"
+#include "llmc/host/rendezvous_spec.h"
 
 namespace {
 struct Preset {

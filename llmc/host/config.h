@@ -73,7 +73,7 @@ struct TrainConfig {
     std::string resume;                // directory to resume from (its newest valid checkpoint)
     int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
 
-    // Several GPUs (llmc/host/launch.h, llmc/parallel/comm.h).
+    // Several GPUs (llmc/parallel/launch.h, llmc/parallel/comm.h).
     std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
     double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
 

@@ -1,4 +1,4 @@
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/tokenizer.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "llmc/host/file_bytes.h"
-#include "llmc/host/json.h"
+#include "llmc/formats/file_bytes.h"
+#include "llmc/formats/json.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "llmc/host/json.h"
+#include "llmc/formats/json.h"
 
 #include <locale.h>
 
