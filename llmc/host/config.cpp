@@ -1,3 +1,4 @@
+// The choice settings' names (one table per choice) and the small derived settings.
 #include "llmc/host/config.h"
 
 const ChoiceNames<Precision>& precision_names() {

@@ -1,3 +1,5 @@
+// The configuration's checks before the GPU (config.h: validate) and the kernels' size limits they enforce,
+// the largest batch that fits, and the gradient accumulation steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

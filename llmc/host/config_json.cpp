@@ -1,3 +1,4 @@
+// The resolved configuration as JSON (config.h: to_json): config.json and --print-config.
 #include <charconv>
 #include <cmath>
 #include <cstdint>

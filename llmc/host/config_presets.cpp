@@ -1,3 +1,4 @@
+// The GPT-2 family presets behind --model (config.h: model_preset, model_preset_names).
 #include "llmc/host/config.h"
 
 namespace {
@@ -15,8 +16,8 @@ bool model_preset(const std::string& name, ModelConfig* out) {
             out->num_layers = p.L;
             out->channels = p.C;
             out->num_heads = p.H;
-            out->vocab_size = 50304;
-            out->max_seq_len = 1024;
+            out->vocab_size = ModelConfig().vocab_size;  // every preset: GPT-2's padded vocabulary
+            out->max_seq_len = ModelConfig().max_seq_len;
             return true;
         }
     }

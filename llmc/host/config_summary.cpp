@@ -1,3 +1,4 @@
+// What a person reads at start (config.h: run_summary).
 #include <sstream>
 
 #include "llmc/host/config.h"

@@ -1,3 +1,4 @@
+// The learning-rate schedule (config.h: learning_rate).
 #include <cmath>
 
 #include "llmc/host/config.h"
