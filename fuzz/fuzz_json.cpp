@@ -1,10 +1,10 @@
-// libFuzzer target for llmc/host/json: parse arbitrary bytes; whatever parses must write back and re-parse
+// libFuzzer target for llmc/formats/json: parse arbitrary bytes; whatever parses must write back and re-parse
 // to the same value, and writing that again must give the same text. Built and run by scripts/fuzz.sh.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "llmc/host/json.h"
+#include "llmc/formats/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     json::Value v;

@@ -1,4 +1,4 @@
-// libFuzzer target for llmc/host/dataloader's shard reader: the input is written as a shard file (one
+// libFuzzer target for llmc/formats/dataloader's shard reader: the input is written as a shard file (one
 // temporary path per process, which is also the glob) and opened with DataLoader(path, B=2, T=4, vocab=300).
 // A bad shard must be refused with DataError; any other exception is a finding. Whatever opens must hold
 // exactly the tokens of the file (a valid header, N uint16 ids < vocab), and its batches must be the file's
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_temp_dir.h"
-#include "llmc/host/dataloader.h"
+#include "llmc/formats/dataloader.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
-// libFuzzer target for llmc/host/tokenizer's file reader: the input is written to a file (one temporary path
-// per process) and read with Tokenizer::load(). A bad file must be refused with std::runtime_error; any other
-// exception is a finding, and so is a decision that differs from the format's own answer (oracle below,
+// libFuzzer target for llmc/formats/tokenizer's file reader: the input is written to a file (one temporary
+// path per process) and read with Tokenizer::load(). A bad file must be refused with std::runtime_error; any
+// other exception is a finding, and so is a decision that differs from the format's own answer (oracle below,
 // from the format in tokenizer.h). Whatever loads must hold exactly the file's entries and eot, save() must
 // write back exactly the input bytes (the format has one encoding), and encode/decode must hold their
 // contract on text made from the input: encode either throws "no token for byte" or gives ids in [0, n),
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_temp_dir.h"
-#include "llmc/host/file_bytes.h"
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/file_bytes.h"
+#include "llmc/formats/tokenizer.h"
 
 namespace {
 

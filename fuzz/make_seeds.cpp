@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/dataloader.h"
 #include "llmc/formats/hellaswag.h"
 #include "llmc/formats/safetensors.h"
-#include "llmc/host/dataloader.h"
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/tokenizer.h"
 
 namespace {
 

@@ -25,7 +25,7 @@ split is cut into shards of at most --shard-tokens tokens, of near-equal size:
     <out-dir>/<prefix>_val_000000.bin, ...
 
 Next to the shards it writes <out-dir>/tokenizer.bin, the vocabulary train_gpt decodes samples with
-(--tokenizer FILE; format in llmc/host/tokenizer.h), all integers little-endian:
+(--tokenizer FILE; format in llmc/formats/tokenizer.h), all integers little-endian:
     8 bytes "GPTTOK1\0", uint32 kind (0 bytes, 1 gpt2-bpe), uint32 vocabulary size n,
     uint32 eot id (0xFFFFFFFF: none), then n entries of (uint32 length, that many bytes) for ids 0..n-1.
 

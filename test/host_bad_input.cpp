@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/dataloader.h"
 #include "llmc/formats/hellaswag.h"
-#include "llmc/host/dataloader.h"
-#include "llmc/host/json.h"
+#include "llmc/formats/json.h"
 #include "llmc/model/weights_io.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/host/config.h"
-#include "llmc/host/json.h"
 #include "llmc/model/layout.h"
 #include "test/testing.h"
 
 namespace {
 
-// Parameter count from the tensor shapes, written out independently of config.cpp.
+// Parameter count from the tensor shapes, written out independently of llmc/model/layout.h.
 size_t count_from_shapes(size_t L, size_t C, size_t V, size_t maxT) {
     std::vector<std::vector<size_t>> shapes = {
         {V, C},         // wte

@@ -1,4 +1,4 @@
-// Host tests for llmc/host/dataloader: shard reading, batching, shard wrap-around, rank striding, corrupt
+// Host tests for llmc/formats/dataloader: shard reading, batching, shard wrap-around, rank striding, corrupt
 // files. Shards are written to a fresh mkdtemp directory with random tokens; every expectation is computed
 // from the tokens that were written.
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/host/dataloader.h"
+#include "llmc/formats/dataloader.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

@@ -1,7 +1,7 @@
-// Host tests for llmc/host/launch: launcher detection from injected environments (each launcher,
-// precedence, errors), rendezvous parsing and defaults, the id exchange over tcp and file with ranks as
-// threads (rank 0 starting last), timeouts with one-line errors, and the mpi path against fake MPI symbols
-// (both handle ABIs).
+// Host tests for llmc/parallel/launch and rendezvous (and llmc/host/rendezvous_spec): launcher detection
+// from injected environments (each launcher, precedence, errors), rendezvous parsing and defaults, the id
+// exchange over tcp and file with ranks as threads (rank 0 starting last), timeouts with one-line errors, and
+// the mpi path against fake MPI symbols (both handle ABIs).
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -19,7 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/host/launch.h"
+#include "llmc/parallel/launch.h"
+#include "llmc/parallel/rendezvous.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

@@ -1,4 +1,4 @@
-// Host tests for llmc/formats/safetensors (and llmc/host/json): round trips, metadata, checksums, every
+// Host tests for llmc/formats/safetensors (and llmc/formats/json): round trips, metadata, checksums, every
 // kind of corrupt file (built by hand), crash-safe writing, and a file laid out byte for byte as Python's
 // safetensors writes it. Files go to a fresh mkdtemp directory.
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
-#include "llmc/host/json.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

@@ -1,5 +1,5 @@
-// Host tests for llmc/host/tokenizer: file round trip, bytes encode/decode, greedy longest-match encode on a
-// hand-made vocabulary, decode of eot and padded ids, one-line errors for corrupt files, UTF-8 sanitizing
+// Host tests for llmc/formats/tokenizer: file round trip, bytes encode/decode, greedy longest-match encode on
+// a hand-made vocabulary, decode of eot and padded ids, one-line errors for corrupt files, UTF-8 sanitizing
 // and log escaping.
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "llmc/host/json.h"
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/json.h"
+#include "llmc/formats/tokenizer.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
 

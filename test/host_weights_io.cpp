@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
 #include "llmc/host/config.h"
-#include "llmc/host/json.h"
 #include "llmc/model/weights_io.h"
 #include "test/numeric.h"
 #include "test/temp_dir.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/host/dataloader.h"
+#include "llmc/formats/dataloader.h"
 
 // One tensor of the state in host memory (the caller owns the bytes).
 struct HostTensor {

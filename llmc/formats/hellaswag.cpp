@@ -6,8 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "llmc/host/file_bytes.h"
-#include "llmc/host/tokenizer.h"  // escape_for_log
+#include "llmc/formats/file_bytes.h"
+#include "llmc/formats/tokenizer.h"  // escape_for_log
 
 namespace {
 

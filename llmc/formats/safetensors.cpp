@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "llmc/host/json.h"
+#include "llmc/formats/json.h"
 
 namespace {
 

@@ -39,37 +39,30 @@ CliResult usage_error(const std::string& msg) {
     return r;
 }
 
-// A string flag restricted to a fixed set of names, mapped onto a value of type E.
+// A string flag restricted to the names of a choice setting (config.h), mapped onto its value of type E.
 template <typename E>
 struct Choice {
     const char* flag;
-    std::vector<std::pair<std::string, E>> names;
+    const ChoiceNames<E>& names;
 
-    std::string list() const {  // "bf16, fp8"
+    std::string joined(const char* sep) const {  // "bf16, fp8" or "bf16|fp8"
         std::string s;
-        for (size_t i = 0; i < names.size(); i++) s += (i ? ", " : "") + names[i].first;
+        for (size_t i = 0; i < names.size(); i++) s += std::string(i ? sep : "") + names[i].name;
         return s;
     }
-    std::string type_name() const {  // "bf16|fp8"
-        std::string s;
-        for (size_t i = 0; i < names.size(); i++) s += (i ? "|" : "") + names[i].first;
-        return s;
-    }
+    std::string list() const { return joined(", "); }
+    std::string type_name() const { return joined("|"); }
     // Empty string on success, else the one-line error.
     std::string parse(const std::string& value, E* out) const {
-        for (const auto& n : names) {
-            if (n.first == value) {
-                *out = n.second;
+        for (const ChoiceName<E>& n : names) {
+            if (value == n.name) {
+                *out = n.value;
                 return "";
             }
         }
         return std::string(flag) + ": '" + value + "' is not one of " + list();
     }
-    std::string name_of(E v) const {
-        for (const auto& n : names)
-            if (n.second == v) return n.first;
-        return names.front().first;
-    }
+    std::string name_of(E v) const { return choice_name(names, v); }
 };
 
 // ---- numeric flags ----
@@ -232,16 +225,13 @@ class CliSpec {
     int layers_ = 0, channels_ = 0, heads_ = 0, vocab_ = 0, max_seq_ = 0;  // applied only when given
 };
 
-const Choice<Precision> kPrecision{"--precision", {{"bf16", Precision::BF16}, {"fp8", Precision::FP8}}};
-const Choice<bool> kGelu{"--gelu", {{"erf", false}, {"tanh", true}}};
-const Choice<LrSchedule> kSchedule{"--schedule",
-                                   {{"cosine", LrSchedule::Cosine}, {"constant", LrSchedule::Constant}}};
-const Choice<Fp8Format> kFp8Format{"--fp8-format",
-                                   {{"hybrid", Fp8Format::Hybrid}, {"e4m3", Fp8Format::E4M3}}};
-const Choice<AmaxAlgo> kAmaxAlgo{"--fp8-amax-algo",
-                                 {{"max", AmaxAlgo::Max}, {"most_recent", AmaxAlgo::MostRecent}}};
-const Choice<bool> kExportFormat{"--export-format", {{"seed", false}, {"hf", true}}};
-const Choice<bool> kAdamMoments{"--adam-moments", {{"fp32", false}, {"bf16", true}}};
+const Choice<Precision> kPrecision{"--precision", precision_names()};
+const Choice<bool> kGelu{"--gelu", gelu_names()};
+const Choice<LrSchedule> kSchedule{"--schedule", schedule_names()};
+const Choice<Fp8Format> kFp8Format{"--fp8-format", fp8_format_names()};
+const Choice<AmaxAlgo> kAmaxAlgo{"--fp8-amax-algo", amax_algo_names()};
+const Choice<bool> kExportFormat{"--export-format", export_format_names()};
+const Choice<bool> kAdamMoments{"--adam-moments", adam_moments_names()};
 
 // "124m|350m|774m|1.5b" (sep "|") or "124m, 350m, 774m, 1.5b" (sep ", ").
 std::string preset_names(const char* sep) {

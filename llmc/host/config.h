@@ -1,5 +1,6 @@
-// Model and training configuration: presets, validation, parameter/FLOP counts, LR schedule, its JSON and
-// its summary for people.
+// Model and training configuration: the settings (this struct), the presets (config_presets.cpp), the
+// validation and the kernels' size limits (config_checks.cpp), the LR schedule (lr_schedule.cpp), the JSON
+// (config_json.cpp) and the summary for people (config_summary.cpp); the choice settings' names (config.cpp).
 // Host-only (no CUDA), so the host tests can exercise it.
 #pragma once
 #include <cstddef>
@@ -80,7 +81,7 @@ struct TrainConfig {
     std::string resume;                // directory to resume from (its newest valid checkpoint)
     int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
 
-    // Several GPUs (llmc/host/launch.h, llmc/parallel/comm.h).
+    // Several GPUs (llmc/parallel/launch.h, llmc/parallel/comm.h).
     std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
     double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
 
@@ -117,7 +118,7 @@ std::vector<std::string> model_preset_names();
 // numeric setting's range, the shape rules of the kernels (head size, multiples of 16, C <= 8192), and the
 // sizes the kernels index with 32-bit ints or grid dimensions, computed in 64-bit (B*T, B*T*4C, B*T*3C,
 // B*H*T; with FP8 B*T <= 65535 * 128). An overflow message names the largest --batch that fits. Host-only:
-// call it before any GPU work. config.cpp lists which kernel imposes which limit.
+// call it before any GPU work. config_checks.cpp lists which kernel imposes which limit.
 std::string validate(const TrainConfig& cfg);
 // The largest tokens per step B*T that the kernels can index for cfg's model and precision.
 int64_t max_tokens_per_step(const TrainConfig& cfg);
@@ -137,6 +138,30 @@ float learning_rate(const TrainConfig& cfg, int step);
 std::string checkpoint_dir_of(const TrainConfig& cfg);
 // --export without --export-at-end: write the weights of --resume or --init-from and exit, no training.
 bool export_only(const TrainConfig& cfg);
+
+// A choice setting's names, one table per choice: the flag takes them (llmc/host/cli.cpp, in this order),
+// config.json and the summary write them (to_string, choice_name).
+template <typename E>
+struct ChoiceName {
+    const char* name;
+    E value;
+};
+template <typename E>
+using ChoiceNames = std::vector<ChoiceName<E>>;
+const ChoiceNames<Precision>& precision_names();
+const ChoiceNames<LrSchedule>& schedule_names();
+const ChoiceNames<Fp8Format>& fp8_format_names();
+const ChoiceNames<AmaxAlgo>& amax_algo_names();
+const ChoiceNames<bool>& gelu_names();           // ModelConfig::gelu_tanh: erf, tanh
+const ChoiceNames<bool>& export_format_names();  // TrainConfig::export_hf: seed, hf
+const ChoiceNames<bool>& adam_moments_names();   // TrainConfig::adam_bf16_moments: fp32, bf16
+// v's name in `names` (the first one's if v has none).
+template <typename E>
+const char* choice_name(const ChoiceNames<E>& names, E v) {
+    for (const ChoiceName<E>& n : names)
+        if (n.value == v) return n.name;
+    return names.front().name;
+}
 
 const char* to_string(Precision p);
 const char* to_string(LrSchedule s);

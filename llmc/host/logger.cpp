@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "llmc/formats/json.h"
 #include "llmc/host/check.h"
-#include "llmc/host/json.h"
 
 std::string prepare_log_dir(const std::string& dir) { return prepare_writable_dir(dir, "log directory"); }
 

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
-#include "llmc/host/json.h"
 
 int hf_vocab_size(int V) { return (V >= kGpt2Vocab && V <= kGpt2PaddedVocab) ? kGpt2Vocab : V; }
 

@@ -6,6 +6,7 @@
 
 #include "llmc/host/check.h"
 #include "llmc/parallel/comm.h"
+#include "llmc/parallel/rendezvous.h"
 
 namespace {
 double now_s() {

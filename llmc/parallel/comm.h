@@ -1,6 +1,6 @@
 // Data-parallel communication: one process per GPU, NCCL for every transfer between GPUs.
 //
-// The communicator is created from the launcher's rank/world (llmc/host/launch.h) and a bootstrap
+// The communicator is created from the launcher's rank/world (llmc/parallel/launch.h) and a bootstrap
 // rendezvous that carries NCCL's unique id from rank 0 to the others. Collectives run on a dedicated
 // communication stream so the gradient reduce-scatter overlaps the backward pass; ordering with the compute
 // stream goes through events (the caller records/waits them).
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "llmc/host/launch.h"
+#include "llmc/parallel/launch.h"
 
 class Communicator {
   public:

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/tokenizer.h"
 
 class GptModel;
 

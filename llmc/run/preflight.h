@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "llmc/formats/dataloader.h"
 #include "llmc/formats/hellaswag.h"
+#include "llmc/formats/tokenizer.h"
 #include "llmc/host/config.h"
-#include "llmc/host/dataloader.h"
-#include "llmc/host/launch.h"
-#include "llmc/host/tokenizer.h"
+#include "llmc/parallel/launch.h"
 
 // What the checks found, for the run to use as it is.
 struct RunPlan {

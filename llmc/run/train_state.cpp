@@ -2,8 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include "llmc/formats/dataloader.h"
 #include "llmc/host/check.h"
-#include "llmc/host/dataloader.h"
 #include "llmc/model/gpt.h"
 #include "llmc/parallel/comm.h"
 

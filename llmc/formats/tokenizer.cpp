@@ -1,4 +1,4 @@
-#include "llmc/host/tokenizer.h"
+#include "llmc/formats/tokenizer.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "llmc/host/file_bytes.h"
-#include "llmc/host/json.h"
+#include "llmc/formats/file_bytes.h"
+#include "llmc/formats/json.h"
 
 namespace {
 
@@ -243,33 +243,14 @@ namespace {
 
 const char* const kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-}  // namespace
-
-std::string sanitize_utf8(const std::string& s) {
+// The one walk over s's UTF-8: a byte that starts no valid sequence becomes U+FFFD; each valid code point cp
+// (its bytes s[i, i + len)) goes to append(cp, i, len, &out).
+template <typename Append>
+std::string map_utf8(const std::string& s, Append append) {
     const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
     const size_t n = s.size();
     std::string out;
     out.reserve(n);
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        size_t len = json::utf8_sequence(p + i, n - i, &cp);
-        if (len == 0) {
-            out += kReplacement;
-            i++;
-        } else {
-            out.append(s, i, len);
-            i += len;
-        }
-    }
-    return out;
-}
-
-std::string escape_for_log(const std::string& s) {
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-    const size_t n = s.size();
-    std::string out;
-    out.reserve(n);
-    char buf[12];
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t len = json::utf8_sequence(p + i, n - i, &cp);
@@ -278,24 +259,37 @@ std::string escape_for_log(const std::string& s) {
             i++;
             continue;
         }
-        if (cp == '\\') {
-            out += "\\\\";
-        } else if (cp == '\n') {
-            out += "\\n";
-        } else if (cp == '\r') {
-            out += "\\r";
-        } else if (cp == '\t') {
-            out += "\\t";
-        } else if (cp < 0x20 || cp == 0x7F) {
-            snprintf(buf, sizeof(buf), "\\x%02X", cp);
-            out += buf;
-        } else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) {
-            snprintf(buf, sizeof(buf), "\\u%04X", cp);
-            out += buf;
-        } else {
-            out.append(s, i, len);
-        }
+        append(cp, i, len, &out);
         i += len;
     }
     return out;
+}
+
+}  // namespace
+
+std::string sanitize_utf8(const std::string& s) {
+    return map_utf8(s, [&](uint32_t, size_t i, size_t len, std::string* out) { out->append(s, i, len); });
+}
+
+std::string escape_for_log(const std::string& s) {
+    return map_utf8(s, [&](uint32_t cp, size_t i, size_t len, std::string* out) {
+        char buf[12];
+        if (cp == '\\') {
+            *out += "\\\\";
+        } else if (cp == '\n') {
+            *out += "\\n";
+        } else if (cp == '\r') {
+            *out += "\\r";
+        } else if (cp == '\t') {
+            *out += "\\t";
+        } else if (cp < 0x20 || cp == 0x7F) {
+            snprintf(buf, sizeof(buf), "\\x%02X", cp);
+            *out += buf;
+        } else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) {
+            snprintf(buf, sizeof(buf), "\\u%04X", cp);
+            *out += buf;
+        } else {
+            out->append(s, i, len);
+        }
+    });
 }

@@ -1,5 +1,5 @@
-// Whole files as bytes (llmc/host/file_bytes.h).
-#include "llmc/host/file_bytes.h"
+// Whole files as bytes (llmc/formats/file_bytes.h).
+#include "llmc/formats/file_bytes.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Whole files as bytes and little-endian integers in them, for the small binary readers and writers
-// (llmc/host/tokenizer, llmc/formats/hellaswag). Host-only.
+// (llmc/formats/tokenizer, llmc/formats/hellaswag). Host-only.
 #pragma once
 #include <cstdint>
 #include <string>

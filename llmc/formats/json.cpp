@@ -1,4 +1,4 @@
-#include "llmc/host/json.h"
+#include "llmc/formats/json.h"
 
 #include <locale.h>
 
@@ -203,18 +203,38 @@ class Parser {
         }
     }
 
-    Value parse_object(int depth) {
+    // '{...}' and '[...]' alike: the depth limit, then read_element() for each element up to `close`, the
+    // elements separated by ','. `what` names the container in the messages.
+    template <typename ReadElement>
+    void parse_elements(int depth, char close, const char* what, ReadElement read_element) {
         if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
-        i_++;  // '{'
-        Value obj = Value::object();
-        Value::Object& members = obj.as_object();
+        i_++;  // '{' or '['
         skip_ws();
-        if (!at_end() && peek() == '}') {
+        if (!at_end() && peek() == close) {
             i_++;
-            return obj;
+            return;
         }
         for (;;) {
             skip_ws();
+            read_element();
+            skip_ws();
+            if (at_end()) fail(std::string("unexpected end of input in ") + what);
+            if (peek() == ',') {
+                i_++;
+                continue;
+            }
+            if (peek() == close) {
+                i_++;
+                return;
+            }
+            fail(std::string("expected ',' or '") + close + "' in " + what);
+        }
+    }
+
+    Value parse_object(int depth) {
+        Value obj = Value::object();
+        Value::Object& members = obj.as_object();
+        parse_elements(depth, '}', "object", [&] {
             if (at_end() || peek() != '"') fail("expected a string key in object");
             std::string key = parse_string();
             skip_ws();
@@ -223,45 +243,15 @@ class Parser {
             skip_ws();
             Value v = parse_value(depth);
             members.emplace_back(std::move(key), std::move(v));
-            skip_ws();
-            if (at_end()) fail("unexpected end of input in object");
-            if (peek() == ',') {
-                i_++;
-                continue;
-            }
-            if (peek() == '}') {
-                i_++;
-                return obj;
-            }
-            fail("expected ',' or '}' in object");
-        }
+        });
+        return obj;
     }
 
     Value parse_array(int depth) {
-        if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
-        i_++;  // '['
         Value arr = Value::array();
         Value::Array& items = arr.as_array();
-        skip_ws();
-        if (!at_end() && peek() == ']') {
-            i_++;
-            return arr;
-        }
-        for (;;) {
-            skip_ws();
-            items.push_back(parse_value(depth));
-            skip_ws();
-            if (at_end()) fail("unexpected end of input in array");
-            if (peek() == ',') {
-                i_++;
-                continue;
-            }
-            if (peek() == ']') {
-                i_++;
-                return arr;
-            }
-            fail("expected ',' or ']' in array");
-        }
+        parse_elements(depth, ']', "array", [&] { items.push_back(parse_value(depth)); });
+        return arr;
     }
 
     static int hex_digit(unsigned char c) {

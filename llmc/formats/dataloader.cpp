@@ -1,4 +1,4 @@
-#include "llmc/host/dataloader.h"
+#include "llmc/formats/dataloader.h"
 
 #include <glob.h>
 #include <sys/stat.h>

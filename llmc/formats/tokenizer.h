@@ -87,5 +87,5 @@ class Tokenizer {
 std::string sanitize_utf8(const std::string& s);
 // sanitize_utf8(s) made safe for one log line: '\\' -> "\\\\", '\n' -> "\\n", '\r' -> "\\r", '\t' -> "\\t",
 // other C0 controls and DEL -> "\\xNN", C1 controls (U+0080..U+009F) and U+2028/U+2029 -> "\\uNNNN". For
-// JSON use json::quote(sanitize_utf8(s)) (llmc/host/json.h), which escapes '"', '\\' and controls.
+// JSON use json::quote(sanitize_utf8(s)) (llmc/formats/json.h), which escapes '"', '\\' and controls.
 std::string escape_for_log(const std::string& s);
