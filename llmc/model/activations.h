@@ -2,7 +2,7 @@
 // activations.cu: name, size, dtype, per layer, when present) that drives the allocation, the printed memory
 // plan and the NaN fill of the tests. Buffers that are not present (e.g. the BF16 LayerNorm outputs in FP8,
 // where the LayerNorms write FP8 copies) read as null. What the FP8 Linears keep and share is theirs
-// (llmc/fp8/linear.h), planned into the same arena.
+// (llmc/model/linear_fp8.h), planned into the same arena.
 #pragma once
 #include <cstddef>
 #include <vector>

@@ -1,8 +1,8 @@
 // A block's MLP as one unit, out_NC = fc_proj(gelu(fc(x_NC))): the two Linears and the GELU between them,
 // with their handshake in backward (the dGELU fused into the cast of the fc's dY in FP8, which also rebuilds
 // the fc-proj's input where InputKeep::FromGelu says so) and what is kept for it. Built per precision by the
-// Linear factory (llmc/model/linear.h): BF16 here (gelu_mlp.cu), FP8 in llmc/fp8/gelu_mlp.cu. Fusions of
-// the GELU into the fc GEMM's epilogue belong here.
+// Linear factory (llmc/model/linear.h): BF16 in gelu_mlp_bf16.cu, FP8 in llmc/model/gelu_mlp_fp8.cu. Fusions
+// of the GELU into the fc GEMM's epilogue belong here.
 #pragma once
 #include <memory>
 

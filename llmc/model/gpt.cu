@@ -3,9 +3,9 @@
 // of the scaling recipe. The passes never ask for the precision again.
 #include <algorithm>
 
-#include "llmc/fp8/linear.h"
 #include "llmc/kernels/init.cuh"
 #include "llmc/model/gpt_impl.cuh"
+#include "llmc/model/linear_fp8.h"
 
 static int rank_of(const DataParallel& dp) { return dp.comm && dp.comm->active() ? dp.comm->rank() : 0; }
 static int world_of(const DataParallel& dp) { return dp.comm && dp.comm->active() ? dp.comm->world() : 1; }

@@ -1,8 +1,8 @@
 // A Linear layer of the model, out_NO = x_NI W_OI^T + b_O, whose precision is chosen once, when the model is
 // built: GptModel's constructor picks the factory (make_bf16_linear_factory / make_fp8_linear_factory in
-// llmc/fp8/linear.h) that builds every Linear, the block MLPs (llmc/model/gelu_mlp.h) and the scaling recipe.
-// A Linear owns how its input is produced (a LayerNorm, or a given BF16 tensor: in FP8 the producer writes
-// the quantized input, its transposed copy and amax in the same pass), what it keeps for its backward
+// llmc/model/linear_fp8.h) that builds every Linear, the block MLPs (llmc/model/gelu_mlp.h) and the scaling
+// recipe. A Linear owns how its input is produced (a LayerNorm, or a given BF16 tensor: in FP8 the producer
+// writes the quantized input, its transposed copy and amax in the same pass), what it keeps for its backward
 // (InputKeep, llmc/host/config.h) and its backward. The model's passes call the same verbs in both
 // precisions.
 #pragma once

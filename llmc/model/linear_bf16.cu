@@ -1,6 +1,6 @@
 // The BF16 Linear and its factory (llmc/model/linear.h): cuBLASLt BF16 GEMMs; the input is kept in BF16
 // for the backward (a LayerNorm output per layer, the attention output as given, the MLP's GELU output
-// recomputed: llmc/model/gelu_mlp.cu).
+// recomputed: llmc/model/gelu_mlp_bf16.cu).
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/classifier.cuh"

@@ -1,12 +1,12 @@
-// The FP8 Linear and the FP8 LM head (llmc/fp8/linear.h): producers, GEMMs and the casts around them.
+// The FP8 Linear and the FP8 LM head (llmc/model/linear_fp8.h): producers, GEMMs and the casts around them.
 #include "llmc/fp8/adamw_fp8.cuh"
 #include "llmc/fp8/cast.cuh"
 #include "llmc/fp8/fp8_classifier.cuh"
 #include "llmc/fp8/fp8_producers.cuh"
 #include "llmc/fp8/gemm.cuh"
-#include "llmc/fp8/linear.h"
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/matmul.cuh"
+#include "llmc/model/linear_fp8.h"
 
 Fp8Linear::Fp8Linear(Fp8Shared* shared, const LinearRuntime* rt, int index, int in, int out, InputKeep keep)
     : shared_(shared), rt_(rt), keep_(keep) {

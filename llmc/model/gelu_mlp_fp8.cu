@@ -1,8 +1,8 @@
-// The FP8 block MLP (llmc/model/gelu_mlp.h, llmc/fp8/linear.h): the GELU is fused into the cast that
+// The FP8 block MLP (llmc/model/gelu_mlp.h, llmc/model/linear_fp8.h): the GELU is fused into the cast that
 // quantizes the fc-proj's input, and its backward into the cast of the fc's dY, which also rebuilds the
 // fc-proj's X^T where it keeps InputKeep::FromGelu.
-#include "llmc/fp8/linear.h"
 #include "llmc/model/gelu_mlp.h"
+#include "llmc/model/linear_fp8.h"
 
 namespace {
 class Fp8GeluMlp : public GeluMlp {

@@ -1,5 +1,5 @@
 // The FP8 Linear (llmc/model/linear.h) with per-tensor delayed scaling, and the factory that builds the FP8
-// model's Linears, MLPs (llmc/fp8/gelu_mlp.cu) and recipe. Forward: X is quantized by its producer (a
+// model's Linears, MLPs (llmc/model/gelu_mlp_fp8.cu) and recipe. Forward: X is quantized by its producer (a
 // LayerNorm, the MLP's GELU, or a cast: row-wise for this GEMM into the shared scratch, plus the transposed
 // copy X^T for the wgrad where InputKeep::Saved), with its amax in the same pass; Y = X W^T + b with
 // E4M3 x E4M3. Backward: dY is cast + transposed with dbias reduced in the same pass (dGELU fused for the fc
@@ -56,7 +56,7 @@ class Fp8Linear : public Linear {
     void weights_gathered() override;
     void optimizer_step(const LinearAdamW& a) override;
 
-    // The MLP's verbs (llmc/fp8/gelu_mlp.cu). The input quantized from gelu(pre_gelu_NI): row-wise only
+    // The MLP's verbs (llmc/model/gelu_mlp_fp8.cu). The input quantized from gelu(pre_gelu_NI): row-wise only
     // with InputKeep::FromGelu (the fc's dGELU cast writes X^T in backward).
     void input_from_gelu(const bf16* pre_gelu_NI);
     // backward() with dY = dout_NO * gelu'(pre_gelu_NO). rebuilt_input (null: none): the next Linear's
@@ -106,8 +106,8 @@ class Fp8LmHead : public Fp8Linear {
     bf16* spent_logits_ = nullptr;  // the logits its dY came from, then dY^T's bytes
 };
 
-// The FP8 MLP over two FP8 Linears (llmc/fp8/gelu_mlp.cu): the GELU fused into the fc-proj's input cast,
-// its backward into the cast of the fc's dY.
+// The FP8 MLP over two FP8 Linears (llmc/model/gelu_mlp_fp8.cu): the GELU fused into the fc-proj's input
+// cast, its backward into the cast of the fc's dY.
 std::unique_ptr<GeluMlp> make_fp8_gelu_mlp(std::unique_ptr<Fp8Linear> fc, std::unique_ptr<Fp8Linear> fc_proj);
 
 // The FP8 model's Linears (one recipe slot triple each: 4 per block in LinearKind order, then the LM head

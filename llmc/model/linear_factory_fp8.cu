@@ -1,11 +1,11 @@
-// The FP8 model's Linears (llmc/fp8/linear.h): the recipe, the scratch the Linears share, the X^T buffers
-// shared by the layers whose input is rebuilt in backward, and where each Linear's W and W^T live.
+// The FP8 model's Linears (llmc/model/linear_fp8.h): the recipe, the scratch the Linears share, the X^T
+// buffers shared by the layers whose input is rebuilt in backward, and where each Linear's W and W^T live.
 #include <algorithm>
 #include <vector>
 
 #include "llmc/fp8/cast.cuh"
-#include "llmc/fp8/linear.h"
 #include "llmc/model/gelu_mlp.h"
+#include "llmc/model/linear_fp8.h"
 
 // One GPU: nothing reads the BF16 copy of a block Linear's weight (its GEMMs read the FP8 W and W^T, cast
 // from the FP32 master, which AdamW writes fused), and that copy is exactly as large as W plus W^T (2 x 1
