@@ -71,14 +71,25 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
+# The commit train_gpt is built from, for --version ("unknown" outside git). Its source is rewritten only
+# when the commit changes, so an unchanged tree relinks nothing.
+BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+.PHONY: FORCE
+$(BUILD)/build_commit.cpp: FORCE
+	@mkdir -p $(dir $@)
+	@printf 'extern const char kBuildCommit[] = "%s";\n' '$(BUILD_COMMIT)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+$(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 # The driver with its fault hook compiled in (test/gpu_lifecycle.sh): the trainer itself has none.
 $(BUILD)/test/train_gpt_faults.o: train_gpt.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_FAULT_INJECTION $(DEPFLAGS) -c $< -o $@
-$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/libllmc.a
+$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
