@@ -71,7 +71,18 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
+# The commit train_gpt is built from, for --version ("unknown" outside git). Its source is rewritten only
+# when the commit changes, so an unchanged tree relinks nothing.
+BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+.PHONY: FORCE
+$(BUILD)/build_commit.cpp: FORCE
+	@mkdir -p $(dir $@)
+	@printf 'extern const char kBuildCommit[] = "%s";\n' '$(BUILD_COMMIT)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+$(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 # The GPU tests' side of the model: the one-call-at-a-time API (test/gpt_testing.h), an archive so that a
@@ -83,8 +94,8 @@ $(TESTING_LIB): $(BUILD)/test/gpt_testing.o
 
 # The same driver object with the fault hooks (test/train_gpt_faults.cpp, for test/gpu_lifecycle.sh and
 # test/gpu_multi.sh) linked ahead of the library, replacing its default driver_hooks().
-$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/train_gpt.o $(TESTING_LIB) \
-                                $(BUILD)/libllmc.a
+$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/train_gpt.o $(BUILD)/build_commit.o \
+                                $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)

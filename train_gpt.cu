@@ -33,6 +33,10 @@
 #include "llmc/run/hellaswag_eval.h"
 #include "llmc/run/preflight.h"
 #include "llmc/run/train_state.h"
+#include "llmc/run/version.h"
+
+// The commit this binary was built from (git describe; the Makefile generates its definition).
+extern const char kBuildCommit[];
 
 namespace {
 
@@ -504,6 +508,10 @@ int main(int argc, char** argv) {
     const double start_s = now_s();
     TrainConfig cfg;
     const CliResult cli = parse_cli(argc, argv, &cfg);
+    if (cli.version) {
+        fputs(version_report(kBuildCommit).c_str(), stdout);
+        return 0;
+    }
     if (!cli.run) {
         fprintf(cli.exit_code == 0 ? stdout : stderr, "%s", cli.message.c_str());
         return cli.exit_code;
@@ -511,6 +519,8 @@ int main(int argc, char** argv) {
     RunPlan plan;
     if (std::string e = check_before_gpu(cfg, driver_hooks().allow_export_of_init(), &plan); !e.empty())
         fatal_usage("%s", e.c_str());
+    if (plan.launch.rank == 0)
+        for (const std::string& w : plan.warnings) fprintf(stderr, "warning: %s\n", w.c_str());
     if (cli.print_config) {
         fputs(to_json(cfg, num_parameters(cfg.model)).c_str(), stdout);
         return 0;

@@ -9,6 +9,7 @@
 // BAD_INPUT_TABLE=FILE writes the cases as the Markdown table of NOTES.md ("Bad input, first hour").
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "llmc/formats/dataloader.h"
 #include "llmc/formats/hellaswag.h"
 #include "llmc/formats/json.h"
+#include "llmc/formats/tokenizer.h"
 #include "llmc/model/weights_io.h"
 #include "test/temp_dir.h"
 #include "test/testing.h"
@@ -45,7 +47,11 @@ struct Outcome {
     int exit_code = -1;
     std::string out, err, ld_log;
     double ms = 0;
+    bool hung = false;  // killed after kHangSeconds (a reader waiting on a FIFO, say)
 };
+
+// A case that has not ended by then is killed and fails, instead of hanging the test.
+constexpr double kHangSeconds = 10;
 
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -92,8 +98,16 @@ Outcome run(const std::string& bin, const std::vector<std::string>& args, const 
         _exit(127);
     }
     int status = 0;
-    waitpid(pid, &status, 0);
     Outcome o;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(kHangSeconds)) {
+            o.hung = true;
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        usleep(5000);
+    }
     o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     o.out = read_file(out);
@@ -151,6 +165,23 @@ struct Fixture {
         write_checkpoints();
         write_hellaswag_files();
         std::ofstream(dir.file("afile")) << "a regular file, not a folder\n";
+        write_fifos();
+        write_bytes_shards();
+    }
+
+    // FIFOs where files belong: a reader that opens one without checking waits for a writer forever.
+    void write_fifos() {
+        mkfifo(dir.file("fifo.bin").c_str(), 0644);
+        mkdir(dir.file("fifo_ckpt").c_str(), 0755);
+        mkfifo(dir.file("fifo_ckpt/ckpt_00000010.safetensors").c_str(), 0644);
+    }
+    // bytes/: shards of byte tokens with the bytes tokenizer beside them (as prepare_data.py writes them).
+    void write_bytes_shards() {
+        mkdir(dir.file("bytes").c_str(), 0755);
+        std::vector<uint16_t> tokens(1000);
+        for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint16_t)(i % 256);
+        write_shard(dir.file("bytes/train_000.bin"), tokens);
+        Tokenizer::bytes().save(dir.file("bytes/tokenizer.bin"));
     }
 
     void write_shards() {
@@ -295,6 +326,29 @@ std::vector<Case> cases() {
          "--eval-hellaswag-dump: 'nodir/d.txt': the folder 'nodir' does not exist"},
         {"--export into a missing folder", {"--init-from", "good.safetensors", "--export", "nodir/w.safetensors"}, S,
          2, "--export 'nodir/w.safetensors': 'nodir' is not a folder"},
+        // the rough edges of the first hour: FIFOs, folders that take no file, --warmup past --steps
+        {"a FIFO as the train shards", {"--train-data", "fifo.bin"}, S, 2,
+         "--train-data: data file 'fifo.bin': not a regular file (a FIFO)"},
+        {"a FIFO as the val shards", {"--val-data", "fifo.bin"}, S, 2,
+         "--val-data: data file 'fifo.bin': not a regular file (a FIFO)"},
+        {"--init-from a FIFO", {"--init-from", "fifo.bin"}, S, 2, "--init-from: fifo.bin: not a regular file (a FIFO)"},
+        {"--resume a folder whose checkpoint is a FIFO", {"--resume", "fifo_ckpt"}, S, 2,
+         "--resume: no valid checkpoint in 'fifo_ckpt' (last: fifo_ckpt/ckpt_00000010.safetensors: not a regular "
+         "file (a FIFO))"},
+        {"--tokenizer a FIFO", {"--sample-every", "1", "--tokenizer", "fifo.bin"}, S, 2,
+         "--tokenizer 'fifo.bin': not a regular file (a FIFO)"},
+        {"--eval-hellaswag a FIFO", {"--batch", "4", "--eval-hellaswag", "fifo.bin"}, S, 2,
+         "--eval-hellaswag: 'fifo.bin': not a regular file (a FIFO)"},
+        {"--gemm-cache a FIFO", {"--gemm-cache", "fifo.bin"}, D, 2, "--gemm-cache 'fifo.bin': not a regular file (a FIFO)"},
+        {"--export into /proc", {"--init-from", "good.safetensors", "--export", "/proc/x.safetensors"}, S, 2,
+         "--export '/proc/x.safetensors': cannot create a file in '/proc': ", Match::Start},
+        {"--export-at-end into /proc", {"--export", "/proc/x.safetensors", "--export-at-end"}, S, 2,
+         "--export '/proc/x.safetensors': cannot create a file in '/proc': ", Match::Start},
+        {"--gemm-cache under /proc", {"--gemm-cache", "/proc/x/c.tsv"}, D, 2,
+         "--gemm-cache '/proc/x/c.tsv': cannot create a file in '/proc': ", Match::Start},
+        {"--warmup past --steps", {"--steps", "50", "--warmup", "100"}, D, 2,
+         "--warmup 100 exceeds --steps 50: the learning rate would never reach --lr (both count the whole run's "
+         "optimizer steps)"},
     };
 }
 // clang-format on
@@ -316,6 +370,7 @@ std::string cell(const std::string& s) {
 // Checks one outcome; "" or what is wrong.
 std::string check(const Case& k, const Outcome& o, const std::string& bin) {
     const std::string line = o.err.substr(0, o.err.size() - (o.err.empty() ? 0 : 1));
+    if (o.hung) return "hung: killed after " + std::to_string((int)kHangSeconds) + " s";
     if (o.exit_code != k.exit_code) return "exit code " + std::to_string(o.exit_code) + ", stderr: " + o.err;
     if (o.err.empty() || o.err.back() != '\n' || line.find('\n') != std::string::npos)
         return "stderr is not exactly one line: [" + o.err + "]";
@@ -373,6 +428,9 @@ TEST(a_valid_run_without_a_gpu_fails_at_the_gpu) {
     const Outcome o = run(bin, args, fx.dir.path);
     EXPECT_EQ(o.exit_code, 1);
     EXPECT_CONTAINS(o.err, "error: no CUDA device available (");
+    // not cudart's "CUDA driver version is insufficient" (error 35) when there is no driver at all: it would
+    // send the user to upgrade a driver they do not have
+    EXPECT_TRUE(o.err.find("insufficient") == std::string::npos);
     EXPECT_TRUE(o.err.find('\n') == o.err.size() - 1);
     EXPECT_TRUE(o.out.rfind("train_gpt: GPT-2 124m with overrides (2 layers", 0) == 0 && only_summary(o.out));
     EXPECT_TRUE(touched_cuda(o, bin));
@@ -404,6 +462,77 @@ TEST(print_config_prints_json_and_exits) {
     const Outcome bad = run(bin, {"--train-data", "magic.bin", "--print-config"}, fx.dir.path);
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_TRUE(bad.out.empty());
+}
+
+// --help: every line within 120 columns, the per-precision --recompute default, the bf16 moments' real
+// saving, and a file, folder or glob flag labelled as one (not TEXT).
+TEST(help_fits_120_columns_and_says_what_each_flag_takes) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    TempDir dir("host_bad_input_help");
+    const Outcome o = run(bin, {"--help"}, dir.path);
+    EXPECT_EQ(o.exit_code, 0);
+    EXPECT_TRUE(o.err.empty());
+    for (size_t b = 0, n = 1; b < o.out.size(); n++) {
+        const size_t e = std::min(o.out.find('\n', b), o.out.size());
+        if (e - b > 120)
+            testing::fail(__FILE__, __LINE__,
+                          "line " + std::to_string(n) + " has " + std::to_string(e - b) +
+                              " columns: " + o.out.substr(b, e - b));
+        b = e + 1;
+    }
+    EXPECT_CONTAINS(o.out, "--recompute INT=2 (fp8), 0 (bf16) ");
+    EXPECT_CONTAINS(o.out, "bf16: 4 bytes less memory per parameter");
+    for (const char* label : {"--train-data GLOB=random ", "--val-data GLOB ", "--eval-hellaswag FILE ",
+                              "--eval-hellaswag-dump FILE ", "--log-dir DIR=logs ", "--checkpoint-dir DIR ",
+                              "--resume DIR ", "--tokenizer FILE ", "--init-from FILE|DIR ",
+                              "--export FILE|DIR ", "--gemm-cache FILE ", "--version"})
+        EXPECT_CONTAINS(o.out, label);
+    EXPECT_TRUE(o.out.find(" TEXT") == o.out.find("--prompt TEXT") + 8);  // text only where text is meant
+    EXPECT_TRUE(!touched_cuda(o, bin));
+}
+
+// --version: the commit and, for the CUDA runtime, cuBLASLt, cuDNN and NCCL, the version built with and the
+// one loaded, and the driver's (none on a machine without one); exit 0 with or without a GPU.
+TEST(version_names_the_commit_and_the_libraries) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    TempDir dir("host_bad_input_version");
+    const Outcome o = run(bin, {"--version"}, dir.path);
+    EXPECT_EQ(o.exit_code, 0);
+    EXPECT_TRUE(o.err.empty());
+    EXPECT_TRUE(o.out.rfind("train_gpt ", 0) == 0 && o.out.size() > 11 && o.out[10] != '\n');
+    for (const char* row :
+         {"\n  CUDA runtime  built with ", "\n  CUDA driver   ", "\n  cuBLASLt      built with ",
+          "\n  cuDNN         built with ", "\n  NCCL          built with "})
+        EXPECT_CONTAINS(o.out, row);
+    EXPECT_TRUE(o.out.find("loaded ?") == std::string::npos);
+    // with other flags too, even wrong ones: it is asked before anything else
+    EXPECT_EQ(run(bin, {"--steps", "0", "--version"}, dir.path).exit_code, 0);
+}
+
+// Shards with the bytes tokenizer beside them and a --vocab far past its 256 tokens (GPT-2's 50304, say):
+// a warning naming both numbers before the GPU; none at the tokenizer's own size.
+TEST(a_vocab_past_the_tokenizer_beside_the_shards_is_warned_about) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    Fixture fx;
+    std::vector<std::string> args = fx.small;
+    args.insert(args.end(), {"--train-data", "bytes/train_*.bin", "--print-config", "--vocab", "512"});
+    const Outcome o = run(bin, args, fx.dir.path);
+    EXPECT_EQ(o.exit_code, 0);
+    const std::string want =
+        "warning: --vocab 512 but the tokenizer 'bytes/tokenizer.bin' has 256 tokens: 256 rows of the token "
+        "embedding (the tied LM head) never occur in the data (for this tokenizer pass --vocab 256)\n";
+    if (o.err != want) testing::fail(__FILE__, __LINE__, "stderr [" + o.err + "], expected [" + want + "]");
+    EXPECT_TRUE(!touched_cuda(o, bin));
+    args.back() = "256";
+    const Outcome fits = run(bin, args, fx.dir.path);
+    EXPECT_EQ(fits.exit_code, 0);
+    EXPECT_TRUE(fits.err.empty());
 }
 
 TEST_MAIN()

@@ -117,6 +117,22 @@ TEST(unwritable_location_is_a_one_line_error) {
     EXPECT_TRUE(!c.find({1}, &got));
 }
 
+// A FIFO named as the cache: nothing found and a one-line error, at once (alarm: a reader that waits on the
+// FIFO kills the test instead of hanging it).
+TEST(a_fifo_is_no_cache_and_no_hang) {
+    TempDir dir("choice_cache");
+    const std::string path = dir.file("fifo.tsv");
+    EXPECT_EQ(mkfifo(path.c_str(), 0644), 0);
+    alarm(10);
+    ChoiceCache c(path, "gpu");
+    std::vector<uint64_t> got;
+    EXPECT_TRUE(!c.find({1}, &got));
+    std::string error;
+    EXPECT_TRUE(c.publish({1}, {7}, &error) == std::vector<uint64_t>({7}));
+    alarm(0);
+    EXPECT_TRUE(error == "not a regular file: " + path);
+}
+
 TEST(no_path_means_no_cache) {
     ChoiceCache c("", "gpu");
     std::string error;

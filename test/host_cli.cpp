@@ -653,9 +653,29 @@ TEST(help_shows_real_defaults) {
     for (const char* s :
          {"--deterministic,--no-deterministic=on", "--cuda-graph,--no-cuda-graph=on", "--profile=off",
           "--print-config=off", "--export-at-end=off", "--checkpoint-required=off", "-n,--steps INT=50",
-          "--log-dir TEXT=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error"})
+          "--log-dir DIR=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error",
+          "--recompute INT=2 (fp8), 0 (bf16)", "--train-data GLOB=random", "--init-from FILE|DIR"})
         EXPECT_CONTAINS(help, s);
     EXPECT_TRUE(help.find('{') == std::string::npos);
+    // no line wider than 120 columns: descriptions wrap in their column
+    for (size_t b = 0; b < help.size();) {
+        const size_t e = std::min(help.find('\n', b), help.size());
+        if (e - b > 120)
+            testing::fail(__FILE__, __LINE__, "a help line of " + std::to_string(e - b) + " columns");
+        b = e + 1;
+    }
+}
+
+// --version: not a run, exit 0, whatever else is given (the caller prints the versions).
+TEST(version_is_asked_before_anything_else) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--version"}, std::vector<std::string>{"--steps", "0", "--version"}}) {
+        TrainConfig cfg;
+        const CliResult r = parse(args, &cfg);
+        EXPECT_TRUE(!r.run && r.version && r.exit_code == 0 && r.message.empty());
+    }
+    TrainConfig cfg;
+    EXPECT_TRUE(!parse({"--steps", "5"}, &cfg).version);
 }
 
 // --recompute's default follows the precision: kFp8DefaultRecompute with fp8 (FP8 below BF16's memory by

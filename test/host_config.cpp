@@ -290,6 +290,8 @@ TEST(validate_range_messages) {
         {[](TrainConfig& c) { c.steps = -1; }, "--steps: must be >= 1, got -1"},
         {[](TrainConfig& c) { c.batch = -5; }, "--batch: must be >= 1, got -5"},
         {[](TrainConfig& c) { c.warmup = -1; }, "--warmup: must be >= 0, got -1"},
+        {[](TrainConfig& c) { c.warmup = 51; },
+         "--warmup 51 exceeds --steps 50: the learning rate would never reach"},
         {[](TrainConfig& c) { c.lr = -1; }, "--lr: must be a finite number > 0, got -1"},
         {[](TrainConfig& c) { c.lr = INFINITY; }, "--lr: must be a finite number > 0"},
         {[](TrainConfig& c) { c.beta1 = 1; }, "--beta1: must be in [0, 1), got 1"},

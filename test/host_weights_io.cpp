@@ -590,8 +590,17 @@ TEST(export_destination_checks) {
     if (geteuid() != 0) {  // root writes anywhere
         mkdir(dir.file("ro").c_str(), 0555);
         EXPECT_CONTAINS(check_export_destination(dir.file("ro/w.safetensors"), ExportFormat::Seed),
-                        "cannot write in");
-        EXPECT_CONTAINS(check_export_destination(dir.file("ro/hf"), ExportFormat::HF), "cannot write in");
+                        "cannot create a file in");
+        EXPECT_CONTAINS(check_export_destination(dir.file("ro/hf"), ExportFormat::HF),
+                        "cannot create a file in");
+    }
+    // a folder whose permissions say yes (to root, as /proc does) but that takes no file: a file is created
+    struct stat st;
+    if (stat("/proc/self", &st) == 0) {
+        EXPECT_CONTAINS(check_export_destination("/proc/x.safetensors", ExportFormat::Seed),
+                        "--export '/proc/x.safetensors': cannot create a file in '/proc': ");
+        EXPECT_CONTAINS(check_export_destination("/proc/x/hf", ExportFormat::HF),
+                        "cannot create a file in '/proc'");
     }
 }
 

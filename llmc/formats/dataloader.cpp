@@ -2,11 +2,14 @@
 
 #include <glob.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "llmc/formats/file_checks.h"
 
 namespace {
 
@@ -14,10 +17,19 @@ namespace {
     throw DataError("data file '" + path + "': " + what);
 }
 
-// Owns a FILE*; closes it on every exit path (including throws).
+// Owns a FILE*; closes it on every exit path (including throws). Read: only a regular file (a FIFO is
+// refused, not waited on).
 struct File {
     FILE* f = nullptr;
-    File(const std::string& path, const char* mode) : f(fopen(path.c_str(), mode)) {}
+    std::string error;                                                                 // why f is null
+    File(const std::string& path, const char* mode) : f(fopen(path.c_str(), mode)) {}  // for writing
+    explicit File(const std::string& path) {                                           // for reading
+        const int fd = open_regular_file(path, &error);
+        if (fd >= 0 && !(f = fdopen(fd, "rb"))) {
+            error = std::string("cannot open: ") + std::strerror(errno);
+            close(fd);
+        }
+    }
     ~File() {
         if (f) fclose(f);
     }
@@ -51,8 +63,9 @@ std::vector<std::string> glob_files(const std::string& pattern) {
 }
 
 // Validates the header and the file size of one shard; returns its token count.
-size_t check_header(const std::string& path, FILE* f) {
-    if (!f) data_error(path, std::string("cannot open: ") + std::strerror(errno));
+size_t check_header(const std::string& path, const File& file) {
+    if (!file.f) data_error(path, file.error);
+    FILE* f = file.f;
     struct stat st;
     if (fstat(fileno(f), &st) != 0) data_error(path, std::string("cannot stat: ") + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) data_error(path, "not a regular file");
@@ -92,8 +105,8 @@ DataLoader::DataLoader(const std::string& glob_pattern, int B, int T, int vocab_
     files_ = glob_files(glob_pattern);
     const size_t need = (size_t)world_size_ * B_ * T_ + 1;
     for (const std::string& path : files_) {
-        File file(path, "rb");
-        size_t n = check_header(path, file.f);
+        File file(path);
+        size_t n = check_header(path, file);
         if (n < need)
             data_error(path, "only " + std::to_string(n) + " tokens, need at least " + std::to_string(need) +
                                  " (world_size*B*T+1 with B=" + std::to_string(B_) + ", T=" +
@@ -112,8 +125,8 @@ size_t DataLoader::total_tokens() const {
 
 void DataLoader::load_shard(size_t index) {
     const std::string& path = files_[index];
-    File file(path, "rb");
-    size_t n = check_header(path, file.f);  // again: the file may have changed since the constructor
+    File file(path);
+    size_t n = check_header(path, file);  // again: the file may have changed since the constructor
     if (n != shard_sizes_[index])
         data_error(path, "changed while training: " + std::to_string(n) + " tokens, was " +
                              std::to_string(shard_sizes_[index]));

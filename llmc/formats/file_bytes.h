@@ -5,7 +5,8 @@
 #include <string>
 
 // Reads all of `path` into *data: "" on success, else the reason in one line ("cannot open: ..." or
-// "read error: ..."), for the caller to prefix with what the file is.
+// "read error: ..."; a FIFO or a folder: "not a regular file (...)", without waiting on it), for the caller
+// to prefix with what the file is.
 std::string read_whole_file(const std::string& path, std::string* data);
 
 // Appends v as 4 little-endian bytes.

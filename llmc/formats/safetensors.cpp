@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "llmc/formats/file_checks.h"
 #include "llmc/formats/json.h"
 
 namespace {
@@ -304,11 +305,11 @@ struct SafetensorsReader::Source {
 };
 
 SafetensorsReader::SafetensorsReader(const std::string& path) : src_(new Source), path_(path) {
-    src_->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (src_->fd < 0) io_error(path, "cannot open", errno);
+    std::string error;
+    src_->fd = open_regular_file(path, &error);  // a FIFO or a folder: refused, not waited on
+    if (src_->fd < 0) fail(error);
     struct stat st;
     if (fstat(src_->fd, &st) != 0) io_error(path, "cannot stat", errno);
-    if (!S_ISREG(st.st_mode)) fail("not a regular file");
     src_->size = (uint64_t)st.st_size;
     parse();
 }

@@ -1,11 +1,32 @@
 #include "llmc/gpu/context.h"
 #include "llmc/host/check.h"
 
+namespace {
+
+// Why cudaGetDeviceCount failed, in words that say what to do. cudart reports a missing driver library as
+// "CUDA driver version is insufficient" (error 35), which reads as "upgrade the driver": the driver's version
+// is 0 when none could be loaded.
+std::string device_count_error(cudaError_t err) {
+    if (err != cudaErrorInsufficientDriver) return cudaGetErrorString(err);
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    if (driver == 0) return "no NVIDIA driver loaded: this machine has no GPU or no driver installed";
+    char buf[160];
+    snprintf(buf, sizeof buf,
+             "the NVIDIA driver supports CUDA %d.%d, older than this build's CUDA %d.%d: "
+             "upgrade the driver",
+             driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    return buf;
+}
+
+}  // namespace
+
 bool cuda_device_available(std::string* why) {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        if (why) *why = err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found";
+        if (why) *why = err != cudaSuccess ? device_count_error(err) : "no CUDA device found";
         cudaGetLastError();  // clear the sticky-free error so later calls start clean
         return false;
     }

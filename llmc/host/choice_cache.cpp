@@ -11,6 +11,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "llmc/formats/file_checks.h"
+
 namespace {
 
 // Tabs and newlines would break the line format; anything else may appear in a fingerprint.
@@ -83,7 +85,8 @@ ChoiceCache::ChoiceCache(std::string path, std::string fingerprint)
 
 bool ChoiceCache::find(const std::vector<int64_t>& key, std::vector<uint64_t>* value) const {
     if (path_.empty()) return false;
-    const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string unused;
+    const int fd = open_regular_file(path_, &unused);  // none yet, or a FIFO: nothing stored
     if (fd < 0) return false;
     flock(fd, LOCK_SH);
     const std::string text = read_fd(fd);
@@ -99,8 +102,15 @@ std::vector<uint64_t> ChoiceCache::publish(const std::vector<int64_t>& key,
         return value;
     };
     if (!make_parent_dirs(path_)) return fail("cannot create the directory of");
-    const int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // O_NONBLOCK: a FIFO is refused below, not read forever (a regular file ignores the flag)
+    const int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) return fail("cannot open");
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *error = "not a regular file: " + path_;
+        return value;
+    }
     flock(fd, LOCK_EX);
     std::vector<uint64_t> stored;
     const std::string k = join_key(key);

@@ -1,6 +1,7 @@
 #include "llmc/host/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cfloat>
@@ -149,10 +150,48 @@ bool looks_like_flag(const std::string& s) {
     return s[1] == '-' || std::isalpha((unsigned char)s[1]);
 }
 
+// The help's width: no line wider (an 80-column terminal wraps it, a 120-column one shows it as it is).
+constexpr size_t kHelpColumns = 120;
+
+// `text` with each of its paragraphs ('\n'-separated) broken at spaces into lines of at most `width`
+// columns (a longer word stays whole), joined by '\n'.
+std::string wrap(const std::string& text, size_t width) {
+    std::string out, line;
+    size_t start = 0;
+    for (;;) {
+        const size_t end = std::min(text.find('\n', start), text.size());
+        for (size_t b = start; b < end;) {
+            const size_t e = std::min(text.find(' ', b), end);
+            const std::string word = text.substr(b, e - b);
+            if (!line.empty() && line.size() + 1 + word.size() > width) {
+                out += line + "\n";
+                line.clear();
+            }
+            line += (line.empty() ? "" : " ") + word;
+            b = e + 1;
+        }
+        out += line;
+        line.clear();
+        if (end == text.size()) return out;
+        out += "\n";
+        start = end + 1;
+    }
+}
+
 // CLI11's help, with each flag's real default: a negatable flag shows "--cuda-graph,--no-cuda-graph=on"
-// (CLI11 writes "--no-cuda-graph{false}", the value the negation sets, which reads like a default of false).
+// (CLI11 writes "--no-cuda-graph{false}", the value the negation sets, which reads like a default of false);
+// every line within kHelpColumns (descriptions wrapped in their column).
 class HelpFormatter : public CLI::Formatter {
   public:
+    std::string make_option_desc(const CLI::Option* opt) const override {
+        return wrap(CLI::Formatter::make_option_desc(opt), kHelpColumns - get_column_width());
+    }
+    std::string make_description(const CLI::App* app) const override {
+        return wrap(CLI::Formatter::make_description(app), kHelpColumns);
+    }
+    std::string make_footer(const CLI::App* app) const override {
+        return wrap(CLI::Formatter::make_footer(app), kHelpColumns);
+    }
     std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
         std::string name = CLI::Formatter::make_option_name(opt, is_positional);
         for (size_t open; (open = name.find('{')) != std::string::npos;) {
@@ -188,6 +227,7 @@ class CliSpec {
 
     CLI::App app;
     bool print_config = false;
+    bool version = false;
 
   private:
     // add_option, plus the number check of the variable's type (int, float, uint64; strings unchecked) as a
@@ -327,15 +367,16 @@ void CliSpec::add_training_flags() {
     add("--beta1", c_.beta1, "AdamW beta1", g);
     add("--beta2", c_.beta2, "AdamW beta2", g);
     add_choice("--adam-moments", &adam_moments_s_,
-               "storage of the AdamW moments m and v (the arithmetic is FP32 either way); bf16: 8 bytes less "
-               "memory and traffic per parameter",
+               "storage of the AdamW moments m and v (the arithmetic is FP32 either way); bf16: 4 bytes less "
+               "memory per parameter, 8 bytes less traffic per step",
                kAdamMoments.type_name(), g);
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
         "0: store what backward needs; 1 (fp8): rebuild the fc-projection's FP8 input in the dGELU pass of "
         "backward; 2 (fp8, its default): also the attention projection's (FP8 then needs less memory than "
         "BF16; README lists the cost)",
-        g);
+        g)
+        ->default_str("2 (fp8), 0 (bf16)");
     add_switch("--deterministic,!--no-deterministic", c_.deterministic,
                "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);
     add_switch("--cuda-graph,!--no-cuda-graph", c_.cuda_graph,
@@ -356,20 +397,23 @@ void CliSpec::add_training_flags() {
 void CliSpec::add_data_and_fp8_flags() {
     const char* d = "Data";
     add("--train-data", c_.train_data,
-        "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens", d);
-    add("--val-data", c_.val_data, "validation shards (glob); empty: no validation", d);
+        "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens", d)
+        ->type_name("GLOB");
+    add("--val-data", c_.val_data, "validation shards (glob); empty: no validation", d)->type_name("GLOB");
     add("--val-every", c_.val_every, "validate every N steps (and after the last)", d);
     add("--val-batches", c_.val_batches, "batches per validation", d);
     add("--eval-hellaswag", c_.eval_hellaswag,
         "HellaSwag file (scripts/prepare_hellaswag.py): accuracy after the last step (acc and acc_norm, as "
         "llm.c)",
-        d);
+        d)
+        ->type_name("FILE");
     add("--eval-every", c_.eval_every,
         "also evaluate HellaSwag every N steps, from step 0 (0: only at the end)", d);
     add("--eval-hellaswag-dump", c_.eval_hellaswag_dump,
         "write each example's ending losses and choices here (the latest evaluation; with several GPUs one "
         "FILE.rankR per rank)",
-        d);
+        d)
+        ->type_name("FILE");
     const char* f = "FP8 (with --precision fp8)";
     add_choice("--fp8-format", &fp8_format_s_, "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
                kFp8Format.type_name(), f);
@@ -391,7 +435,8 @@ void CliSpec::add_data_and_fp8_flags() {
 
 void CliSpec::add_logging_and_checkpoint_flags() {
     const char* g = "Logging";
-    add("--log-dir", c_.log_dir, "directory for config.json (the resolved configuration) and train.jsonl", g);
+    add("--log-dir", c_.log_dir, "directory for config.json (the resolved configuration) and train.jsonl", g)
+        ->type_name("DIR");
     add("--log-every", c_.log_every, "print a line every N steps", g);
     add_switch("--profile", c_.profile,
                "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, "
@@ -401,15 +446,21 @@ void CliSpec::add_logging_and_checkpoint_flags() {
                "print the resolved configuration (JSON) once the flags and the files they name are "
                "checked, and exit: no training, no folders created, no GPU",
                g);
+    add_switch("--version", version,
+               "print the commit this was built from and the CUDA runtime, driver, cuBLASLt, cuDNN and NCCL "
+               "versions (built with, loaded), and exit",
+               g);
     const char* k = "Checkpoints";
     add("--checkpoint-dir", c_.checkpoint_dir,
-        "write checkpoints here (default with --resume: the resume directory)", k);
+        "write checkpoints here (default with --resume: the resume directory)", k)
+        ->type_name("DIR");
     add("--checkpoint-every", c_.checkpoint_every,
         "checkpoint every N steps (0: only at the end and on a signal)", k);
     add("--keep-checkpoints", c_.keep_checkpoints, "keep the newest K checkpoints", k);
     add_switch("--checkpoint-required", c_.checkpoint_required,
                "a failed checkpoint write ends the run (default: a warning, training continues)", k);
-    add("--resume", c_.resume, "continue from the newest valid checkpoint in this directory", k);
+    add("--resume", c_.resume, "continue from the newest valid checkpoint in this directory", k)
+        ->type_name("DIR");
     add("--max-bad-steps", c_.max_bad_steps,
         "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "
         "gradient norm; each such step is skipped",
@@ -421,7 +472,8 @@ void CliSpec::add_gpu_sampling_and_weights_flags() {
     add("--rendezvous", c_.rendezvous,
         "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; default: "
         "from the launcher (mpirun: mpi, torchrun: MASTER_ADDR:MASTER_PORT+1, srun: MASTER_ADDR:MASTER_PORT)",
-        g);
+        g)
+        ->type_name("SPEC");
     add("--comm-timeout", c_.comm_timeout,
         "seconds a rank waits for the others (a dead or hung rank) before it stops with an error", g);
     const char* s = "Sampling";
@@ -434,14 +486,19 @@ void CliSpec::add_gpu_sampling_and_weights_flags() {
     add("--tokenizer", c_.tokenizer,
         "tokenizer file from scripts/prepare_data.py (default: tokenizer.bin next to the train shards; "
         "bytes for --vocab 256)",
-        s);
+        s)
+        ->type_name("FILE");
     const char* w = "Weights";
     add("--init-from", c_.init_from,
         "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
         "model.safetensors / folder (vocabulary padded with zero rows)",
-        w);
+        w)
+        ->type_name("FILE|DIR");
     add("--export", c_.export_path,
-        "write the weights (from --resume or --init-from) and exit; with --export-at-end: after training", w);
+        "write the weights (from --resume or --init-from) and exit; with --export-at-end: after training; a "
+        "file (seed) or a folder (hf)",
+        w)
+        ->type_name("FILE|DIR");
     add_choice("--export-format", &export_format_s_,
                "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
                "(model.safetensors + config.json)",
@@ -559,6 +616,11 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         return usage_error(unexpected_arguments(spec.app));
     } catch (const CLI::ParseError& e) {
         return usage_error(e.what());
+    }
+    if (spec.version) {  // whatever else is given
+        CliResult r;
+        r.version = true;
+        return r;
     }
     if (std::string e = spec.assemble(); !e.empty()) return usage_error(e);
     if (std::string e = validate(*cfg); !e.empty()) return usage_error(e);

@@ -3,6 +3,7 @@
 // Usage in main():
 //   TrainConfig cfg;
 //   CliResult r = parse_cli(argc, argv, &cfg);
+//   if (r.version) { print the versions; return 0; }
 //   if (!r.run) { fputs(r.message.c_str(), r.exit_code == 0 ? stdout : stderr); return r.exit_code; }
 #pragma once
 #include <string>
@@ -12,7 +13,8 @@
 struct CliResult {
     bool run = false;           // true: cfg is filled and valid, go on
     bool print_config = false;  // with run: --print-config (print the resolved configuration, do not train)
-    int exit_code = 0;          // when !run: 0 for --help, 2 for a usage error
+    bool version = false;       // when !run: --version (the caller prints the versions, exit 0)
+    int exit_code = 0;          // when !run: 0 for --help or --version, 2 for a usage error
     std::string
         message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
 };

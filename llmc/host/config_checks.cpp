@@ -155,6 +155,10 @@ std::string validate_integers(const TrainConfig& cfg) {
     at_least("--sample-every", cfg.sample_every, 0);
     at_least("--sample-tokens", cfg.sample_tokens, 1);
     at_least("--top-k", cfg.top_k, 0);
+    // warmup and steps both count the optimizer steps of the whole run (a resumed one too)
+    if (e.str().empty() && cfg.warmup > cfg.steps)
+        e << "--warmup " << cfg.warmup << " exceeds --steps " << cfg.steps
+          << ": the learning rate would never reach --lr (both count the whole run's optimizer steps)";
     if (cfg.total_batch < 0)
         e << "--total-batch: must be >= 0 (0: batch x seq x GPUs), got " << cfg.total_batch;
     if (!cfg.rendezvous.empty()) try {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "llmc/formats/file_checks.h"
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
 
@@ -296,13 +297,9 @@ void export_weights(const std::string& path_or_dir, ExportFormat fmt, const Mode
     write_text_atomic(path_or_dir + "/config.json", hf_config_json(m));
 }
 
-// A folder that export_weights can create files in: "" or why not.
-std::string writable_folder(const std::string& dir) {
-    if (!is_dir(dir)) return "'" + dir + "' is not a folder";
-    if (access(dir.c_str(), W_OK | X_OK) != 0)
-        return "cannot write in '" + dir + "': " + std::strerror(errno);
-    return "";
-}
+// A folder that export_weights can create files in: "" or why not. A file is really created there (and
+// removed): access(W_OK) says yes for root and on /proc, where the export would fail after the whole run.
+std::string writable_folder(const std::string& dir) { return file_creatable_in(dir); }
 
 std::string check_export_destination(const std::string& path_or_dir, ExportFormat fmt) {
     const std::string what = "--export '" + path_or_dir + "': ";

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "llmc/formats/checkpoint.h"
+#include "llmc/formats/file_checks.h"
 #include "llmc/host/logger.h"
 #include "llmc/model/weights_io.h"
 #include "llmc/run/train_state.h"
@@ -59,18 +60,66 @@ std::string check_weight_files(const TrainConfig& cfg) {
     return "";
 }
 
+// --gemm-cache FILE (with --gemm-autotune): a regular file that can be appended to, or one that can be
+// created (its missing folders too, as the cache creates them). The default file under ~/.cache is not
+// checked: a run that cannot store its choices there warns and goes on.
+std::string check_gemm_cache(const TrainConfig& cfg) {
+    const std::string& path = cfg.gemm_cache;
+    if (!cfg.gemm_autotune || path.empty() || path == "none") return "";
+    const std::string what = "--gemm-cache '" + path + "': ";
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) {
+        std::string why;
+        const int fd = open_regular_file(path, &why);
+        if (fd < 0) return what + why;
+        close(fd);
+        if (access(path.c_str(), W_OK) != 0) return what + "cannot write it: " + strerror(errno);
+        return "";
+    }
+    std::string above = path;  // the nearest existing folder above it
+    do {
+        const size_t slash = above.find_last_of('/');
+        above = slash == std::string::npos ? "." : slash == 0 ? "/" : above.substr(0, slash);
+    } while (above != "." && above != "/" && stat(above.c_str(), &st) != 0);
+    const std::string why = file_creatable_in(above);
+    return why.empty() ? "" : what + why;
+}
+
+// The tokenizer beside the shards (scripts/prepare_data.py writes tokenizer.bin next to them), "" if none.
+std::string tokenizer_beside_shards(const TrainConfig& cfg) {
+    if (cfg.train_data == "random") return "";
+    const size_t slash = cfg.train_data.rfind('/');
+    const std::string path =
+        (slash == std::string::npos ? std::string(".") : cfg.train_data.substr(0, slash)) + "/tokenizer.bin";
+    return access(path.c_str(), F_OK) == 0 ? path : "";
+}
+
+// A --vocab far above the tokenizer's (bytes shards trained with GPT-2's 50304): rows that never occur in
+// the data, most of the LM head's work wasted. Past the tokenizer's size rounded up to 128 (50257 -> 50304),
+// a warning naming both numbers; "" when there is no tokenizer to compare with.
+std::string vocab_warning(const TrainConfig& cfg) {
+    const std::string path = cfg.tokenizer.empty() ? tokenizer_beside_shards(cfg) : cfg.tokenizer;
+    if (path.empty()) return "";
+    int tokens = 0;
+    try {
+        tokens = Tokenizer::load(path).vocab_size();
+    } catch (const std::exception&) {
+        return "";  // an unreadable tokenizer is an error where it is used (text samples)
+    }
+    const int padded = (tokens + 127) / 128 * 128;
+    if (cfg.model.vocab_size <= padded) return "";
+    return "--vocab " + std::to_string(cfg.model.vocab_size) + " but the tokenizer '" + path + "' has " +
+           std::to_string(tokens) + " tokens: " + std::to_string(cfg.model.vocab_size - tokens) +
+           " rows of the token embedding (the tied LM head) never occur in the data (for this tokenizer pass "
+           "--vocab " +
+           std::to_string(padded) + ")";
+}
+
 // The tokenizer for text samples: --tokenizer, else tokenizer.bin next to the training shards, else bytes
 // when the vocabulary is 256. The prompt must encode, and the ids must fit the model's vocabulary.
 std::string load_sample_tokenizer(const TrainConfig& cfg, Tokenizer* out) {
     if (cfg.sample_every <= 0) return "";
-    std::string path = cfg.tokenizer;
-    if (path.empty() && cfg.train_data != "random") {
-        const size_t slash = cfg.train_data.rfind('/');
-        const std::string next_to_shards =
-            (slash == std::string::npos ? std::string(".") : cfg.train_data.substr(0, slash)) +
-            "/tokenizer.bin";
-        if (access(next_to_shards.c_str(), R_OK) == 0) path = next_to_shards;
-    }
+    const std::string path = cfg.tokenizer.empty() ? tokenizer_beside_shards(cfg) : cfg.tokenizer;
     const char* flag = cfg.tokenizer.empty() ? "--sample-every" : "--tokenizer";
     try {
         if (!path.empty())
@@ -151,9 +200,8 @@ std::string load_hellaswag(const TrainConfig& cfg, RunPlan* plan) {
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dump.substr(0, slash);
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         return "--eval-hellaswag-dump: '" + dump + "': the folder '" + dir + "' does not exist";
-    if (access(dir.c_str(), W_OK | X_OK) != 0)
-        return "--eval-hellaswag-dump: '" + dump + "': cannot write in '" + dir + "': " + strerror(errno);
-    return "";
+    const std::string why = file_creatable_in(dir);
+    return why.empty() ? "" : "--eval-hellaswag-dump: '" + dump + "': " + why;
 }
 
 }  // namespace
@@ -162,9 +210,12 @@ std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, 
     std::string e = check_export_has_weights(cfg, allow_export_of_init);
     if (e.empty()) e = check_launch(cfg, plan);
     if (e.empty()) e = check_weight_files(cfg);
+    if (e.empty()) e = check_gemm_cache(cfg);
     if (e.empty()) e = load_sample_tokenizer(cfg, &plan->tokenizer);
     if (e.empty()) e = open_token_sources(cfg, plan);
     if (e.empty()) e = load_hellaswag(cfg, plan);
+    if (e.empty())
+        if (std::string w = vocab_warning(cfg); !w.empty()) plan->warnings.push_back(w);
     return e;
 }
 

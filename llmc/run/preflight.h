@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "llmc/formats/dataloader.h"
 #include "llmc/formats/hellaswag.h"
@@ -22,6 +23,8 @@ struct RunPlan {
     std::unique_ptr<TokenSource> val_data;     // B x GPUs rows; null without --val-data
     Tokenizer tokenizer = Tokenizer::bytes();  // for text samples
     std::unique_ptr<HellaSwagSet> hellaswag;   // --eval-hellaswag's examples; null without it
+    std::vector<std::string> warnings;         // likely mistakes that do not stop the run (--vocab past the
+                                               // tokenizer's), one line each, for rank 0 to print
 };
 
 // The read-only checks, cheapest first: flag combinations the CLI cannot judge alone (--export with nothing
@@ -29,7 +32,9 @@ struct RunPlan {
 // gradient accumulation on this many GPUs, --init-from's header against the model, --resume's newest
 // readable checkpoint against the model and recipe, the --export destination, the tokenizer and --prompt
 // (with --sample-every), the train and val shards (every header, the first shard's tokens), and the
-// --eval-hellaswag file (read whole: every example must fit --seq) and its dump's folder. Creates nothing.
+// --eval-hellaswag file (read whole: every example must fit --seq) and its dump's folder, and --gemm-cache.
+// Files are opened only if they are regular files (a FIFO is refused, not waited on); a folder to be
+// written in must take a file (created and removed, nothing else is created).
 // Returns "" and fills *plan, or the one-line error naming the flag.
 std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan);
 // Creates the log directory (rank 0) and the checkpoint directory (rank 0) and checks that files can be
