@@ -245,6 +245,10 @@ std::string validate_reals_and_combinations(const TrainConfig& cfg) {
                std::to_string(cfg.batch);
     if (!cfg.resume.empty() && !cfg.init_from.empty())
         return "--init-from: not with --resume (the checkpoint has the weights)";
+    if (!cfg.resume_if_present.empty() && !cfg.resume.empty())
+        return "--resume-if-present: not with --resume (it is --resume DIR once DIR has a checkpoint)";
+    if (!cfg.resume_if_present.empty() && !cfg.init_from.empty())
+        return "--init-from: not with --resume-if-present (a checkpoint there has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
     if (cfg.log_dir.empty()) return "--log-dir: must not be empty";
     return "";
@@ -303,7 +307,12 @@ const char* to_string(Fp8Format f) { return f == Fp8Format::Hybrid ? "hybrid" : 
 const char* to_string(AmaxAlgo a) { return a == AmaxAlgo::Max ? "max" : "most_recent"; }
 
 std::string checkpoint_dir_of(const TrainConfig& cfg) {
-    return cfg.checkpoint_dir.empty() ? cfg.resume : cfg.checkpoint_dir;
+    if (!cfg.checkpoint_dir.empty()) return cfg.checkpoint_dir;
+    return cfg.resume.empty() ? cfg.resume_if_present : cfg.resume;
+}
+
+void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint) {
+    if (!cfg->resume_if_present.empty() && dir_has_checkpoint) cfg->resume = cfg->resume_if_present;
 }
 
 bool export_only(const TrainConfig& cfg) { return !cfg.export_path.empty() && !cfg.export_at_end; }
@@ -388,6 +397,7 @@ void add_run_json(const TrainConfig& c, json::Value* o) {
     integer("keep_checkpoints", c.keep_checkpoints);
     flag("checkpoint_required", c.checkpoint_required);
     str("resume", c.resume);
+    str("resume_if_present", c.resume_if_present);
     integer("max_bad_steps", c.max_bad_steps);
     str("rendezvous", c.rendezvous);
     o->set("comm_timeout", json_float(c.comm_timeout, /*is_float=*/false));
@@ -526,6 +536,8 @@ std::string output_lines(const TrainConfig& c) {
             "at the end, the newest " + std::to_string(c.keep_checkpoints) + " kept";
     s += "\n";
     if (!c.resume.empty()) s += "  resume       the newest valid checkpoint in " + c.resume + "\n";
+    if (c.resume.empty() && !c.resume_if_present.empty())
+        s += "  resume       none: no checkpoint in " + c.resume_if_present + " yet, starting fresh\n";
     if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
     if (!c.export_path.empty())
         s += "  export       " + c.export_path + " (" + (c.export_hf ? "Hugging Face GPT-2" : "seed") +
