@@ -27,7 +27,7 @@
 #   BATCH         micro-batch per GPU [llm.c's: 64, 64, 32, 16]; the tokens per step stay llm.c's
 #   TRAIN_GPT     the binary [./train_gpt of this checkout]
 #   WARMUP_STEPS  steps of the timing run before training [6]
-#   RETRIES       re-runs after a failure [0]
+#   RETRIES       re-runs after a failure [0], RETRY_DELAY seconds apart [10]
 #   DRY_RUN=1     no GPU, no training: prepares a generated tiny corpus and HellaSwag file with the data scripts
 #                 (byte tokenizer) and runs the recipe's flags on them through train_gpt --print-config (with
 #                 GPUS > 1 as one of GPUS ranks), then prints the plan and the command it would run.
@@ -64,6 +64,7 @@ BATCH=${BATCH:-$MICRO}
 TRAIN_GPT=${TRAIN_GPT:-$ROOT/train_gpt}
 WARMUP_STEPS=${WARMUP_STEPS:-6}
 RETRIES=${RETRIES:-0}
+RETRY_DELAY=${RETRY_DELAY:-10}
 DRY_RUN=${DRY_RUN:-0}
 SEQ=1024
 
@@ -152,7 +153,12 @@ measure_step_ms() {
   fi
   python3 - "$dir/train.jsonl" <<'PY'
 import json, statistics, sys
-ms = [r["step_ms"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train"]
+try:
+    ms = [r["step_ms"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train" and "step_ms" in r]
+except (OSError, ValueError) as e:
+    sys.exit(f"error: the warm-up's log {sys.argv[1]} does not read ({e})")
+if not ms:
+    sys.exit(f"error: the warm-up's log {sys.argv[1]} has no step times")
 print(f"{statistics.median(ms[2:] or ms):.1f}")
 PY
 }
@@ -210,7 +216,7 @@ if [ -f "$OUT/DONE" ]; then
 fi
 mkdir -p "$OUT"
 ms=""
-if [ "$WARMUP_STEPS" -gt 0 ]; then ms=$(measure_step_ms "$@"); fi
+if [ "$WARMUP_STEPS" -gt 0 ] && ! ms=$(measure_step_ms "$@"); then exit 2; fi
 print_plan "$ms" "$(newest_step)"
 recipe_flags "$TRAIN_DATA" "$VAL_DATA" "$HELLASWAG"
 
@@ -232,6 +238,6 @@ while true; do
     exit $rc
   fi
   attempt=$((attempt + 1))
-  echo "gpt2 $SIZE: train_gpt failed (status $rc); retry $attempt of $RETRIES in 10 s" >&2
-  sleep 10
+  echo "gpt2 $SIZE: train_gpt failed (status $rc); retry $attempt of $RETRIES in $RETRY_DELAY s" >&2
+  sleep "$RETRY_DELAY"
 done
