@@ -31,14 +31,14 @@ while read -r size steps lr final total every model; do
     continue
   fi
   cfg="$out/dry_run/config.json" got=""
-  for kv in "model=$model" "precision=fp8" "steps=$steps" "lr=$lr" "final_lr_frac=$final" "total_batch=$total" \
+  for kv in "model=$model" "gelu=tanh" "precision=fp8" "steps=$steps" "lr=$lr" "final_lr_frac=$final" "total_batch=$total" \
     "checkpoint_every=$every" "warmup=700" "weight_decay=0.1" "val_every=250" "eval_every=250" "seq=1024" \
     "resume_if_present=$out/checkpoints" "resume=" "log_dir=$out"; do
     [ "$(json "${kv%%=*}" "$cfg")" = "${kv#*=}" ] || got="$got ${kv%%=*}=$(json "${kv%%=*}" "$cfg") (want ${kv#*=});"
   done
   tokens=$(python3 -c "print(f'{$steps * $total / 1e9:.2f}B = $steps steps x $total tokens')")
   grep -q "tokens      $tokens" "$WORK/$size.log" || got="$got plan without '$tokens';"
-  grep -q "^would run: .*train_gpt --model $model --precision fp8 " "$WORK/$size.log" || got="$got no command;"
+  grep -q "^would run: .*train_gpt --model $model --gelu tanh --precision fp8 " "$WORK/$size.log" || got="$got no command;"
   [ -n "$(ls "$out"/dry_run/data/fineweb_train_*.bin 2>/dev/null)" ] && [ -s "$out/dry_run/hellaswag.bin" ] ||
     got="$got no shards or HellaSwag file;"
   if [ -z "$got" ]; then pass "dry_run_$size ($tokens, lr $lr)"; else fail "dry_run_$size" "$got"; fi

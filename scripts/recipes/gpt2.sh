@@ -5,7 +5,8 @@
 #   bash scripts/recipes/gpt2.sh SIZE [extra train_gpt flags...]       SIZE: 124m | 350m | 774m | 1558m
 #
 # llm.c's numbers per size (steps, peak lr, final lr, tokens per step, checkpoint interval, micro-batch); the
-# same for all: 1024-token sequences, AdamW (0.9, 0.95) with weight decay 0.1, gradient clip 1.0, 700 warmup
+# same for all: GPT-2's tanh GELU (as llm.c; the Hugging Face export then computes the same function), 1024-token
+# sequences, AdamW (0.9, 0.95) with weight decay 0.1, gradient clip 1.0, 700 warmup
 # steps then a cosine decay, validation (20 batches) and HellaSwag every 250 steps, samples of 144 tokens.
 #
 # Restartable: checkpoints go to $OUT/checkpoints and the run is started with --resume-if-present, so the same
@@ -85,7 +86,7 @@ printf -v LAST_CKPT '%s/ckpt_%08d.safetensors' "$CKPT" "$STEPS"
 # The run's flags (llm.c's hyperparameters) into the array FLAGS; the data paths are arguments so that the dry
 # run can swap them (globs stay unexpanded: train_gpt reads them).
 recipe_flags() {  # train-glob val-glob hellaswag-file
-  FLAGS=(--model "$MODEL" --precision "$PRECISION" --train-data "$1" --val-data "$2" --val-every 250
+  FLAGS=(--model "$MODEL" --gelu tanh --precision "$PRECISION" --train-data "$1" --val-data "$2" --val-every 250
     --val-batches 20 --eval-hellaswag "$3" --eval-every 250 --total-batch "$TOTAL_BATCH" --batch "$BATCH"
     --seq "$SEQ" --steps "$STEPS" --lr "$LR" --warmup 700 --schedule cosine --final-lr-frac "$FINAL_LR_FRAC"
     --weight-decay 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95 --log-dir "$OUT" --log-every 10
