@@ -26,6 +26,7 @@
 #   PRECISION     fp8 | bf16 [fp8]
 #   GPUS          processes, one per GPU [the GPUs nvidia-smi -L lists]; more than one: mpirun (else torchrun)
 #   BATCH         micro-batch per GPU [llm.c's: 64, 64, 32, 16]; the tokens per step stay llm.c's
+#   STEPS         optimizer steps [llm.c's]; the schedule follows (warmup: 700 steps, at most a tenth of them)
 #   TRAIN_GPT     the binary [./train_gpt of this checkout]
 #   WARMUP_STEPS  steps of the timing run before training [6]
 #   RETRIES       re-runs after a failure [0], RETRY_DELAY seconds apart [10]
@@ -44,17 +45,18 @@ SIZE=${1:-}
 [ $# -gt 0 ] && shift
 # size: steps, peak lr, final lr fraction, tokens per step, checkpoint every, micro-batch, model preset, data
 case "$SIZE" in
-  124m) STEPS=18865 LR=0.0006 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=5000 MICRO=64 MODEL=124m
+  124m) DEFAULT_STEPS=18865 LR=0.0006 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=5000 MICRO=64 MODEL=124m
     DEFAULT_DATA=data/fineweb10B ;;
-  350m) STEPS=60000 LR=0.0003 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=2000 MICRO=64 MODEL=350m
+  350m) DEFAULT_STEPS=60000 LR=0.0003 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=2000 MICRO=64 MODEL=350m
     DEFAULT_DATA=data/fineweb100B ;;
-  774m) STEPS=286102 LR=0.00025 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=4000 MICRO=32 MODEL=774m
+  774m) DEFAULT_STEPS=286102 LR=0.00025 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=4000 MICRO=32 MODEL=774m
     DEFAULT_DATA=data/fineweb100B ;;
-  1558m) STEPS=32000 LR=0.0006 FINAL_LR_FRAC=0.1 TOTAL_BATCH=1048576 CKPT_EVERY=2000 MICRO=16 MODEL=1.5b
+  1558m) DEFAULT_STEPS=32000 LR=0.0006 FINAL_LR_FRAC=0.1 TOTAL_BATCH=1048576 CKPT_EVERY=2000 MICRO=16 MODEL=1.5b
     DEFAULT_DATA=data/edu_fineweb100B ;;
   *) die "usage: bash scripts/recipes/gpt2.sh 124m|350m|774m|1558m [extra train_gpt flags...] (got '${SIZE}')" ;;
 esac
 
+STEPS=${STEPS:-$DEFAULT_STEPS}
 OUT=${OUT:-runs/gpt2_$SIZE}
 DATA=${DATA:-$DEFAULT_DATA}
 TRAIN_DATA=${TRAIN_DATA:-$DATA/fineweb_train_*.bin}
@@ -75,12 +77,14 @@ if [ -z "${GPUS:-}" ]; then
   [ "$DRY_RUN" = 1 ] || nvidia-smi -L >/dev/null 2>&1 ||
     die "no GPU found (nvidia-smi -L failed); DRY_RUN=1 checks the recipe without one"
 fi
+[[ "$STEPS" =~ ^[1-9][0-9]*$ ]] || die "STEPS must be a positive integer, got '$STEPS'"
 [[ "$GPUS" =~ ^[1-9][0-9]*$ ]] || die "GPUS must be a positive integer, got '$GPUS'"
 [[ "$WARMUP_STEPS" =~ ^[0-9]+$ ]] || die "WARMUP_STEPS must be an integer >= 0, got '$WARMUP_STEPS'"
 [[ "$RETRIES" =~ ^[0-9]+$ ]] || die "RETRIES must be an integer >= 0, got '$RETRIES'"
 [ -x "$TRAIN_GPT" ] || die "$TRAIN_GPT: not built (run make in $ROOT, or set TRAIN_GPT)"
 
 CKPT="$OUT/checkpoints"
+WARMUP=$((STEPS / 10 < 700 ? STEPS / 10 : 700))  # llm.c's 700; a tenth of a short trial's steps
 printf -v LAST_CKPT '%s/ckpt_%08d.safetensors' "$CKPT" "$STEPS"
 
 # The run's flags (llm.c's hyperparameters) into the array FLAGS; the data paths are arguments so that the dry
@@ -88,7 +92,7 @@ printf -v LAST_CKPT '%s/ckpt_%08d.safetensors' "$CKPT" "$STEPS"
 recipe_flags() {  # train-glob val-glob hellaswag-file
   FLAGS=(--model "$MODEL" --gelu tanh --precision "$PRECISION" --train-data "$1" --val-data "$2" --val-every 250
     --val-batches 20 --eval-hellaswag "$3" --eval-every 250 --total-batch "$TOTAL_BATCH" --batch "$BATCH"
-    --seq "$SEQ" --steps "$STEPS" --lr "$LR" --warmup 700 --schedule cosine --final-lr-frac "$FINAL_LR_FRAC"
+    --seq "$SEQ" --steps "$STEPS" --lr "$LR" --warmup "$WARMUP" --schedule cosine --final-lr-frac "$FINAL_LR_FRAC"
     --weight-decay 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95 --log-dir "$OUT" --log-every 10
     --resume-if-present "$CKPT" --checkpoint-every "$CKPT_EVERY" --keep-checkpoints 2 --sample-every 5000
     --sample-tokens 144)
@@ -113,15 +117,16 @@ fi
 
 human_time() {  # seconds -> "3 h 12 min"
   awk -v s="$1" 'BEGIN { h = int(s / 3600); m = int((s - 3600 * h) / 60 + 0.5);
-    if (h >= 48) printf "%.1f days", s / 86400; else if (h > 0) printf "%d h %d min", h, m; else printf "%d min", m }'
+    if (h >= 48) printf "%.1f days", s / 86400; else if (h > 0) printf "%d h %d min", h, m;
+    else if (s >= 60) printf "%d min", m; else printf "%d s", s + 0.5 }'
 }
 
 print_plan() {  # ms-per-step ("" when not measured) first-step
   local tokens
   tokens=$(awk -v s="$STEPS" -v b="$TOTAL_BATCH" 'BEGIN { printf "%.2fB", s * b / 1e9 }')
   echo "plan: GPT-2 $SIZE ($MODEL), $PRECISION, $GPUS GPU(s), micro-batch $BATCH x $SEQ"
-  echo "  tokens      $tokens = $STEPS steps x $TOTAL_BATCH tokens (llm.c's)"
-  echo "  schedule    lr $LR, 700 warmup steps, cosine to $FINAL_LR_FRAC x lr, weight decay 0.1"
+  echo "  tokens      $tokens = $STEPS steps x $TOTAL_BATCH tokens$([ "$STEPS" = "$DEFAULT_STEPS" ] && echo " (llm.c's)")"
+  echo "  schedule    lr $LR, $WARMUP warmup steps, cosine to $FINAL_LR_FRAC x lr, weight decay 0.1"
   echo "  evaluation  validation and HellaSwag every 250 steps; checkpoints every $CKPT_EVERY steps in $CKPT"
   [ "$2" -gt 0 ] && echo "  resume      from step $2 (the newest checkpoint in $CKPT)"
   if [ -n "$1" ]; then
@@ -140,15 +145,31 @@ newest_step() {  # the step of the newest checkpoint in $CKPT, 0 without one
   [ -n "$f" ] && basename "$f" .safetensors | sed 's/^ckpt_0*//; s/^$/0/' || echo 0
 }
 
+# The user's extra flags without those of evaluation, samples and checkpoints (the warm-up has none).
+step_flags() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --val-data | --val-every | --val-batches | --eval-hellaswag | --eval-every | --eval-hellaswag-dump | \
+        --checkpoint-dir | --checkpoint-every | --keep-checkpoints | --resume | --resume-if-present | \
+        --sample-every | --sample-tokens | --prompt | --temperature | --top-k | --tokenizer | --log-dir) shift ;;
+      --checkpoint-required | --val-* | --eval-* | --checkpoint-* | --keep-* | --resume* | --sample-* | \
+        --prompt* | --temperature* | --top-k* | --tokenizer* | --log-dir*) ;;
+      *) printf '%s\0' "$1" ;;
+    esac
+    shift
+  done
+}
+
 # The warm-up: WARMUP_STEPS steps with the run's flags in $OUT/warmup (no evaluation, no checkpoint); prints
 # the median step_ms of its steps after the first two (autotuning, graph capture).
 measure_step_ms() {
-  local dir="$OUT/warmup"
+  local dir="$OUT/warmup" extra=()
   rm -rf "$dir"
   mkdir -p "$dir"
-  if ! "${LAUNCH[@]}" "$TRAIN_GPT" --model "$MODEL" --precision "$PRECISION" --train-data "$TRAIN_DATA" \
-    --total-batch "$TOTAL_BATCH" --batch "$BATCH" --seq "$SEQ" --steps "$WARMUP_STEPS" --log-dir "$dir" \
-    --log-every 1 "$@" > "$dir/stdout.txt" 2>&1; then
+  while IFS= read -r -d '' a; do extra+=("$a"); done < <(step_flags "$@")
+  if ! "${LAUNCH[@]}" "$TRAIN_GPT" --model "$MODEL" --gelu tanh --precision "$PRECISION" --train-data \
+    "$TRAIN_DATA" --total-batch "$TOTAL_BATCH" --batch "$BATCH" --seq "$SEQ" --steps "$WARMUP_STEPS" \
+    --log-dir "$dir" --log-every 1 "${extra[@]}" > "$dir/stdout.txt" 2>&1; then
     tail -1 "$dir/stdout.txt" >&2
     die "the warm-up run failed (its output: $dir/stdout.txt)"
   fi
