@@ -74,11 +74,17 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-# The driver with its fault hook compiled in (test/gpu_lifecycle.sh): the trainer itself has none.
-$(BUILD)/test/train_gpt_faults.o: train_gpt.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_FAULT_INJECTION $(DEPFLAGS) -c $< -o $@
-$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/libllmc.a
+# The GPU tests' side of the model: the one-call-at-a-time API (test/gpt_testing.h), an archive so that a
+# test binary takes it only when it calls it.
+TESTING_LIB := $(BUILD)/test/libgpt_testing.a
+$(TESTING_LIB): $(BUILD)/test/gpt_testing.o
+	@rm -f $@
+	ar rcs $@ $^
+
+# The same driver object with the fault hooks (test/train_gpt_faults.cpp, for test/gpu_lifecycle.sh and
+# test/gpu_multi.sh) linked ahead of the library, replacing its default driver_hooks().
+$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/train_gpt.o $(TESTING_LIB) \
+                                $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
@@ -90,10 +96,10 @@ $(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/ru
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
-$(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libllmc.a
+$(BUILD)/dev/%: $(BUILD)/dev/%.o $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(BUILD)/libllmc.a
+$(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/

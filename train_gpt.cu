@@ -28,13 +28,11 @@
 #include "llmc/model/gpt.h"
 #include "llmc/model/weights_io.h"
 #include "llmc/parallel/comm.h"
+#include "llmc/run/driver_hooks.h"
 #include "llmc/run/generate.h"
 #include "llmc/run/hellaswag_eval.h"
 #include "llmc/run/preflight.h"
 #include "llmc/run/train_state.h"
-#ifdef TRAIN_GPT_FAULT_INJECTION
-#include "llmc/model/gpt_testing.h"
-#endif
 
 namespace {
 
@@ -53,29 +51,6 @@ struct NvtxRange {
     ~NvtxRange() { nvtxRangePop(); }
 };
 
-#ifdef TRAIN_GPT_FAULT_INJECTION
-// Only in the test build of this driver (build/test/train_gpt_faults; the trainer itself has no test hook):
-// TRAIN_GPT_TEST_POISON_STEP=k launches step k with NaN gradients (test/gpu_lifecycle.sh), and
-// TRAIN_GPT_TEST_EXPORT_INIT=1 lets --export write the initial weights (test/gpu_multi.sh checks that the
-// sharded initialization gathers to the one-GPU weights; for users that is a mistake).
-void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
-    const char* v = getenv("TRAIN_GPT_TEST_POISON_STEP");
-    if (v && step == atoi(v))
-        gpt_testing::launch_step_with_nan_gradients(*model, adamw, opt_step);
-    else
-        model->launch_step(adamw, opt_step);
-}
-bool test_export_of_init() {
-    const char* v = getenv("TRAIN_GPT_TEST_EXPORT_INIT");
-    return v && std::string(v) == "1";
-}
-#else
-void launch_training_step(GptModel* model, const AdamWSettings& adamw, int opt_step, int step) {
-    model->launch_step(adamw, opt_step);
-}
-bool test_export_of_init() { return false; }
-#endif
-
 // One optimizer step: every micro-step's tokens staged, the step launched (one CUDA graph once captured) and
 // waited for. A non-finite loss or gradient norm skips the step on the device (every rank sees the same
 // all-reduced values, so all skip together). first_step: this process's first, which also builds the
@@ -86,7 +61,7 @@ StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSet
     for (int k = 0; k < batch.micro_steps(); k++)
         model->stage_micro_batch(k, batch.inputs_of(k), batch.targets_of(k));
     comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
-    launch_training_step(model, adamw, opt_step, step);
+    driver_hooks().launch_step(*model, adamw, opt_step, step);
     const StepOutcome r = model->wait_step(health);
     comm->disarm();
     return r;
@@ -535,7 +510,7 @@ int main(int argc, char** argv) {
     }
     resolve_resume_if_present(&cfg, !list_checkpoints(cfg.resume_if_present).empty());
     RunPlan plan;
-    if (std::string e = check_before_gpu(cfg, test_export_of_init(), &plan); !e.empty())
+    if (std::string e = check_before_gpu(cfg, driver_hooks().allow_export_of_init(), &plan); !e.empty())
         fatal_usage("%s", e.c_str());
     if (cli.print_config) {
         fputs(to_json(cfg, num_parameters(cfg.model)).c_str(), stdout);

@@ -7,7 +7,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0
 BIN=${TRAIN_GPT:-./train_gpt}
-FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with its fault hook compiled in
+FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with its fault hooks linked in
 WORK=$(mktemp -d /tmp/gpu_lifecycle_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 read -r -a MODEL <<< "${LIFECYCLE_ARGS:---model 124m --batch 8 --seq 1024}"

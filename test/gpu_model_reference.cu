@@ -28,7 +28,7 @@
 #include "llmc/host/check.h"
 #include "llmc/host/config.h"
 #include "llmc/model/gpt.h"
-#include "llmc/model/gpt_testing.h"
+#include "test/gpt_testing.h"
 #include "test/numeric.h"
 #include "test/require_gpu.h"
 #include "test/testing.h"

@@ -21,7 +21,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0
 BIN=${TRAIN_GPT:-./train_gpt}
-FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with its test hooks compiled in
+FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with its test hooks linked in
 BF16_TOL=${BF16_TOL:-2e-3}
 FP8_TOL=${FP8_TOL:-5e-3}
 LOSS_TOL=$BF16_TOL

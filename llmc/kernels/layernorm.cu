@@ -70,6 +70,36 @@ __host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int s
     return (size_t)stages * threads * (3 * ch * sizeof(x128) + sizeof(float2));
 }
 
+// The two per-row sums over the whole block, in a fixed order: warp sums, then the warps' partials in warp
+// order (red: this row's half of the double buffer; one __syncthreads).
+__device__ __forceinline__ float2 block_sum_pair(float2* red, float s1, float s2, int lane, int warp,
+                                                 int num_warps) {
+    s1 = warp_reduce_sum(s1);
+    s2 = warp_reduce_sum(s2);
+    if (lane == 0) red[warp] = make_float2(s1, s2);
+    __syncthreads();
+    float t1 = 0.0f, t2 = 0.0f;
+    for (int i = 0; i < num_warps; i++) {
+        const float2 v = red[i];
+        t1 += v.x;
+        t2 += v.y;
+    }
+    return make_float2(t1, t2);
+}
+
+// One 16-byte chunk of dinp: g + rstd (dnorm - mean(dnorm) - xhat mean(dnorm xhat)), g the gradient there.
+__device__ __forceinline__ x128 dinp_chunk(const x128& d, const x128& x, const x128& g, const x128& w,
+                                           float m, float r, float t1, float t2) {
+    x128 o;
+#pragma unroll
+    for (int i = 0; i < x128::size; i++) {
+        const float xh = (__bfloat162float(x[i]) - m) * r;
+        const float dn = __bfloat162float(w[i]) * __bfloat162float(d[i]);
+        o[i] = __float2bfloat16(__bfloat162float(g[i]) + r * (dn - t1 - xh * t2));
+    }
+    return o;
+}
+
 // Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
 // (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. Each
 // thread copies its own chunks of the next S - 1 rows (and the rows' mean and rstd) into its own
@@ -156,33 +186,13 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
                 }
             }
         }
-        s1 = warp_reduce_sum(s1);
-        s2 = warp_reduce_sum(s2);
-        if (lane == 0) red[buf][warp] = make_float2(s1, s2);
-        __syncthreads();
-        float t1 = 0.0f, t2 = 0.0f;
-        for (int i = 0; i < num_warps; i++) {
-            const float2 v = red[buf][i];
-            t1 += v.x;
-            t2 += v.y;
-        }
+        const float2 t = block_sum_pair(red[buf], s1, s2, lane, warp, num_warps);
         buf ^= 1;
-        t1 *= inv_c;
-        t2 *= inv_c;
-
+        const float t1 = t.x * inv_c, t2 = t.y * inv_c;
 #pragma unroll
-        for (int j = 0; j < CH; j++) {
-            if (act[j]) {
-                x128 o;
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) {
-                    const float xh = (__bfloat162float(x[j][i]) - m) * r;
-                    const float dn = __bfloat162float(w[j][i]) * __bfloat162float(d[j][i]);
-                    o[i] = __float2bfloat16(__bfloat162float(g[j][i]) + r * (dn - t1 - xh * t2));
-                }
-                store128(dinp + (size_t)row * C + cs[j], o);
-            }
-        }
+        for (int j = 0; j < CH; j++)
+            if (act[j])
+                store128(dinp + (size_t)row * C + cs[j], dinp_chunk(d[j], x[j], g[j], w[j], m, r, t1, t2));
     }
     __pipeline_wait_prior(0);  // no copy may still be writing shared memory when the block exits
 

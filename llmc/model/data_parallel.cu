@@ -62,3 +62,11 @@ void DataParallelComm::gather_weights() {
     }
     compute_after_comm();
 }
+
+void DataParallelComm::all_gather(const float* chunk, float* whole, size_t n) {
+    CHECK_NCCL(ncclAllGather(chunk, whole, n, ncclFloat32, comm_->nccl(), comm_->stream()));
+}
+
+void DataParallelComm::all_gather(const bf16* chunk, bf16* whole, size_t n) {
+    CHECK_NCCL(ncclAllGather(chunk, whole, n, ncclBfloat16, comm_->nccl(), comm_->stream()));
+}

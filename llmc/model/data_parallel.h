@@ -1,7 +1,7 @@
 // The model's collectives over the data-parallel ranks (one process per GPU, llmc/parallel/comm.h), on the
 // communication stream and ordered against the compute stream by events: the all-reduce of a few floats,
-// the per-layer reduce-scatter of the gradients into each rank's ZeRO-1 shard, and the all-gather of the new
-// BF16 weights. With one GPU nothing is communicated.
+// the per-layer reduce-scatter of the gradients into each rank's ZeRO-1 shard, the all-gather of the new
+// BF16 weights, and the gather of whole state tensors for checkpoints. With one GPU nothing is communicated.
 #pragma once
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/model/params.h"
@@ -34,6 +34,10 @@ class DataParallelComm {
     void reduce_scatter_grads(int l);
     // Every rank's updated shard of the BF16 working weights to every rank, one group per layer.
     void gather_weights();
+    // Every rank's n elements at `chunk` into `whole` (world x n, rank order), on the communication stream
+    // alone: the caller orders it against the compute stream (comm_after_compute) and waits for it.
+    void all_gather(const float* chunk, float* whole, size_t n);
+    void all_gather(const bf16* chunk, bf16* whole, size_t n);
 
   private:
     Communicator* comm_;

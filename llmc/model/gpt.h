@@ -1,8 +1,8 @@
 // The GPT model on the GPU: built once for a precision (the recipe and the Linear layers chosen then), then
 // trained step by step: stage the micro-batches, launch the step, wait for it. The parameter layout (names,
 // shapes, canonical order) is llmc/model/layout.h; weights are in PyTorch's nn.Linear layout [out, in]; qkv
-// output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part. The
-// one-call-at-a-time API the tests use is llmc/model/gpt_testing.h.
+// output columns are [q | k | v], each C wide, head h at columns h*D .. h*D+D-1 of each part. The tests'
+// one-call-at-a-time API (test/gpt_testing.h) reaches the parts through GptModelTestAccess.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,6 +14,7 @@
 
 struct GpuContext;
 class Communicator;
+struct GptModelTestAccess;  // defined by the tests only
 
 // One tensor of the training state, whole (for checkpoints): dtype as in safetensors ("F32").
 struct StateTensorInfo {
@@ -131,10 +132,10 @@ class GptModel {
     void update_peak_memory();
     size_t peak_memory_bytes() const;
 
-    // The model's own translation units and its test API (llmc/model/gpt_testing.h) reach its parts here.
+    // The model's parts (llmc/model/gpt_impl.cuh), for its own translation units.
     struct Impl;
-    Impl& internals() const { return *impl_; }
 
   private:
+    friend struct GptModelTestAccess;
     Impl* impl_;
 };

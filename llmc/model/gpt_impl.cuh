@@ -1,7 +1,7 @@
 // GptModel's parts, shared by its translation units (gpt.cu: building the model; gpt_forward.cu and
 // gpt_backward.cu: the passes; gpt_update.cu: the optimizer step; gpt_launch.cu: the step as one CUDA graph;
-// gpt_state.cu: weights and state in and out; gpt_testing.cu: the one-call-at-a-time test API). Not part of
-// the API. Each part has one job: the parameters and optimizer state, the activations, the scaling recipe,
+// gpt_state.cu: weights and state in and out) and by the tests' one-call-at-a-time API. Not part of the
+// API. Each part has one job: the parameters and optimizer state, the activations, the scaling recipe,
 // the step runtime, the collectives, and the Linear layers whose precision was chosen when the model was
 // built.
 #pragma once
@@ -25,6 +25,15 @@
 // The per-layer slice of each LayerNorm parameter (the Linears hold their own weights).
 struct LayerNormParams {
     const bf16 *ln1w, *ln1b, *ln2w, *ln2b;
+};
+
+// The one seam the tests have inside a training step (test/gpt_testing.cu sets it around a launch; the
+// trainer never does). A step with hooks runs uncaptured.
+struct StepTestHooks {
+    virtual ~StepTestHooks() = default;
+    // After the last micro-step's reduce-scatter (the compute stream already waits for it), before the update
+    // reads the gradients: e.g. poison them.
+    virtual void before_update(GptModel::Impl& s) const = 0;
 };
 
 struct GptModel::Impl {
@@ -58,6 +67,7 @@ struct GptModel::Impl {
     int micro = 0;  // backward passes since the last update
     bool have_targets = false;
     size_t peak_bytes = 0;
+    const StepTestHooks* test_hooks = nullptr;  // null but in tests
 
     Linear& linear(int l, int kind) { return *block_linears[(size_t)kLinearsPerLayer * l + kind]; }
     LayerNormParams layernorm_params(int l) const {

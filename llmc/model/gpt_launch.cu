@@ -7,7 +7,6 @@
 
 #include "llmc/kernels/encoder.cuh"
 #include "llmc/model/gpt_impl.cuh"
-#include "llmc/model/gpt_testing.h"
 
 void GptModel::stage_micro_batch(int k, const int* inputs_BT, const int* targets_BT) {
     Impl& s = *impl_;
@@ -29,16 +28,16 @@ void GptModel::stage_micro_batch(int k, const int* inputs_BT, const int* targets
     s.runtime.upload(k, s.ctx->stream);
 }
 
-// Every micro-step's forward and backward, then the update. nan_gradients (tests): the gradients are
-// filled with NaN before the update, after the reduce-scatter that reads them.
-static void run_step(GptModel::Impl& s, const AdamWSettings& a, bool nan_gradients) {
+// Every micro-step's forward and backward, then the update. Test hooks (uncaptured steps only) see the
+// gradients after the reduce-scatter that reads them.
+static void run_step(GptModel::Impl& s, const AdamWSettings& a) {
     for (int k = 0; k < s.accum_steps; k++) {
         forward_pass(s, k, /*training=*/true, /*with_targets=*/true);
         backward_pass(s);
     }
-    if (nan_gradients) {
+    if (s.test_hooks) {
         if (s.dp.sharded()) s.dp.compute_after_comm();
-        CHECK_CUDA(cudaMemsetAsync(s.params.grads, 0xFF, s.params.P * sizeof(bf16), s.ctx->stream));
+        s.test_hooks->before_update(s);
     }
     update_pass(s, a.grad_clip, a.beta1, a.beta2, a.eps);
 }
@@ -50,7 +49,7 @@ static void capture_step(GptModel::Impl& s, const AdamWSettings& a) {
     cudaGraph_t captured = nullptr;
     const auto t0 = std::chrono::steady_clock::now();
     CHECK_CUDA(cudaStreamBeginCapture(s.ctx->stream, cudaStreamCaptureModeThreadLocal));
-    run_step(s, a, false);
+    run_step(s, a);
     CHECK_CUDA(cudaStreamEndCapture(s.ctx->stream, &captured));
     CHECK_CUDA(cudaGraphInstantiate(&r.graph, captured, 0));
     size_t nodes = 0;
@@ -61,7 +60,8 @@ static void capture_step(GptModel::Impl& s, const AdamWSettings& a) {
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
-static void launch(GptModel::Impl& s, const AdamWSettings& a, int t, bool nan_gradients) {
+void GptModel::launch_step(const AdamWSettings& a, int t) {
+    Impl& s = *impl_;
     StepRuntime& r = s.runtime;
     CHECK(!r.in_flight, "launch_step: the previous step was not waited for (wait_step)");
     CHECK(s.micro == 0, "launch_step after %d forward/backward calls", s.micro);
@@ -69,7 +69,7 @@ static void launch(GptModel::Impl& s, const AdamWSettings& a, int t, bool nan_gr
     s.recipe->begin_step();
     // Captured: after one uncaptured step (it builds the cuBLASLt/cuDNN plans and sizes the workspaces), not
     // while the recipe runs other kernels (calibration, stale weights), not when profiling or in tests.
-    const bool graph = s.options.cuda_graph && r.eager_steps > 0 && !nan_gradients && !s.timer.enabled() &&
+    const bool graph = s.options.cuda_graph && r.eager_steps > 0 && !s.test_hooks && !s.timer.enabled() &&
                        s.recipe->step_capturable();
     if (graph && r.graph && r.graph_cudnn_workspace != s.ctx->cudnn_workspace) {
         CHECK_CUDA(cudaGraphExecDestroy(r.graph));  // the attention workspace moved: capture again
@@ -79,16 +79,10 @@ static void launch(GptModel::Impl& s, const AdamWSettings& a, int t, bool nan_gr
     if (graph) {
         CHECK_CUDA(cudaGraphLaunch(r.graph, s.ctx->stream));
     } else {
-        run_step(s, a, nan_gradients);
+        run_step(s, a);
         r.eager_steps++;
     }
     r.in_flight = true;
-}
-
-void GptModel::launch_step(const AdamWSettings& a, int t) { launch(*impl_, a, t, false); }
-
-void gpt_testing::launch_step_with_nan_gradients(GptModel& model, const AdamWSettings& a, int t) {
-    launch(model.internals(), a, t, true);
 }
 
 StepOutcome GptModel::wait_step(Fp8Health* health) {

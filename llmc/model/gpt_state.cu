@@ -19,9 +19,6 @@ static void shard_from_host(GptModel::Impl& s, T* shard_buffer, int k, const T* 
                                    sh.view.chunk * sizeof(T), cudaMemcpyHostToDevice, s.ctx->stream));
 }
 
-static ncclDataType_t nccl_type(const float*) { return ncclFloat32; }
-static ncclDataType_t nccl_type(const bf16*) { return ncclBfloat16; }
-
 // Whole parameter tensor k of a sharded buffer into host_tensor (nullptr: take part in the gather only). With
 // several ranks a collective: each slice is all-gathered into `scratch` (one FP32 slice's bytes).
 template <class T>
@@ -38,8 +35,7 @@ static void shard_to_host(GptModel::Impl& s, const T* shard_buffer, int k, T* ho
     cudaStream_t cs = s.dp.comm()->stream();
     T* gathered = reinterpret_cast<T*>(scratch);
     for (size_t sl = 0; sl < sh.slices; sl++) {
-        CHECK_NCCL(ncclAllGather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, gathered, sh.view.chunk,
-                                 nccl_type(shard_buffer), s.dp.comm()->nccl(), cs));
+        s.dp.all_gather(shard_buffer + sh.shard_offset + sl * sh.view.chunk, gathered, sh.view.chunk);
         if (host_tensor)
             CHECK_CUDA(cudaMemcpyAsync(host_tensor + sl * sh.slice_numel, gathered,
                                        sh.slice_numel * sizeof(T), cudaMemcpyDeviceToHost, cs));

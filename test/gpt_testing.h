@@ -1,5 +1,6 @@
 // GptModel's step one call at a time, for the tests (not the trainer): each part of a step separately,
-// with the hooks that poison buffers. Include only from test/ and dev/.
+// with the hooks that poison buffers. Linked into the GPU tests (build/test/libgpt_testing.a); the library
+// knows nothing of it.
 #pragma once
 #include "llmc/model/gpt.h"
 
