@@ -255,7 +255,10 @@ while true; do
   elif [ $rc = 0 ]; then
     echo "gpt2 $SIZE: stopped at step $(newest_step) of $STEPS; the same command continues it"
     exit 0
-  elif [ $rc = 2 ] || [ "$attempt" -ge "$RETRIES" ]; then  # 2: a usage error, found before training
+  elif [ $rc = 2 ]; then  # a usage error, found before training: retrying would not help
+    echo "gpt2 $SIZE: train_gpt refused the flags or files (status 2; its error line is above)" >&2
+    exit 2
+  elif [ "$attempt" -ge "$RETRIES" ]; then
     echo "gpt2 $SIZE: train_gpt failed (status $rc); the same command continues from the newest checkpoint" >&2
     exit $rc
   fi
