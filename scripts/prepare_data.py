@@ -5,9 +5,11 @@ Inputs, in the order given; each argument is a file, a directory or a glob:
     NAME.jsonl    one JSON object per line, the document in its --text-field (default "text"); blank lines skipped
     NAME.parquet  one document per row, in the string column --text-field (needs pyarrow: pip install pyarrow)
     any other     a text file (UTF-8), one document; a binary file (a NUL byte, a compressed or archive
-                  format, or mostly bytes that are not text) is refused
+                  format, or mostly bytes that are not text) is refused, and so is UTF-16 or UTF-32 text
+                  (named by its byte-order mark: convert it with iconv)
     a directory   every file under it (recursively, sorted by path; names starting with '.' skipped)
     a glob        the matching files, sorted ('data/*.parquet', quoted so the shell leaves it; '**' recurses)
+Every input must be a regular file (a FIFO or a device is refused before it is opened, so nothing blocks).
 
 Documents: with --tokenizer gpt2 each document starts with <|endoftext|> (50256), as llm.c does; the bytes
 tokenizer has no such token, so its documents follow each other as they are. A JSONL or Parquet document gives
@@ -19,7 +21,8 @@ the rest zero) followed by that many uint16 token ids.
 
 The documents' tokens are concatenated in input order; the last --val-fraction of the tokens becomes the
 validation split (the tail, so it is text the model never trains on), the rest the training split. Each
-split is cut into shards of at most --shard-tokens tokens, of near-equal size:
+split is cut into shards of at most --shard-tokens tokens, of near-equal size (more than 10,000 shard files in
+all is refused as a --shard-tokens mistake):
 
     <out-dir>/<prefix>_train_000000.bin, <prefix>_train_000001.bin, ...
     <out-dir>/<prefix>_val_000000.bin, ...
