@@ -141,10 +141,18 @@ clean:
 # header dependencies written by the compilers (absent on the first build, when everything is built anyway)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# Fuzz the safetensors reader/writer and the JSON parser (clang libFuzzer + ASan/UBSan), FUZZ_SECONDS each.
+# Fuzz every file reader (clang libFuzzer + ASan/UBSan), FUZZ_SECONDS each; needs clang (apt-get install clang).
 .PHONY: fuzz
 fuzz:
 	@bash scripts/fuzz.sh
+
+# The benchmarks time a GPU: without one they stop here, before anything is built (as make sanitize does).
+BENCH_GOALS := $(filter bench bench-kernels,$(MAKECMDGOALS))
+ifneq ($(BENCH_GOALS),)
+ifneq ($(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu),gpu)
+$(error make $(BENCH_GOALS): no CUDA device on this machine (nvidia-smi -L failed); the benchmarks need a GPU)
+endif
+endif
 
 # The benchmark workloads (GPT-1.5B, GPT-2 124M), train_gpt bf16 + fp8 and the peers (PyTorch; llm.c with
 # LLMC=path/to/train_gpt2cu), one table per model + bench.json + bench.png (needs a GPU). MODEL=1.5b|124m|both.

@@ -516,6 +516,7 @@ int main(int argc, char** argv) {
         fprintf(cli.exit_code == 0 ? stdout : stderr, "%s", cli.message.c_str());
         return cli.exit_code;
     }
+    resolve_resume_if_present(&cfg, !list_checkpoints(cfg.resume_if_present).empty());
     RunPlan plan;
     if (std::string e = check_before_gpu(cfg, driver_hooks().allow_export_of_init(), &plan); !e.empty())
         fatal_usage("%s", e.c_str());

@@ -2,50 +2,139 @@
 """Compares train_gpt runs from their logs: a table and, when matplotlib is installed, a PNG.
 
   python3 scripts/compare.py logs/bf16/train.jsonl logs/fp8/train.jsonl [--png compare.png | --no-png] [--skip 3]
-                             [--curves]
+                             [--smooth 20] [--curves]
 
-Each LOG is a train.jsonl (or a log directory holding one). The table has, per run: steps, final train loss,
-last val loss, median step ms over the steps after --skip warm-up steps, tokens/s, honest TFLOP/s, MFU, peak GB,
-skipped steps, and the step-time ratio to the first run. --curves adds the loss curves as text (for a README or a
-terminal): the validation loss of every run at each evaluated step with its ratio to the first run's, and a
-character plot of the training loss (mean per column of steps) with the validation points. The PNG (written by default when matplotlib is installed,
-to --png, compare.png in the current directory unless given; --no-png: none) has the loss per step (val loss as
-markers), and TFLOP/s and tokens/s per step after the same --skip warm-up steps as the medians. Standard library
-only, except matplotlib for the PNG.
+Each LOG is a train.jsonl (or a log directory holding one). A run is labelled by its config.json (next to the
+log): model and precision, plus the settings that tell runs of the same model and precision apart; without a
+config.json, or where that does not separate them, by the shortest end of its folder's path that does.
+
+The table has, per run: steps, final train loss, last val loss, median step ms over the steps after --skip
+warm-up steps, tokens/s, honest TFLOP/s, MFU, peak GB, skipped steps, and the speed relative to the first run.
+--curves adds the loss curves as text (for a README or a terminal): the validation loss of every run at each
+evaluated step with its ratio to the first run's, and a character plot of the training loss (mean per column of
+steps) with the validation points.
+
+The PNG (by default when matplotlib is installed, to --png, compare.png in the current directory unless given;
+--no-png: none) shows what runs are compared on: the loss per step (log scale, validation as markers); each run's
+loss divided by the first run's, both smoothed over --smooth steps, so a gap of a few tenths of a percent shows
+(validation ratios as markers); and tokens/s per step after the --skip warm-up steps, with the speedup over the
+first run in the title. A diverged run's non-finite losses (null in the log) are left out of the curves.
+
+Every bad log is one line "compare: error: ..." on stderr and exit status 2. Standard library only, except
+matplotlib for the PNG.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 
 
+class LogError(Exception):
+    """A log that cannot be compared: one line naming the file (and the line)."""
+
+
+def number(r, key, where, required=True):
+    """r[key] as a float: NaN for null (a non-finite value, e.g. a diverged run's loss)."""
+    if key not in r:
+        if required:
+            raise LogError(f"{where}: a {r.get('kind')} record without '{key}'")
+        return None
+    v = r[key]
+    if v is None:
+        return math.nan
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise LogError(f"{where}: '{key}' is {json.dumps(v)[:40]}, not a number")
+    return float(v)
+
+
 def load(path):
+    """(log path, train records, val records, skipped steps) with the numbers checked."""
     if os.path.isdir(path):
         path = os.path.join(path, "train.jsonl")
     train, val, skipped = [], [], 0
     try:
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                where = f"{path}:{n}"
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as e:
+                    raise LogError(f"{where}: not UTF-8 (byte {e.start + 1} of the line); is it a train.jsonl?")
                 if not line:
                     continue
                 try:
                     r = json.loads(line)
                 except json.JSONDecodeError as e:
-                    sys.exit(f"compare: error: {path}:{n}: not JSON ({e.msg})")
+                    raise LogError(f"{where}: not JSON ({e.msg} at column {e.pos + 1})")
+                if not isinstance(r, dict):
+                    raise LogError(f"{where}: not a JSON object")
                 kind = r.get("kind")
                 if kind == "train":
-                    train.append(r)
+                    rec = {"step": number(r, "step", where), "loss": number(r, "loss", where)}
+                    for key in ("step_ms", "tokens_per_s", "tflops", "mfu", "peak_mem_gb"):
+                        rec[key] = number(r, key, where, required=False)
+                    train.append(rec)
                 elif kind == "val":
-                    val.append(r)
+                    val.append({"step": number(r, "step", where), "val_loss": number(r, "val_loss", where)})
                 elif kind == "skipped":
                     skipped += 1
     except OSError as e:
-        sys.exit(f"compare: error: {path}: {e.strerror}")
+        raise LogError(f"{path}: {e.strerror}")
     if not train:
-        sys.exit(f"compare: error: {path}: no training records")
+        raise LogError(f"{path}: no training records")
     return path, train, val, skipped
+
+
+# Settings that name files, not what was trained: left out of the labels.
+NOT_A_SETTING = {"log_dir", "checkpoint_dir", "resume", "resume_if_present", "init_from", "export",
+                 "eval_hellaswag_dump", "gemm_cache", "tokenizer", "train_data", "val_data", "eval_hellaswag",
+                 "parameters"}
+
+
+def read_config(log_path):
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(log_path)), "config.json")) as f:
+            c = json.load(f)
+        return c if isinstance(c, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def path_labels(paths):
+    """The shortest ends of the log folders' paths that tell them apart ("a/fp8" and "b/fp8")."""
+    parts = [os.path.dirname(os.path.abspath(p)).strip(os.sep).split(os.sep) for p in paths]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        labels = [os.sep.join(p[-k:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [os.sep.join(p) for p in parts]
+
+
+def run_labels(paths):
+    """One distinct label per run: config.json's model and precision (and the settings in which runs of the
+    same model and precision differ), else the shortest distinct end of the folder's path."""
+    configs = [read_config(p) for p in paths]
+    labels = path_labels(paths)
+    if all(configs):
+        base = [f"{c.get('model', '?')} {c.get('precision', '?')}" for c in configs]
+        names = []
+        for i, name in enumerate(base):
+            same = [configs[j] for j in range(len(base)) if base[j] == name]
+            differ = sorted(k for k in configs[i] if k not in NOT_A_SETTING and
+                            any(c.get(k) != configs[i].get(k) for c in same))
+            names.append(" ".join([name] + [f"{k}={configs[i][k]}" for k in differ[:3]]))
+        if len(set(names)) == len(names):
+            labels = names
+        else:  # the same settings (e.g. one run twice): the folder tells them apart
+            labels = [f"{n} ({p})" for n, p in zip(names, labels)]
+    seen = {}
+    for i, label in enumerate(labels):  # the same log given twice
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} #{seen[label]}"
+    return labels
 
 
 def steady(train, skip):
@@ -53,56 +142,70 @@ def steady(train, skip):
     return train[skip:] if len(train) > skip else train
 
 
+def median_of(records, key):
+    values = [r[key] for r in records if r.get(key) is not None and math.isfinite(r[key])]
+    return statistics.median(values) if values else math.nan
+
+
 def summarize(run, skip):
     path, train, val, skipped = run
     rest = steady(train, skip)
-    med = lambda key: statistics.median(r[key] for r in rest if r.get(key) is not None)
+    peaks = [r["peak_mem_gb"] for r in train if r.get("peak_mem_gb") is not None]
     return {
-        "run": path,
         "steps": len(train),
         "loss": train[-1]["loss"],
         "val": val[-1]["val_loss"] if val else None,
-        "ms": med("step_ms"),
-        "tok_s": med("tokens_per_s"),
-        "tflops": med("tflops"),
-        "mfu": med("mfu"),
-        "peak": max(r.get("peak_mem_gb") or 0 for r in train),
+        "ms": median_of(rest, "step_ms"),
+        "tok_s": median_of(rest, "tokens_per_s"),
+        "tflops": median_of(rest, "tflops"),
+        "mfu": median_of(rest, "mfu"),
+        "peak": max(peaks) if peaks else math.nan,
         "skipped": skipped,
     }
+
+
+def fmt(v, spec):
+    return "-" if v is None else "nan" if isinstance(v, float) and math.isnan(v) else format(v, spec)
+
+
+def print_table(labels, rows):
+    base = rows[0]["ms"]
+    print("| run | steps | loss | val loss | step ms | tokens/s | TFLOP/s | MFU | peak GB | skipped | vs first |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, r in zip(labels, rows):
+        speed = base / r["ms"] if r["ms"] > 0 else math.nan
+        print(f"| {label} | {r['steps']} | {fmt(r['loss'], '.4f')} | {fmt(r['val'], '.4f')} | {fmt(r['ms'], '.2f')} | "
+              f"{fmt(r['tok_s'], ',.0f')} | {fmt(r['tflops'], '.1f')} | {fmt(100 * r['mfu'], '.1f')}% | "
+              f"{fmt(r['peak'], '.1f')} | {r['skipped']} | {fmt(speed, '.2f')}x |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", help="train.jsonl files or log directories")
-    ap.add_argument("--png", default="compare.png", help="where the plot goes (needs matplotlib)")
+    ap.add_argument("--png", default="compare.png", help="where the figure goes (needs matplotlib)")
     ap.add_argument("--no-png", action="store_true", help="print the table only")
     ap.add_argument("--skip", type=int, default=3, help="warm-up steps left out of the medians")
+    ap.add_argument("--smooth", type=int, default=20, help="steps averaged in the figure's loss ratio")
     ap.add_argument("--curves", action="store_true", help="also print the loss curves as text")
     a = ap.parse_args()
+    if a.skip < 0 or a.smooth < 1:
+        raise LogError("--skip must be >= 0 and --smooth >= 1")
     runs = [load(p) for p in a.logs]
-    rows = [summarize(r, a.skip) for r in runs]
-    base = rows[0]["ms"]
-    fmt = lambda v, spec: "-" if v is None else format(v, spec)
-    print("| run | steps | loss | val loss | step ms | tokens/s | TFLOP/s | MFU | peak GB | skipped | vs first |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['run']} | {r['steps']} | {fmt(r['loss'], '.4f')} | {fmt(r['val'], '.4f')} | {r['ms']:.2f} | "
-              f"{r['tok_s']:,.0f} | {r['tflops']:.1f} | {100 * r['mfu']:.1f}% | {r['peak']:.1f} | {r['skipped']} | "
-              f"{base / r['ms']:.2f}x |")
+    labels = run_labels([r[0] for r in runs])
+    print_table(labels, [summarize(r, a.skip) for r in runs])
     if a.curves:
-        print_curves(runs)
+        print_curves(runs, labels)
     if not a.no_png:
-        plot(runs, a.png, a.skip)
+        plot(runs, labels, a.png, a.skip, a.smooth)
 
 
-def run_label(path):
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+def finite(v):
+    return v is not None and math.isfinite(v)
 
 
-def print_curves(runs, width=72, height=18):
+def print_curves(runs, labels, width=72, height=18):
     """Validation loss per evaluated step (ratio to the first run) and a character plot of the losses."""
-    labels = [run_label(r[0]) for r in runs]
-    vals = [{v["step"]: v["val_loss"] for v in r[2]} for r in runs]
+    vals = [{v["step"]: v["val_loss"] for v in r[2] if finite(v["val_loss"])} for r in runs]
     steps = sorted(set().union(*vals))
     if steps:
         print()
@@ -112,21 +215,24 @@ def print_curves(runs, width=72, height=18):
         for s in steps:
             cells = [f"{v[s]:.4f}" if s in v else "-" for v in vals]
             ratios = [f"{v[s] / vals[0][s]:.4f}" if s in v and s in vals[0] else "-" for v in vals[1:]]
-            print(f"| {s} | " + " | ".join(cells + ratios) + " |")
+            print(f"| {s:g} | " + " | ".join(cells + ratios) + " |")
     # The plot: one character per run (its label's first letter, then digits if taken); training loss as the
     # mean of the steps in each column, validation points as '*' where a run has one.
     marks = []
     for l in labels:
         m = next((c for c in l if c.isalnum() and c not in marks), None) or str(len(marks))
         marks.append(m)
-    last = max(r[1][-1]["step"] for r in runs)
-    cols = [[None] * width for _ in runs]
-    for i, (_, train, val, _) in enumerate(runs):
+    last = int(max(r[1][-1]["step"] for r in runs))
+    cols = []
+    for _, train, _, _ in runs:
         buckets = [[] for _ in range(width)]
         for t in train:
-            buckets[min(width - 1, t["step"] * width // (last + 1))].append(t["loss"])
-        cols[i] = [sum(b) / len(b) if b else None for b in buckets]
+            if finite(t["loss"]):
+                buckets[min(width - 1, int(t["step"]) * width // (last + 1))].append(t["loss"])
+        cols.append([sum(b) / len(b) if b else None for b in buckets])
     ys = [y for c in cols for y in c if y is not None] + [v for d in vals for v in d.values()]
+    if not ys:
+        return
     lo, hi = min(ys), max(ys)
     hi = hi if hi > lo else lo + 1
     grid = [[" "] * width for _ in range(height)]
@@ -136,7 +242,7 @@ def print_curves(runs, width=72, height=18):
             if y is not None:
                 grid[row(y)][x] = marks[i] if grid[row(y)][x] in (" ", marks[i]) else "+"
         for s, v in vals[i].items():
-            grid[row(v)][min(width - 1, s * width // (last + 1))] = "*"
+            grid[row(v)][min(width - 1, int(s) * width // (last + 1))] = "*"
     print()
     print("loss (" + ", ".join(f"{m} = {l}" for m, l in zip(marks, labels)) +
           "; + where runs overlap; * validation)")
@@ -147,27 +253,76 @@ def print_curves(runs, width=72, height=18):
     print(" " * 8 + f"0{'step':^{width - 2 * len(str(last))}}{last}")
 
 
-def plot(runs, png, skip):
+def smoothed(points, window):
+    """{step: mean of the finite values of the last `window` points up to it} (a trailing moving average)."""
+    out, recent = {}, []
+    for step, v in points:
+        if finite(v):
+            recent = (recent + [v])[-window:]
+            out[step] = sum(recent) / len(recent)
+    return out
+
+
+def figure_data(runs, labels, skip, smooth):
+    """What the figure draws, per panel: {"loss": [(label, steps, losses, val steps, val losses)],
+    "ratio": [(label, steps, ratios, val steps, val ratios)] for the runs after the first, "speed":
+    [(label, steps, tokens/s)], "speedups": [median tokens/s over the first run's]}."""
+    data = {"loss": [], "ratio": [], "speed": [], "speedups": []}
+    first_smooth = smoothed([(t["step"], t["loss"]) for t in runs[0][1]], smooth)
+    first_val = {v["step"]: v["val_loss"] for v in runs[0][2] if finite(v["val_loss"])}
+    base = median_of(steady(runs[0][1], skip), "tokens_per_s")
+    for i, (label, (_, train, val, _)) in enumerate(zip(labels, runs)):
+        pts = [(t["step"], t["loss"]) for t in train if finite(t["loss"])]
+        vpts = [(v["step"], v["val_loss"]) for v in val if finite(v["val_loss"])]
+        data["loss"].append((label, [p[0] for p in pts], [p[1] for p in pts], [p[0] for p in vpts],
+                             [p[1] for p in vpts]))
+        if i > 0:
+            mine = smoothed(pts, smooth)
+            common = sorted(s for s in mine if s in first_smooth and first_smooth[s] > 0)
+            vcommon = [(s, v / first_val[s]) for s, v in vpts if first_val.get(s, 0) > 0]
+            data["ratio"].append((label, common, [mine[s] / first_smooth[s] for s in common],
+                                  [p[0] for p in vcommon], [p[1] for p in vcommon]))
+        speed = [(t["step"], t["tokens_per_s"]) for t in steady(train, skip) if finite(t.get("tokens_per_s"))]
+        data["speed"].append((label, [p[0] for p in speed], [p[1] for p in speed]))
+        data["speedups"].append(median_of(steady(train, skip), "tokens_per_s") / base if base > 0 else math.nan)
+    return data
+
+
+def speed_title(labels, speedups, skip):
+    if len(labels) == 1:
+        return f"throughput (after {skip} warm-up steps)"
+    parts = [f"{l} {s:.2f}x" for l, s in zip(labels[1:], speedups[1:])]
+    return f"tokens/s: {', '.join(parts)} {labels[0]} (median after {skip} warm-up steps)"
+
+
+def plot(runs, labels, png, skip, smooth):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import PercentFormatter
     except ImportError:
         print("compare: matplotlib is not installed: no PNG written (pip install matplotlib)", file=sys.stderr)
         return
-    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.5))
-    for path, train, val, _ in runs:
-        label = run_label(path)
-        line, = ax1.plot([t["step"] for t in train], [t["loss"] for t in train], label=label, lw=1)
-        if val:
-            ax1.plot([v["step"] for v in val], [v["val_loss"] for v in val], "o", color=line.get_color(), ms=4)
-        # Throughput without the warm-up steps: step 0 (compilation, graph capture) would squash the axis.
-        for ax, key in ((ax2, "tflops"), (ax3, "tokens_per_s")):
-            pts = [(t["step"], t[key]) for t in steady(train, skip) if t.get(key) is not None]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, lw=1)
+    data = figure_data(runs, labels, skip, smooth)
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(18, 4.8))
+    colors = {}
+    for label, steps, losses, vsteps, vlosses in data["loss"]:
+        line, = ax1.plot(steps, losses, label=label, lw=1)
+        colors[label] = line.get_color()
+        ax1.plot(vsteps, vlosses, "o", color=line.get_color(), ms=4)
+    ax1.set_yscale("log")
     ax1.set(xlabel="step", ylabel="loss (dots: validation)", title="loss")
-    ax2.set(xlabel="step", ylabel="TFLOP/s (honest)", title=f"throughput (after {skip} warm-up steps)")
-    ax3.set(xlabel="step", ylabel="tokens/s", title=f"tokens/s (after {skip} warm-up steps)")
+    ax2.axhline(1.0, color=colors[labels[0]], lw=1, label=f"{labels[0]} (= 1)")
+    for label, steps, ratios, vsteps, vratios in data["ratio"]:
+        ax2.plot(steps, ratios, color=colors[label], lw=1, label=label)
+        ax2.plot(vsteps, vratios, "o", color=colors[label], ms=4)
+    ax2.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
+    ax2.set(xlabel="step", ylabel=f"loss / {labels[0]}'s",
+            title=f"loss relative to {labels[0]} (mean of {smooth} steps; dots: validation)")
+    for label, steps, tok_s in data["speed"]:
+        ax3.plot(steps, tok_s, color=colors[label], lw=1, label=label)
+    ax3.set(xlabel="step", ylabel="tokens/s", title=speed_title(labels, data["speedups"], skip))
     for ax in (ax1, ax2, ax3):
         ax.grid(alpha=0.3)
         ax.legend()
@@ -175,8 +330,14 @@ def plot(runs, png, skip):
     try:
         fig.savefig(png, dpi=120)
     except OSError as e:
-        sys.exit(f"compare: error: {png}: {e.strerror}")
+        raise LogError(f"{png}: {e.strerror}")
     print(f"wrote {os.path.abspath(png)}")
 
+
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except LogError as e:
+        sys.stdout.flush()
+        print(f"compare: error: {e}", file=sys.stderr)
+        sys.exit(2)

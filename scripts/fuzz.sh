@@ -31,8 +31,13 @@ ZLIB="$ZLIB_INCLUDE $ZLIB_LIBS"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 if ! command -v "$CLANGXX" >/dev/null 2>&1; then
-  echo "fuzz: $CLANGXX not found (libFuzzer needs clang; set CLANGXX)"; exit 2
+  echo "fuzz: $CLANGXX not found: libFuzzer needs clang (Debian/Ubuntu: apt-get install clang, as root; or set" \
+    "CLANGXX=/path/to/clang++)" >&2
+  exit 2
 fi
+# Building takes a while (about 15 s per binary with the sanitizers): say so before the first one.
+echo "fuzz: building the seed generator and ${#TARGETS[@]} target(s) with $CLANGXX (libFuzzer, ASan, UBSan)," \
+  "then fuzzing each for ${SECONDS_PER_TARGET}s; build logs in $OUT/"
 mkdir -p "$OUT/artifacts"
 for t in "${ALL_TARGETS[@]}"; do mkdir -p "$OUT/seeds/$t"; done
 
@@ -63,6 +68,7 @@ status=0
 for t in "${TARGETS[@]}"; do
   bin="$OUT/fuzz_$t"
   if [ ! -f "fuzz/fuzz_$t.cpp" ]; then echo "fuzz_$t: no such target (fuzz/fuzz_$t.cpp)"; status=1; continue; fi
+  echo "fuzz_$t: building"
   if ! "$CLANGXX" -std=c++17 -O1 -g -I. -fsanitize=fuzzer $SAN "fuzz/fuzz_$t.cpp" "${LIB_SRCS[@]}" $ZLIB \
       -o "$bin" > "$bin.build.log" 2>&1; then
     echo "fuzz_$t: BUILD FAILED"; tail -20 "$bin.build.log"; status=1; continue

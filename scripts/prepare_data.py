@@ -5,9 +5,11 @@ Inputs, in the order given; each argument is a file, a directory or a glob:
     NAME.jsonl    one JSON object per line, the document in its --text-field (default "text"); blank lines skipped
     NAME.parquet  one document per row, in the string column --text-field (needs pyarrow: pip install pyarrow)
     any other     a text file (UTF-8), one document; a binary file (a NUL byte, a compressed or archive
-                  format, or mostly bytes that are not text) is refused
+                  format, or mostly bytes that are not text) is refused, and so is UTF-16 or UTF-32 text
+                  (named by its byte-order mark: convert it with iconv)
     a directory   every file under it (recursively, sorted by path; names starting with '.' skipped)
     a glob        the matching files, sorted ('data/*.parquet', quoted so the shell leaves it; '**' recurses)
+Every input must be a regular file (a FIFO or a device is refused before it is opened, so nothing blocks).
 
 Documents: with --tokenizer gpt2 each document starts with <|endoftext|> (50256), as llm.c does; the bytes
 tokenizer has no such token, so its documents follow each other as they are. A JSONL or Parquet document gives
@@ -19,7 +21,8 @@ the rest zero) followed by that many uint16 token ids.
 
 The documents' tokens are concatenated in input order; the last --val-fraction of the tokens becomes the
 validation split (the tail, so it is text the model never trains on), the rest the training split. Each
-split is cut into shards of at most --shard-tokens tokens, of near-equal size:
+split is cut into shards of at most --shard-tokens tokens, of near-equal size (more than 10,000 shard files in
+all is refused as a --shard-tokens mistake):
 
     <out-dir>/<prefix>_train_000000.bin, <prefix>_train_000001.bin, ...
     <out-dir>/<prefix>_val_000000.bin, ...
@@ -53,6 +56,7 @@ import multiprocessing
 import os
 import re
 import signal
+import stat
 import struct
 import sys
 import tempfile
@@ -64,6 +68,7 @@ MAGIC = 20240520
 VERSION = 1
 HEADER_INTS = 256
 MAX_SHARD_TOKENS = 2**31 - 1  # the token count is an int32
+MAX_SHARDS = 10_000  # more files than this is a --shard-tokens mistake (llm.c's 100B tokens: 1,000 shards)
 DEFAULT_BT = 12 * 1024  # train_gpt's default --batch x --seq
 CHUNK_BYTES = 1 << 22  # text per unit of work sent to a worker: big enough to amortize the transfer
 PARQUET_BATCH_ROWS = 1024
@@ -75,6 +80,50 @@ class Fatal(Exception):
 
 def die(msg):
     raise Fatal(msg)
+
+
+def clip(text, limit):
+    """text cut to at most `limit` characters at a word boundary, with "..." where it was cut."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 4]
+    return (head[:head.rfind(" ")] if " " in head else head) + " ..."
+
+
+def json_error(e):
+    """A JSON parser's error with its position in the line: "Expecting ',' delimiter at column 17"."""
+    msg, pos = getattr(e, "msg", None), getattr(e, "pos", None)
+    return f"{msg} at column {pos + 1}" if msg and pos is not None else str(e)
+
+
+# What a file that is not a regular file is (a FIFO would block the reader forever).
+NOT_REGULAR = [(stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")]
+
+
+def check_regular_file(path, flag=""):
+    """Dies unless `path` is a regular file, looked at before it is opened: opening a FIFO blocks."""
+    where = f"{flag} '{path}'" if flag else f"'{path}'"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        die(f"cannot read {where}: {e.strerror}")
+    for test, what in NOT_REGULAR:
+        if test(mode):
+            die(f"{where} is {what}, not a regular file")
+    if not stat.S_ISREG(mode):
+        die(f"{where} is not a regular file")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """--help with each default said once: argparse's "(default: X)" only where the help does not say it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or not action.option_strings or action.default is None or action.default is False \
+                or action.default == argparse.SUPPRESS:
+            return text
+        return text + " (default: %(default)s)"
 
 
 TOKENIZER_FILE = "tokenizer.bin"
@@ -135,7 +184,7 @@ class Gpt2Tokenizer:
                 self.enc = tiktoken.get_encoding("gpt2")
             except Exception as e:  # the BPE files are downloaded on first use
                 reason = str(e).splitlines()[0] if str(e) else ""
-                die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {reason[:200]}); "
+                die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {clip(reason, 200)}); "
                     "it needs network access once, or pass --gpt2-ranks FILE, or use --tokenizer bytes")
         self.eot = self.enc.eot_token
         self.threads = threads
@@ -151,7 +200,7 @@ class Gpt2Tokenizer:
             ranks = load_tiktoken_bpe(path)
         except Exception as e:
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-            die(f"--gpt2-ranks '{path}': not a tiktoken ranks file ({reason[:200]})")
+            die(f"--gpt2-ranks '{path}': not a tiktoken ranks file ({clip(reason, 200)})")
         if len(ranks) != 50256:
             die(f"--gpt2-ranks '{path}': {len(ranks)} ranks, GPT-2 has 50256 (plus <|endoftext|>)")
         try:
@@ -234,6 +283,8 @@ def expand_inputs(args):
         else:
             die(f"cannot read '{a}': No such file or directory")
         files += found
+    for p in files:
+        check_regular_file(p)
     return [(p, input_format(p)) for p in files]
 
 
@@ -246,6 +297,18 @@ BINARY_MAGIC = [(b"\x1f\x8b", "gzip-compressed: decompress it first"),
 # Control bytes that text does not hold (tab, line feed, vertical tab, form feed, carriage return, backspace
 # and escape are fine); used to count the bytes of a sample that are not text.
 TEXT_BYTES = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F or b in b"\t\n\v\f\r\b\x1b")
+# Byte-order marks of the encodings that are not UTF-8 (UTF-32 first: its LE mark starts with UTF-16 LE's).
+BOMS = [(b"\xff\xfe\x00\x00", "UTF-32 LE", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32 BE", "UTF-32"),
+        (b"\xff\xfe", "UTF-16 LE", "UTF-16"), (b"\xfe\xff", "UTF-16 BE", "UTF-16")]
+
+
+def encoding_error(path, data: bytes):
+    """The error for a file in another Unicode encoding, by its byte-order mark (None for any other file)."""
+    for bom, name, iconv in BOMS:
+        if data.startswith(bom):
+            return (f"'{path}' is {name} text (by its byte-order mark); inputs are UTF-8: convert it first, "
+                    f"e.g. iconv -f {iconv} -t UTF-8 '{path}' > converted.txt")
+    return None
 
 
 def binary_reason(data: bytes):
@@ -286,6 +349,8 @@ def read_text_file(path):
             data = f.read()
     except OSError as e:
         raise InputError(f"cannot read '{path}': {e.strerror}")
+    if encoding_error(path, data):
+        raise InputError(encoding_error(path, data))
     why = binary_reason(data)
     if why:
         raise InputError(f"'{path}' is not a text file ({why}); inputs are text (UTF-8), .jsonl or .parquet")
@@ -320,6 +385,8 @@ def jsonl_segments(i, path):
     try:
         with open(path, "rb") as f:
             for n, line in enumerate(f, 1):
+                if n == 1 and encoding_error(path, line):
+                    raise InputError(encoding_error(path, line))
                 lines.append(line)
                 size += len(line)
                 if size >= CHUNK_BYTES:
@@ -436,7 +503,7 @@ def jsonl_documents(seg, field):
         except UnicodeDecodeError:
             raise InputError(f"{where}: not UTF-8")
         except ValueError as e:
-            raise InputError(f"{where}: not JSON ({getattr(e, 'msg', e)})")
+            raise InputError(f"{where}: not JSON ({json_error(e)})")
         if not isinstance(obj, dict):
             raise InputError(f"{where}: not a JSON object")
         if field not in obj:
@@ -630,6 +697,15 @@ def read_spool(spool, lo, hi) -> bytes:
     return spool.read(2 * (hi - lo))
 
 
+def check_shard_count(n_train, n_val, shard_tokens):
+    """Dies before writing when --shard-tokens would cut the splits into more than MAX_SHARDS files."""
+    count = sum(math.ceil(k / shard_tokens) for k in (n_train, n_val))
+    if count > MAX_SHARDS:
+        least = math.ceil(max(n_train, n_val) / (MAX_SHARDS // 2))
+        die(f"--shard-tokens {shard_tokens:,} would cut {n_train + n_val:,} tokens into {count:,} shard files "
+            f"(at most {MAX_SHARDS:,}): pass --shard-tokens {least:,} or more (the default: 100,000,000)")
+
+
 def write_splits(spool, n, n_train, out_dir, prefix, vocab_size, shard_tokens):
     """Writes the train and val shards; returns {split: [shard sizes]} and the paths written."""
     summary, written = {}, set()
@@ -730,7 +806,7 @@ def default_workers():
 def parse_args(argv):
     p = Parser(description="Tokenize text, JSONL or Parquet documents into train/val shards for train_gpt "
                            "(llm.c shard format).",
-               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+               formatter_class=HelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="text (UTF-8), .jsonl or .parquet files, directories or quoted globs, in order")
     p.add_argument("--out-dir", required=True, help="directory for the shards (created if missing)")
@@ -794,6 +870,7 @@ def main(argv):
         n_train = n - n_val
         if n_train < 2:
             die(f"only {n} tokens in total: not enough to train on")
+        check_shard_count(n_train, n_val, args.shard_tokens)
         summary, written = write_splits(spool, n, n_train, args.out_dir, prefix, tok.vocab_size,
                                         args.shard_tokens)
     warn_stale_shards(args.out_dir, prefix, written)

@@ -3,12 +3,13 @@
 
     python3 scripts/prepare_hellaswag.py                  # downloads hellaswag_val.jsonl, GPT-2 BPE (tiktoken)
     python3 scripts/prepare_hellaswag.py --input hellaswag_val.jsonl --tokenizer bytes --out data/hs_bytes.bin
+    python3 scripts/prepare_hellaswag.py --input hellaswag_val.jsonl --gpt2-ranks gpt2.tiktoken   # no network
 
 Each JSONL line is one example with "ctx" (the context), "endings" (4 strings) and "label" (the right one,
 0..3); other fields are ignored. Without --input the file is downloaded from --url once, next to --out.
 Rendering (llm.c's dev/data/hellaswag.py): the context is tokens(ctx) and ending i is tokens(" " + ending i),
-a completion of the context. Tokenizers: gpt2 (tiktoken's GPT-2 BPE, vocabulary 50257) or bytes (UTF-8 bytes,
-vocabulary 256, no dependencies: for tests).
+a completion of the context. Tokenizers: gpt2 (tiktoken's GPT-2 BPE, vocabulary 50257; without network,
+--gpt2-ranks FILE as in scripts/prepare_data.py) or bytes (UTF-8 bytes, vocabulary 256, no dependencies: for tests).
 
 Output format (llmc/formats/hellaswag.h, the C++ reader), all integers little-endian: 8 bytes "HSWAG\\0\\0\\0",
 uint32 version 1, uint32 vocabulary size, uint32 example count; per example uint32 label, uint32 context
@@ -25,7 +26,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from prepare_data import Fatal, Parser, die, first_line, make_tokenizer, print_error  # noqa: E402
+from prepare_data import (Fatal, HelpFormatter, Parser, check_regular_file, die, first_line, json_error,  # noqa: E402
+                          make_tokenizer, print_error)
 
 URL = "https://raw.githubusercontent.com/rowanz/hellaswag/master/data/hellaswag_val.jsonl"
 MAGIC = b"HSWAG\0\0\0"
@@ -57,7 +59,7 @@ def parse_example(line, where):
     try:
         ex = json.loads(line)
     except ValueError as e:
-        die(f"{where}: not JSON ({getattr(e, 'msg', e)})")
+        die(f"{where}: not JSON ({json_error(e)})")
     if not isinstance(ex, dict):
         die(f"{where}: not a JSON object")
     for key in ("ctx", "endings", "label"):
@@ -81,6 +83,7 @@ def render(tok, ctx, endings):
 def read_examples(path, tok, limit):
     """[(label, context tokens, [ending tokens] * 4)] of the JSONL file (its first `limit`, 0: all)."""
     examples = []
+    check_regular_file(path, "--input")
     try:
         with open(path, "rb") as f:
             for n, line in enumerate(f, 1):
@@ -149,18 +152,25 @@ def write_file(path, data: bytes, check):
 
 
 def main(argv):
-    p = Parser(description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = Parser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     p.add_argument("--input", default=None, help="the HellaSwag JSONL (default: download --url next to --out)")
     p.add_argument("--url", default=URL, help="where to download the validation JSONL from")
     p.add_argument("--out", default=None, help="output file (default: data/hellaswag/hellaswag_val_<tokenizer>.bin)")
     p.add_argument("--tokenizer", choices=["gpt2", "bytes"], default="gpt2",
                    help="gpt2: GPT-2 BPE via tiktoken; bytes: UTF-8 bytes (vocabulary 256)")
+    p.add_argument("--gpt2-ranks", default=None, metavar="FILE",
+                   help="gpt2 without network: GPT-2's BPE ranks from this tiktoken-format file (e.g. "
+                        "whisper/assets/gpt2.tiktoken of PyPI's openai-whisper) instead of tiktoken's download")
     p.add_argument("--limit", type=int, default=0, help="only the first N examples (0: all)")
     args = p.parse_args(argv)
     if args.limit < 0:
         die(f"--limit must be >= 0, got {args.limit}")
+    if args.gpt2_ranks is not None and args.tokenizer != "gpt2":
+        die("--gpt2-ranks applies to --tokenizer gpt2")
+    if args.gpt2_ranks is not None:
+        check_regular_file(args.gpt2_ranks, "--gpt2-ranks")
     out = args.out or os.path.join("data", "hellaswag", f"hellaswag_val_{args.tokenizer}.bin")
-    tok = make_tokenizer(args.tokenizer)
+    tok = make_tokenizer(args.tokenizer, ranks_path=args.gpt2_ranks)
     src = args.input
     if src is None:
         src = os.path.join(os.path.dirname(out) or ".", "hellaswag_val.jsonl")

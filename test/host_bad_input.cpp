@@ -285,6 +285,11 @@ std::vector<Case> cases() {
         {"--resume a folder of garbage", {"--resume", "garbage"}, S, 2,
          "--resume: no valid checkpoint in 'garbage' (last: garbage/ckpt_00000010.safetensors: header length ",
          Match::Start},
+        {"--resume-if-present a folder of garbage (resumes: never starts over)", {"--resume-if-present", "garbage"},
+         S, 2, "--resume: no valid checkpoint in 'garbage' (last: garbage/ckpt_00000010.safetensors: header length ",
+         Match::Start},
+        {"--resume-if-present another model's checkpoint", {"--resume-if-present", "other"}, S, 2,
+         "--resume: other/ckpt_00000010.safetensors: checkpoint of a different model ", Match::Start},
         {"--resume another model's checkpoint", {"--resume", "other"}, S, 2,
          "--resume: other/ckpt_00000010.safetensors: checkpoint of a different model (L=12 C=768 H=12 V=50304 "
          "maxT=1024 gelu=erf), this run is L=2 C=64 H=4 V=256 maxT=64 gelu=erf"},

@@ -692,6 +692,19 @@ TEST(recompute_default_by_precision) {
     EXPECT_EQ(cfg.recompute, 1);
 }
 
+// --resume-if-present DIR: checkpoints go to DIR (the flags that need a checkpoint folder apply); it stands
+// in for --resume and so is not given with it or with --init-from.
+TEST(resume_if_present_flag) {
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--resume-if-present", "ck", "--checkpoint-every", "7"}, &cfg).run);
+    EXPECT_TRUE(cfg.resume_if_present == "ck" && cfg.resume.empty() && checkpoint_dir_of(cfg) == "ck");
+    EXPECT_USAGE_ERROR((std::vector<std::string>{"--resume-if-present", "ck", "--resume", "ck"}),
+                       "--resume-if-present", {"error: --resume-if-present: not with --resume"});
+    EXPECT_USAGE_ERROR(
+        (std::vector<std::string>{"--resume-if-present", "ck", "--init-from", "w.safetensors"}),
+        "--init-from", {"error: --init-from: not with --resume-if-present"});
+}
+
 TEST(print_config_flag) {
     TrainConfig cfg;
     CliResult r = parse({"--print-config", "--steps", "3"}, &cfg);

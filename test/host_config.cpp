@@ -400,6 +400,30 @@ TEST(grad_accum_steps_divides_total_batch) {
 }
 
 // --recompute: 0, 1 or 2, and 1 or 2 only with fp8 (bf16 has nothing to recompute).
+// --resume-if-present DIR is --resume DIR once DIR has a checkpoint; without one the run starts fresh, writes
+// its checkpoints there and says so in its summary.
+TEST(resume_if_present_resolution) {
+    TrainConfig c;
+    EXPECT_TRUE(model_preset("124m", &c.model));
+    c.model_name = "124m";
+    resolve_resume_if_present(&c, true);  // not given: nothing changes
+    EXPECT_TRUE(c.resume.empty());
+    c.resume_if_present = "ck";
+    EXPECT_TRUE(checkpoint_dir_of(c) == "ck");
+    resolve_resume_if_present(&c, false);
+    EXPECT_TRUE(c.resume.empty());
+    std::string s = run_summary(c, num_parameters(c.model), 1, 1, "single");
+    EXPECT_CONTAINS(s, "  resume       none: no checkpoint in ck yet, starting fresh\n");
+    EXPECT_CONTAINS(s, "logs/train.jsonl\n");  // a fresh run starts its log anew
+    EXPECT_CONTAINS(to_json(c, 0), "\"resume_if_present\": \"ck\"");
+    resolve_resume_if_present(&c, true);
+    EXPECT_TRUE(c.resume == "ck" && checkpoint_dir_of(c) == "ck");
+    s = run_summary(c, num_parameters(c.model), 1, 1, "single");
+    EXPECT_CONTAINS(s, "  resume       the newest valid checkpoint in ck\n");
+    EXPECT_CONTAINS(s, "logs/train.jsonl (appended)\n");
+    EXPECT_TRUE(s.find("starting fresh") == std::string::npos);
+}
+
 TEST(recompute_levels) {
     TrainConfig c;
     c.precision = Precision::FP8;

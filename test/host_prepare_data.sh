@@ -11,9 +11,14 @@
 #   gpt2_ranks_offline: with tiktoken's download failing (no network), --gpt2-ranks FILE builds the encoding
 #     from the file in the main process and in every worker: the same shards as the downloaded encoding's;
 #     without it the failure is one line that names --gpt2-ranks; a file that is not one is one line too.
-#   errors_are_one_line: binary and gzip inputs, a missing or non-string field, bad JSON, an unwritable
-#     --out-dir, a missing input, .parquet without pyarrow: exit status 2, one line "error: ..." naming the
-#     problem, no traceback, no shard written.
+#   offline_message_whole_words: tiktoken's long offline error is shortened at a word boundary ("...").
+#   errors_are_one_line: binary and gzip inputs, UTF-16/32 files (named by their byte-order mark), a FIFO
+#     (refused before it is opened: no hang, each case under a timeout), a missing or non-string field, bad
+#     JSON (with its column), an unwritable --out-dir, a missing input, --shard-tokens that would write more
+#     than 10,000 files, .parquet without pyarrow: exit status 2, one line "error: ..." naming the problem, no
+#     traceback, no shard written.
+#   hellaswag_script: scripts/prepare_hellaswag.py --gpt2-ranks FILE offline gives the downloaded encoding's
+#     file; its --help says each default once; a FIFO --input and bad JSON are one-line errors.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PREP="$ROOT/scripts/prepare_data.py"
@@ -40,6 +45,8 @@ class Encoding(_Encoding):  # built from ranks (--gpt2-ranks): the same ids as t
 def get_encoding(name):
     import os
     if os.environ.get("FAKE_TIKTOKEN_OFFLINE"):
+        if os.environ["FAKE_TIKTOKEN_OFFLINE"] == "long":  # words ending in 'x': a cut inside one shows
+            raise ConnectionError(" ".join(f"w{i}x" for i in range(200)))
         raise ConnectionError("could not reach openaipublic.blob.core.windows.net")
     return _Encoding()
 PY
@@ -168,6 +175,15 @@ else
   fail gpt2_ranks_offline "a run failed: $(tail -1 "$WORK/ranks1.log") $(tail -1 "$WORK/ranks3.log")"
 fi
 
+# A long offline error: shortened where a word ends, "..." where it was cut.
+FAKE_TIKTOKEN_OFFLINE=long prep offline_long --workers 1 "$WORK/txt/doc_00.txt"
+if [ "$(wc -l < "$WORK/offline_long.log")" = 1 ] && grep -qE '^error: tiktoken could not load .* w[0-9]+x \.\.\.\); it needs network access once, or pass --gpt2-ranks FILE' "$WORK/offline_long.log" &&
+   [ "$(grep -o 'w[0-9]*x \.\.\.' "$WORK/offline_long.log" | wc -l)" = 1 ]; then
+  pass "offline_message_whole_words ($(grep -o '.\{24\}\.\.\.).\{20\}' "$WORK/offline_long.log"))"
+else
+  fail offline_message_whole_words "$(cut -c1-400 "$WORK/offline_long.log")"
+fi
+
 # Error cases: exit status 2, the whole output's last line is the one error line, the only line on stderr.
 printf 'text\0with a NUL\n' > "$WORK/nul.bin"
 printf 'hello' | gzip > "$WORK/text.txt.gz"
@@ -175,10 +191,15 @@ printf '{"text": "a"}\n{"body": "b"}\n' > "$WORK/nofield.jsonl"
 printf '{"text": "a"}\n\n{"text": 3}\n' > "$WORK/number.jsonl"
 printf '{"text": "a"}\n{"text": "b"\n' > "$WORK/badjson.jsonl"
 printf 'x' > "$WORK/afile"
+printf '\xff\xfeh\0i\0\n\0' > "$WORK/utf16.txt"
+printf '\xfe\xff\0{\0}' > "$WORK/utf16be.jsonl"
+printf '\xff\xfe\0\0h\0\0\0' > "$WORK/utf32.txt"
+mkfifo "$WORK/fifo.txt"
+head -c 12000 "$WORK/txt/doc_07.txt" > "$WORK/12k.txt"
 errors=0 why=""
 expect_error() {  # name want-in-message args...
   local name=$1 want=$2; shift 2
-  PYTHONPATH="$(pythonpath)" python3 "$PREP" --tokenizer bytes \
+  PYTHONPATH="$(pythonpath)" timeout 60 python3 "$PREP" --tokenizer bytes \
     --out-dir "${OUT_DIR:-$WORK/out_err_$name}" "$@" > "$WORK/err_$name.out" 2> "$WORK/err_$name.err"
   local rc=$? last
   last=$(cat "$WORK/err_$name.out" "$WORK/err_$name.err" | tail -1)
@@ -193,7 +214,13 @@ expect_error binary "'$WORK/nul.bin' is not a text file (a NUL byte at offset 4)
 expect_error gzip "is not a text file (gzip-compressed: decompress it first)" "$WORK/text.txt.gz"
 expect_error no_field "'$WORK/nofield.jsonl' line 2: no field 'text' (fields: body)" "$WORK/nofield.jsonl"
 expect_error number "line 3: field 'text' is int, not a string" "$WORK/number.jsonl"
-expect_error bad_json "'$WORK/badjson.jsonl' line 2: not JSON" "$WORK/badjson.jsonl"
+expect_error bad_json "'$WORK/badjson.jsonl' line 2: not JSON (Expecting ',' delimiter at column 14)" "$WORK/badjson.jsonl"
+expect_error utf16 "'$WORK/utf16.txt' is UTF-16 LE text (by its byte-order mark); inputs are UTF-8: convert it first, e.g. iconv -f UTF-16 -t UTF-8" "$WORK/utf16.txt"
+expect_error utf16_jsonl "'$WORK/utf16be.jsonl' is UTF-16 BE text (by its byte-order mark)" "$WORK/utf16be.jsonl"
+expect_error utf32 "'$WORK/utf32.txt' is UTF-32 LE text (by its byte-order mark)" "$WORK/utf32.txt"
+expect_error fifo "'$WORK/fifo.txt' is a FIFO (named pipe), not a regular file" "$WORK/txt/doc_00.txt" "$WORK/fifo.txt"
+expect_error many_shards "--shard-tokens 1 would cut 12,000 tokens into 12,000 shard files (at most 10,000): pass --shard-tokens 2 or more" \
+  --val-fraction 0.5 --shard-tokens 1 "$WORK/12k.txt"
 expect_error missing "cannot read '$WORK/missing.txt': No such file or directory" "$WORK/missing.txt"
 expect_error no_match "'$WORK/none_*.jsonl': no file matches" "$WORK/none_*.jsonl"
 expect_error bad_workers "--workers must be at least 1" --workers 0 "$WORK/txt/doc_00.txt"
@@ -209,7 +236,44 @@ printf 'PAR1' > "$WORK/fake.parquet"
 PYTHONPATH_EXTRA="$WORK/nopyarrow" expect_error no_pyarrow \
   ".parquet inputs need the 'pyarrow' package (pip install pyarrow)" "$WORK/fake.parquet"
 if [ $errors = 0 ]; then
-  pass "errors_are_one_line (binary, gzip, missing/non-string field, bad JSON, missing input, no glob match, bad flags, unwritable --out-dir, no pyarrow)"
+  pass "errors_are_one_line (binary, gzip, UTF-16/32, FIFO, missing/non-string field, bad JSON, missing input, no glob match, bad flags, unwritable --out-dir, too many shards, no pyarrow)"
 else
   fail errors_are_one_line "$errors case(s):$why"
+fi
+
+# scripts/prepare_hellaswag.py: GPT-2 BPE offline from --gpt2-ranks (the same file as with the download), --help
+# with each default once, a FIFO --input and bad JSON as one line each (under a timeout).
+HS="$ROOT/scripts/prepare_hellaswag.py"
+printf '{"ctx": "A man sits", "endings": ["down.", "up.", "on a chair.", "still."], "label": 2}\n' > "$WORK/hs.jsonl"
+printf '{"ctx": "A man", "endings": ["a", "b", "c", "d"] "label": 2}\n' > "$WORK/hs_bad.jsonl"
+mkfifo "$WORK/hs_fifo.jsonl"
+hs() {  # name args...: stdout+stderr in $WORK/hs_<name>.log
+  local name=$1; shift
+  PYTHONPATH="$(pythonpath)" timeout 60 python3 "$HS" "$@" > "$WORK/hs_$name.log" 2>&1
+}
+why=""
+hs online --input "$WORK/hs.jsonl" --out "$WORK/hs_online.bin" || why="$why online: $(tail -1 "$WORK/hs_online.log");"
+FAKE_TIKTOKEN_OFFLINE=1 hs ranks --gpt2-ranks "$WORK/gpt2.tiktoken" --input "$WORK/hs.jsonl" --out "$WORK/hs_ranks.bin" ||
+  why="$why --gpt2-ranks: $(tail -1 "$WORK/hs_ranks.log");"
+cmp -s "$WORK/hs_online.bin" "$WORK/hs_ranks.bin" || why="$why the --gpt2-ranks file differs;"
+FAKE_TIKTOKEN_OFFLINE=1 hs offline --input "$WORK/hs.jsonl" --out "$WORK/hs_offline.bin"
+[ $? = 2 ] && grep -q "^error: .*pass --gpt2-ranks FILE" "$WORK/hs_offline.log" || why="$why offline: $(tail -1 "$WORK/hs_offline.log");"
+hs help --help
+doubled=$(python3 - "$WORK/hs_help.log" <<'PY'
+import re, sys
+text = " ".join(open(sys.argv[1]).read().split())
+print(" ".join(o for o in re.split(r" (?=--[a-z])", text) if o.count("(default") > 1))
+PY
+)
+[ -z "$doubled" ] && grep -q "gpt2-ranks FILE" "$WORK/hs_help.log" || why="$why --help: doubled defaults in: ${doubled:-(no --gpt2-ranks)};"
+hs fifo --tokenizer bytes --input "$WORK/hs_fifo.jsonl" --out "$WORK/hs_fifo.bin"
+[ $? = 2 ] && [ "$(tail -1 "$WORK/hs_fifo.log")" = "error: --input '$WORK/hs_fifo.jsonl' is a FIFO (named pipe), not a regular file" ] ||
+  why="$why FIFO: $(tail -1 "$WORK/hs_fifo.log");"
+hs bad_json --tokenizer bytes --input "$WORK/hs_bad.jsonl" --out "$WORK/hs_bad.bin"
+[ $? = 2 ] && grep -qx "error: '$WORK/hs_bad.jsonl' line 1: not JSON (Expecting ',' delimiter at column 50)" "$WORK/hs_bad_json.log" ||
+  why="$why bad JSON: $(tail -1 "$WORK/hs_bad_json.log");"
+if [ -z "$why" ]; then
+  pass "hellaswag_script (--gpt2-ranks offline = downloaded, --help defaults once, FIFO and bad JSON one line)"
+else
+  fail hellaswag_script "$why"
 fi

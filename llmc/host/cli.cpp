@@ -452,7 +452,7 @@ void CliSpec::add_logging_and_checkpoint_flags() {
                g);
     const char* k = "Checkpoints";
     add("--checkpoint-dir", c_.checkpoint_dir,
-        "write checkpoints here (default with --resume: the resume directory)", k)
+        "write checkpoints here (default with --resume or --resume-if-present: that directory)", k)
         ->type_name("DIR");
     add("--checkpoint-every", c_.checkpoint_every,
         "checkpoint every N steps (0: only at the end and on a signal)", k);
@@ -460,6 +460,11 @@ void CliSpec::add_logging_and_checkpoint_flags() {
     add_switch("--checkpoint-required", c_.checkpoint_required,
                "a failed checkpoint write ends the run (default: a warning, training continues)", k);
     add("--resume", c_.resume, "continue from the newest valid checkpoint in this directory", k)
+        ->type_name("DIR");
+    add("--resume-if-present", c_.resume_if_present,
+        "--resume DIR when DIR has a checkpoint, else start fresh and checkpoint there (the same command "
+        "continues a run after a crash)",
+        k)
         ->type_name("DIR");
     add("--max-bad-steps", c_.max_bad_steps,
         "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite loss or "

@@ -38,7 +38,12 @@ const char* to_string(Fp8Format f) { return choice_name(fp8_format_names(), f); 
 const char* to_string(AmaxAlgo a) { return choice_name(amax_algo_names(), a); }
 
 std::string checkpoint_dir_of(const TrainConfig& cfg) {
-    return cfg.checkpoint_dir.empty() ? cfg.resume : cfg.checkpoint_dir;
+    if (!cfg.checkpoint_dir.empty()) return cfg.checkpoint_dir;
+    return cfg.resume.empty() ? cfg.resume_if_present : cfg.resume;
+}
+
+void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint) {
+    if (!cfg->resume_if_present.empty() && dir_has_checkpoint) cfg->resume = cfg->resume_if_present;
 }
 
 bool export_only(const TrainConfig& cfg) { return !cfg.export_path.empty() && !cfg.export_at_end; }

@@ -79,7 +79,10 @@ struct TrainConfig {
     int keep_checkpoints = 2;
     bool checkpoint_required = false;  // a failed checkpoint write ends the run instead of a warning
     std::string resume;                // directory to resume from (its newest valid checkpoint)
-    int max_bad_steps = 5;             // consecutive skipped (non-finite) steps that stop the run
+    // --resume-if-present DIR: --resume DIR when DIR holds a checkpoint, else a fresh run checkpointing
+    // there (resolve_resume_if_present), so the same command continues a crashed run.
+    std::string resume_if_present;
+    int max_bad_steps = 5;  // consecutive skipped (non-finite) steps that stop the run
 
     // Several GPUs (llmc/parallel/launch.h, llmc/parallel/comm.h).
     std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
@@ -134,8 +137,11 @@ std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 // decay to lr * final_lr_frac at the last step.
 float learning_rate(const TrainConfig& cfg, int step);
 
-// Where checkpoints go: --checkpoint-dir, else the --resume directory, else "" (none).
+// Where checkpoints go: --checkpoint-dir, else the --resume (or --resume-if-present) directory, else "".
 std::string checkpoint_dir_of(const TrainConfig& cfg);
+// --resume-if-present DIR once its folder is looked at (`dir_has_checkpoint`: DIR has a ckpt_* file, valid
+// or not): sets cfg->resume = DIR, else leaves cfg->resume empty (a fresh start; run_summary says so).
+void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint);
 // --export without --export-at-end: write the weights of --resume or --init-from and exit, no training.
 bool export_only(const TrainConfig& cfg);
 

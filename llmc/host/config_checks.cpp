@@ -219,6 +219,10 @@ std::string validate_reals_and_combinations(const TrainConfig& cfg) {
                std::to_string(cfg.batch);
     if (!cfg.resume.empty() && !cfg.init_from.empty())
         return "--init-from: not with --resume (the checkpoint has the weights)";
+    if (!cfg.resume_if_present.empty() && !cfg.resume.empty())
+        return "--resume-if-present: not with --resume (it is --resume DIR once DIR has a checkpoint)";
+    if (!cfg.resume_if_present.empty() && !cfg.init_from.empty())
+        return "--init-from: not with --resume-if-present (a checkpoint there has the weights)";
     if (cfg.train_data.empty()) return "--train-data: must name shard files or 'random'";
     if (cfg.log_dir.empty()) return "--log-dir: must not be empty";
     return "";

@@ -86,6 +86,7 @@ void add_run_json(const TrainConfig& c, json::Value* o) {
     integer("keep_checkpoints", c.keep_checkpoints);
     flag("checkpoint_required", c.checkpoint_required);
     str("resume", c.resume);
+    str("resume_if_present", c.resume_if_present);
     integer("max_bad_steps", c.max_bad_steps);
     str("rendezvous", c.rendezvous);
     o->set("comm_timeout", json_float(c.comm_timeout, /*is_float=*/false));

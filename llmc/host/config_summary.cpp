@@ -95,6 +95,8 @@ std::string output_lines(const TrainConfig& c) {
             "at the end, the newest " + std::to_string(c.keep_checkpoints) + " kept";
     s += "\n";
     if (!c.resume.empty()) s += "  resume       the newest valid checkpoint in " + c.resume + "\n";
+    if (c.resume.empty() && !c.resume_if_present.empty())
+        s += "  resume       none: no checkpoint in " + c.resume_if_present + " yet, starting fresh\n";
     if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
     if (!c.export_path.empty())
         s += "  export       " + c.export_path + " (" + (c.export_hf ? "Hugging Face GPT-2" : "seed") +
