@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The walk-throughs work as written (scripts/check_walkthrough.py): every flag that README.md's and
+# scripts/recipes/README.md's commands give train_gpt or a script is one it has, and the steps that need no
+# network or GPU run (the byte-tokenized data example with train_gpt --print-config, each recipe command with
+# DRY_RUN=1). Part of `make test`; needs python3 and the built ./train_gpt. One [PASS]/[FAIL]/[SKIP] line per case.
+#   checker_catches: a walk-through with an unknown flag and a step that fails is reported (so `walkthroughs` can fail).
+#   walkthroughs: the two READMEs of this checkout.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_walkthrough_XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+source "$ROOT/test/lib_report.sh"  # pass, fail, skip
+if ! command -v python3 >/dev/null 2>&1; then skip walkthrough "python3 not found"; exit 0; fi
+if [ ! -x "$ROOT/train_gpt" ]; then skip walkthrough "./train_gpt is not built (make train_gpt)"; exit 0; fi
+CHECK="$ROOT/scripts/check_walkthrough.py"
+
+cat >"$WORK/bad.md" <<'MD'
+```
+./train_gpt --model 124m --no-such-flag 3
+python3 scripts/prepare_data.py --tokenizer bytes --out-dir data/x missing_dir/
+```
+MD
+out=$(cd "$ROOT" && python3 "$CHECK" "$ROOT" "$WORK/bad.md" 2>&1)
+rc=$?
+if [ $rc = 1 ] && grep -q 'has no flag --no-such-flag' <<<"$out" && grep -q 'prepare_data.py.*failed' <<<"$out"; then
+  pass checker_catches
+else
+  fail checker_catches "exit $rc: $(tr '\n' ' ' <<<"$out")"
+fi
+
+out=$(cd "$ROOT" && python3 "$CHECK" "$ROOT" README.md scripts/recipes/README.md 2>&1)
+rc=$?
+if [ $rc = 0 ]; then pass walkthroughs "$(tail -1 <<<"$out")"; else fail walkthroughs "$(tr '\n' ' ' <<<"$out")"; fi
