@@ -4,6 +4,7 @@
 // the bandwidth at 1.5B.
 #include <cstring>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "llmc/kernels/adamw.cuh"
 #include "test/reference/adamw.h"
@@ -288,10 +289,10 @@ TEST(adamw_bf16_moments) {
     check_adamw_bf16_moments(5, 0, 2);
 }
 
-// GPT-2 1.5B-size update (P = 1.5e9). Bytes per parameter: read master, m, v (fp32) and grad (bf16), write
-// master, m, v (fp32) and params (bf16) = 28.
-BENCH(adamw_update_gpt1p5b) {
-    const size_t P = 1500000000ull;
+// Median time of one update of P parameters (values irrelevant to the time: zeros, constant gradients).
+// Bytes per parameter: read master, m, v (fp32) and grad (bf16), write master, m, v (fp32) and params (bf16)
+// = 28.
+static float adamw_update_ms(size_t P) {
     float *d_master = nullptr, *d_m = nullptr, *d_v = nullptr, *d_scale = nullptr;
     bf16 *d_params = nullptr, *d_grads = nullptr;
     CHECK_CUDA(cudaMalloc(&d_master, P * sizeof(float)));
@@ -299,7 +300,7 @@ BENCH(adamw_update_gpt1p5b) {
     CHECK_CUDA(cudaMalloc(&d_v, P * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&d_params, P * sizeof(bf16)));
     CHECK_CUDA(cudaMalloc(&d_grads, P * sizeof(bf16)));
-    CHECK_CUDA(cudaMemset(d_master, 0, P * sizeof(float)));  // timing only: the values do not matter
+    CHECK_CUDA(cudaMemset(d_master, 0, P * sizeof(float)));
     CHECK_CUDA(cudaMemset(d_m, 0, P * sizeof(float)));
     CHECK_CUDA(cudaMemset(d_v, 0, P * sizeof(float)));
     CHECK_CUDA(cudaMemset(d_grads, 0x3C, P * sizeof(bf16)));  // 0x3C3C = 0.0115
@@ -309,10 +310,30 @@ BENCH(adamw_update_gpt1p5b) {
         adamw_update(d_master, d_params, d_m, d_v, d_grads, P, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, t++, d_scale,
                      0);
     });
-    bench::report_bandwidth("adamw_update", bench::fmt("P=%zu", P), ms, 28.0 * P);
     for (void* ptr :
          {(void*)d_master, (void*)d_m, (void*)d_v, (void*)d_params, (void*)d_grads, (void*)d_scale})
         CHECK_CUDA(cudaFree(ptr));
+    return ms;
+}
+
+// GPT-2 1.5B-size update (P = 1.5e9: the BF16 step's pass over every parameter).
+BENCH(adamw_update_gpt1p5b) {
+    const size_t P = 1500000000ull;
+    bench::report_bandwidth("adamw_update", bench::fmt("P=%zu", P), adamw_update_ms(P), 28.0 * P);
+}
+
+// The FP8 step's plain pass: one launch per parameter tensor that is not a Linear weight (those update with
+// their cast, test_adamw_fp8.cu), all 48 layers at once: wte, wpe, fc bias, qkv bias, six [48 x 1600]
+// tensors (ln1/ln2 weight and bias, the two projections' biases) and the final LayerNorm's two.
+BENCH(adamw_update_fp8_step_tensors) {
+    const struct {
+        size_t P;
+        int per_step;
+    } tensors[] = {{50304ull * 1600, 1}, {1024ull * 1600, 1}, {48ull * 6400, 1},
+                   {48ull * 4800, 1},    {48ull * 1600, 6},   {1600, 2}};
+    for (const auto& t : tensors)
+        bench::report_budget("adamw_update", bench::fmt("P=%zu", t.P), adamw_update_ms(t.P), 28.0 * t.P,
+                             t.per_step);
 }
 
 TEST_MAIN()

@@ -9,6 +9,7 @@
 //   master.
 // Shapes: partial 128-row/column tiles, more tiles than one wave of blocks, and a GPT-2 1.5B fc weight.
 // Benchmark (--bench): fused vs unfused at the 1.5B fc shape.
+#include "dev/byte_budget.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/adamw_fp8.cuh"
 #include "test/reference/adamw.h"
@@ -185,9 +186,9 @@ TEST(adamw_fp8_weight_many_tiles) { check_shape(4016, 1616); }
 TEST(adamw_fp8_weight_gpt1p5b_fc) { check_shape(6400, 1600); }
 
 // Bytes: master, m, v read and written (24), grads read (2), W and W^T written (2) per weight; the unfused
-// pair also writes nothing to params but reads the master again (4) in the cast.
-BENCH(adamw_fp8_weight_gpt1p5b_fc) {
-    const int OC = 6400, C = 1600;
+// pair also writes nothing to params but reads the master again (4) in the cast. Each of GPT-1.5B's four
+// Linear weights [OC, C] of a layer (qkv, attention projection, fc, MLP projection); unfused only for fc.
+static void bench_adamw_fp8_weight(int OC, int C, bool unfused_too) {
     const size_t n = (size_t)OC * C;
     const Inputs in = random_inputs(n);
     Allocs A;
@@ -205,14 +206,22 @@ BENCH(adamw_fp8_weight_gpt1p5b_fc) {
         adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars, nullptr,
                                 nullptr, w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, 0);
     });
-    const float unfused = dev::time_ms([&] {
-        adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,
-                     nullptr, 0);
-        fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
-    });
-    bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,fused", OC, C), fused, 28.0 * n);
-    bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,unfused", OC, C), unfused, 32.0 * n);
+    bench::report_budget("adamw_fp8_weight", bench::fmt("%dx%d,fused", OC, C), fused, 28.0 * n, 48);
+    if (unfused_too) {
+        const float unfused = dev::time_ms([&] {
+            adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,
+                         nullptr, 0);
+            fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
+        });
+        bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,unfused", OC, C), unfused, 32.0 * n);
+    }
     fp8_scale_state_destroy(&st);
+}
+BENCH(adamw_fp8_weight_gpt1p5b) {
+    bench_adamw_fp8_weight(4800, 1600, false);
+    bench_adamw_fp8_weight(1600, 1600, false);
+    bench_adamw_fp8_weight(6400, 1600, true);
+    bench_adamw_fp8_weight(1600, 6400, false);
 }
 
 TEST_MAIN()

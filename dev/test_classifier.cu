@@ -5,6 +5,7 @@
 // bandwidth at GPT-2 size, both forms.
 #include <cstring>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/fp8_classifier.cuh"
@@ -297,9 +298,9 @@ BENCH(fused_classifier_gpt1p5b) {
                            *d_qT = dev::device_alloc<__nv_fp8_storage_t>((size_t)N * V);
         const Fp8Tensor dy = fp8_test::tensor(d_q, d_qT, nullptr, 0, N, V, Fp8Dtype::E5M2);
         ms = dev::time_ms([&] { fp8_fused_classifier(dy, &st, d_logits, d_losses, d_targets, 1.0f / N, 0); });
-        bench::report_bandwidth("fp8_fused_classifier", shape + ",e5m2", ms, 3.0 * N * V);
+        bench::report_budget("fp8_fused_classifier", shape + ",e5m2", ms, 3.0 * N * V, 1);
         ms = dev::time_ms([&] { fp8_transpose(dy, 0); });
-        bench::report_bandwidth("fp8_transpose", shape, ms, 2.0 * N * V);
+        bench::report_budget("fp8_transpose", shape, ms, 2.0 * N * V, 1);
         CHECK_CUDA(cudaFree(d_q));
         CHECK_CUDA(cudaFree(d_qT));
         fp8_scale_state_destroy(&st);

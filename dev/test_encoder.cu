@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "llmc/kernels/encoder.cuh"
 #include "test/reference/encoder.h"
@@ -216,7 +217,7 @@ BENCH(encoder_forward_gpt1p5b) {
     bf16* d_out = dev::device_alloc<bf16>((size_t)N * kC);
     const double bytes = 4.0 * N * kC + 2.0 * kT * kC + 4.0 * N;
     const float ms = dev::time_ms([&] { encoder_forward(d_out, d_inp, d_wte, d_wpe, kB, kT, kC, 0); });
-    bench::report_bandwidth("encoder_forward", bench::fmt("B=%d,T=%d,C=%d", kB, kT, kC), ms, bytes);
+    bench::report_budget("encoder_forward", bench::fmt("B=%d,T=%d,C=%d", kB, kT, kC), ms, bytes, 1);
     for (void* p : {(void*)d_inp, (void*)d_wte, (void*)d_wpe, (void*)d_out}) CHECK_CUDA(cudaFree(p));
 }
 
@@ -238,7 +239,7 @@ BENCH(encoder_backward_gpt1p5b) {
     const double bytes = 4.0 * N * kC + 4.0 * num_buckets * kC + 2.0 * kT * kC + 12.0 * N;
     const float ms = dev::time_ms(
         [&] { encoder_backward(d_dwte, d_dwpe, d_dout, d_off, d_pos, d_tok, d_count, N, kB, kT, kC, 0); });
-    bench::report_bandwidth("encoder_backward", bench::fmt("B=%d,T=%d,C=%d,zipf", kB, kT, kC), ms, bytes);
+    bench::report_budget("encoder_backward", bench::fmt("B=%d,T=%d,C=%d,zipf", kB, kT, kC), ms, bytes, 1);
     for (void* p : {(void*)d_off, (void*)d_pos, (void*)d_tok, (void*)d_count, (void*)d_dout, (void*)d_dwte,
                     (void*)d_dwpe})
         CHECK_CUDA(cudaFree(p));

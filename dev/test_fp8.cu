@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/cast.cuh"
@@ -631,20 +632,29 @@ BENCH(cast_transpose) {
     bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3", ms, nc * 2 + 2 * nc);
     ms = dev::time_ms(
         [&] { fp8_cast_transpose(b.f.out(nullptr, b.outT, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
-    bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3,T-only", ms, nc * 2 + nc);
+    // the attention projection's X^T, rebuilt in backward (--recompute 2)
+    bench::report_budget("fp8_cast_transpose", "12288x1600,e4m3,T-only", ms, nc * 2 + nc, 48);
+    // its row-wise copy in forward
+    ms =
+        dev::time_ms([&] { fp8_cast(b.f.out(b.out, nullptr, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
+    bench::report_budget("fp8_cast", "12288x1600,e4m3,rows-only", ms, nc * 2 + nc, 48);
     ms = dev::time_ms(
         [&] { fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, e4, kN, kC4), &b.f.st, b.a, kN, kC4, 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x6400,e4m3", ms, nc4 * 2 + 2 * nc4);
 }
 
+// dY of the attention and MLP projections ([N, C], twice a layer) and of qkv ([N, 3C]).
 BENCH(cast_transpose_dbias) {
     BenchBuffers& b = bench_buffers();
-    const double nc = (double)kN * kC;
-    const float ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC), b.db, b.scratch,
-                                 &b.f.st, b.a, kN, kC, false, 0);
-    });
-    bench::report_bandwidth("fp8_cast_transpose_dbias", "12288x1600,e5m2", ms, nc * 2 + 2 * nc);
+    for (const int OC : {kC, 3 * kC}) {
+        const double n_oc = (double)kN * OC;
+        const float ms = dev::time_ms([&] {
+            fp8_cast_transpose_dbias(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, OC), b.db, b.scratch,
+                                     &b.f.st, b.a, kN, OC, false, 0);
+        });
+        bench::report_budget("fp8_cast_transpose_dbias", bench::fmt("12288x%d,e5m2", OC), ms,
+                             n_oc * 2 + 2 * n_oc, OC == kC ? 96 : 48);
+    }
 }
 
 // Bytes: dout and pre read (2 + 2), two FP8 copies written.
@@ -667,8 +677,8 @@ BENCH(cast_transpose_dbias_dgelu) {
         fp8_cast_transpose_dbias_dgelu(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4), b.db,
                                        b.scratch, &b.f.st, b.a, b.b, kN, kC4, false, false, 0, &gelu_out);
     });
-    bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
-                            nc4 * 4 + 3 * nc4);
+    bench::report_budget("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
+                         nc4 * 4 + 3 * nc4, 48);
     CHECK_CUDA(cudaFree(gelu_out_T));
 }
 
@@ -680,6 +690,20 @@ BENCH(weight_cast_transpose_fp32) {
                            0);
     });
     bench::report_bandwidth("fp8_cast_transpose", "6400x1600,fp32,e4m3", ms, (double)kC4 * kC * (4 + 2));
+}
+
+// The FP8 LM head's W and W^T, cast from the tied embedding's BF16 weight [V, C] after each update.
+BENCH(lm_head_weight_cast_transpose) {
+    BenchBuffers& b = bench_buffers();
+    const int V = 50304;
+    const double vc = (double)V * kC;
+    bf16* w = dev::device_alloc<bf16>((size_t)vc);
+    CHECK_CUDA(cudaMemset(w, 0x3C, (size_t)vc * sizeof(bf16)));  // 0x3C3C = 0.0115: timing only
+    fp8b *q = dev::device_alloc<fp8b>((size_t)vc), *qT = dev::device_alloc<fp8b>((size_t)vc);
+    const float ms = dev::time_ms(
+        [&] { fp8_cast_transpose(b.f.out(q, qT, b.sinv, Fp8Dtype::E4M3, V, kC), &b.f.st, w, V, kC, 0); });
+    bench::report_budget("fp8_cast_transpose", "50304x1600,e4m3", ms, vc * 2 + 2 * vc, 1);
+    for (void* p : {(void*)w, (void*)q, (void*)qT}) CHECK_CUDA(cudaFree(p));
 }
 
 // Calibration passes: read only.
@@ -702,8 +726,8 @@ BENCH(update_scales) {
             cudaMemcpyAsync(fp8_staging_amax(&big), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice, 0));
         fp8_update_scales(&big, AmaxAlgo::Max, 0, 0);
     });
-    bench::report_bandwidth("fp8_update_scales", bench::fmt("%dslots,history1024,+upload", big.num_slots), ms,
-                            2.0 * big.storage_floats * 4);
+    bench::report_budget("fp8_update_scales", bench::fmt("%dslots,history1024,+upload", big.num_slots), ms,
+                         2.0 * big.storage_floats * 4, 1);
     fp8_scale_state_destroy(&big);
 }
 

@@ -10,6 +10,7 @@
 // C = 1600, 4C = 6400), with the unfused sequences for comparison.
 #include <cstring>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
 #include "llmc/fp8/cast.cuh"
@@ -469,7 +470,8 @@ BENCH(fp8_residual_layernorm) {
         fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w, b.bias, kN,
                                        kC, 0);
     });
-    bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3", ms, 8 * nc);
+    // ln2 of every layer, ln1 of layers 1..47 and the final LayerNorm (the FP8 LM head's input)
+    bench::report_budget("fp8_residual_layernorm_forward", "12288x1600,e4m3", ms, 8 * nc, 96);
     ms = dev::time_ms([&] {
         fp8_residual_layernorm_forward(b.res, b.out(kC, false), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w,
                                        b.bias, kN, kC, 0);
@@ -500,7 +502,7 @@ BENCH(fp8_layernorm) {
         fp8_residual_layernorm_forward(nullptr, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, nullptr, b.w, b.bias,
                                        kN, kC, 0);
     });
-    bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,no-residual", ms, 4 * nc);
+    bench::report_budget("fp8_residual_layernorm_forward", "12288x1600,e4m3,no-residual", ms, 4 * nc, 1);
 }
 
 BENCH(fp8_layernorm_amax) {
@@ -530,7 +532,7 @@ BENCH(fp8_gelu_cast_transpose) {
     bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
     // Row-wise only (--recompute 1's forward): 2 + 1 B/elem.
     const float ms_rows = dev::time_ms([&] { fp8_gelu_cast(b.out(kC4), &b.f.st, b.a, kN, kC4, false, 0); });
-    bench::report_bandwidth("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4);
+    bench::report_budget("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4, 48);
 }
 
 BENCH(fp8_gelu_amax) {

@@ -3,6 +3,7 @@
 // and a GPT-2 1.5B-size buffer; its bandwidth is a benchmark (--bench).
 #include <cstring>
 
+#include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "llmc/kernels/global_norm.cuh"
 #include "test/reference/norm.h"
@@ -173,8 +174,8 @@ BENCH(global_norm_gpt1p5b) {
         global_norm_squared(d_partials, d_grads, kP1p5B, 0);
         grad_clip_scale(d_out, d_out + 1, d_partials, (int)np, 1.0f, 0);
     });
-    bench::report_bandwidth("global_norm_squared+grad_clip_scale", bench::fmt("P=%zu", kP1p5B), ms,
-                            2.0 * kP1p5B);
+    bench::report_budget("global_norm_squared+grad_clip_scale", bench::fmt("P=%zu", kP1p5B), ms, 2.0 * kP1p5B,
+                         1);
     CHECK_CUDA(cudaFree(d_grads));
     CHECK_CUDA(cudaFree(d_partials));
     CHECK_CUDA(cudaFree(d_out));
