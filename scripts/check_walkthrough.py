@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the commands of a walk-through (README.md, scripts/recipes/README.md) against this checkout.
 
-Every command in a fenced code block that calls one of our programs (`./train_gpt`, `python3 scripts/X.py`,
+No command uses sudo (a root container has none). Every command in a fenced code block that calls one of our programs (`./train_gpt`, `python3 scripts/X.py`,
 `bash scripts/recipes/gpt2.sh`) is checked: each `--flag` it names must be one the program's `--help` lists.
 Then the steps that need neither network nor GPU run as written, in a scratch folder:
   - a block that tokenizes with `--tokenizer bytes` runs whole (a generated text file stands in for the input
@@ -91,6 +91,8 @@ def main(argv):
     for md in argv[1:]:
         cmds = commands(md)
         for block, line in cmds:
+            if re.search(r"(^|[;&|]\s*)sudo\s", line):  # root containers have no sudo
+                problems.append(f"{md}: `{line}`: sudo (say 'as root' instead)")
             program, args = program_of(line)
             if program is None:
                 continue

@@ -3,7 +3,8 @@
 # scripts/recipes/README.md's commands give train_gpt or a script is one it has, and the steps that need no
 # network or GPU run (the byte-tokenized data example with train_gpt --print-config, each recipe command with
 # DRY_RUN=1). Part of `make test`; needs python3 and the built ./train_gpt. One [PASS]/[FAIL]/[SKIP] line per case.
-#   checker_catches: a walk-through with an unknown flag and a step that fails is reported (so `walkthroughs` can fail).
+#   checker_catches: a walk-through with an unknown flag, sudo and a step that fails is reported (so `walkthroughs`
+#     can fail).
 #   walkthroughs: the two READMEs of this checkout.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,12 +18,14 @@ CHECK="$ROOT/scripts/check_walkthrough.py"
 cat >"$WORK/bad.md" <<'MD'
 ```
 ./train_gpt --model 124m --no-such-flag 3
+sudo apt-get install bible-kjv
 python3 scripts/prepare_data.py --tokenizer bytes --out-dir data/x missing_dir/
 ```
 MD
 out=$(cd "$ROOT" && python3 "$CHECK" "$ROOT" "$WORK/bad.md" 2>&1)
 rc=$?
-if [ $rc = 1 ] && grep -q 'has no flag --no-such-flag' <<<"$out" && grep -q 'prepare_data.py.*failed' <<<"$out"; then
+if [ $rc = 1 ] && grep -q 'has no flag --no-such-flag' <<<"$out" && grep -q 'prepare_data.py.*failed' <<<"$out" &&
+  grep -q 'sudo (say' <<<"$out"; then
   pass checker_catches
 else
   fail checker_catches "exit $rc: $(tr '\n' ' ' <<<"$out")"
