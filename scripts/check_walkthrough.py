@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks the commands of a walk-through (README.md, scripts/recipes/README.md) against this checkout.
 
-No command uses sudo (a root container has none). Every command in a fenced code block that calls one of our programs (`./train_gpt`, `python3 scripts/X.py`,
-`bash scripts/recipes/gpt2.sh`) is checked: each `--flag` it names must be one the program's `--help` lists.
+No command uses sudo (a root container has none). Every command in a fenced code block that calls one of our
+programs (`./train_gpt`, `python3 scripts/X.py`, `bash scripts/recipes/gpt2.sh`) is checked: each `--flag` it
+names must be one the program's `--help` lists.
 Then the steps that need neither network nor GPU run as written, in a scratch folder:
   - a block that tokenizes with `--tokenizer bytes` runs whole (a generated text file stands in for the input
     file it names when that does not exist; `apt-get` lines are skipped), a `./train_gpt` line in it with
