@@ -3,7 +3,7 @@
 #   recompute_bitwise_{1,2}: --recompute 1 (fp8: the fc-projection's FP8 input rebuilt in backward) and 2 (also
 #     the attention projection's) give bitwise the losses and grad norms of --recompute 0: the rebuilt bytes
 #     are the forward's (same input, same scale).
-#   graph_bitwise_{bf16,fp8,fp8_bf16_head,fp8_recompute0}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
+#   graph_bitwise_{bf16,fp8,fp8_bf16_head,fp8_recompute2}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
 #     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
@@ -39,7 +39,7 @@ else
 fi
 
 for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--precision fp8 --no-fp8-lm-head" \
-               "fp8_recompute0:--precision fp8 --recompute 0" \
+               "fp8_recompute2:--precision fp8 --recompute 2" \
                "bf16_options:--precision bf16 --adam-moments bf16" \
                "fp8_options:--precision fp8 --fp8-lm-head --adam-moments bf16"; do
   p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"

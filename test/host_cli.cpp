@@ -654,7 +654,7 @@ TEST(help_shows_real_defaults) {
          {"--deterministic,--no-deterministic=on", "--cuda-graph,--no-cuda-graph=on", "--profile=off",
           "--print-config=off", "--export-at-end=off", "--checkpoint-required=off", "-n,--steps INT=50",
           "--log-dir DIR=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error",
-          "--recompute INT=2 (fp8), 0 (bf16)", "--train-data GLOB=random", "--init-from FILE|DIR"})
+          "--recompute INT=2 (fp8, 774m and up), 0", "--train-data GLOB=random", "--init-from FILE|DIR"})
         EXPECT_CONTAINS(help, s);
     EXPECT_TRUE(help.find('{') == std::string::npos);
     // no line wider than 120 columns: descriptions wrap in their column
@@ -678,12 +678,23 @@ TEST(version_is_asked_before_anything_else) {
     EXPECT_TRUE(!parse({"--steps", "5"}, &cfg).version);
 }
 
-// --recompute's default follows the precision: kFp8DefaultRecompute with fp8 (FP8 below BF16's memory by
-// default), 0 with bf16; a given value always wins.
+// --recompute's default follows the precision and the model's size: kFp8DefaultRecompute with fp8 from
+// kRecomputeMinBlockParams block parameters (774m, 1.5b: FP8 below BF16's memory), 0 for smaller fp8 models
+// (124m, 350m, a preset made smaller with --layers) and with bf16; a given value always wins.
 TEST(recompute_default_by_precision) {
     TrainConfig cfg;
-    EXPECT_TRUE(parse({"--precision", "fp8"}, &cfg).run);
+    EXPECT_TRUE(parse({"--precision", "fp8"}, &cfg).run);  // 1.5b
     EXPECT_EQ(cfg.recompute, kFp8DefaultRecompute);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--model", "774m"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, kFp8DefaultRecompute);
+    for (const char* model : {"124m", "350m"}) {
+        EXPECT_TRUE(parse({"--precision", "fp8", "--model", model}, &cfg).run);
+        EXPECT_EQ(cfg.recompute, 0);
+    }
+    EXPECT_TRUE(parse({"--precision", "fp8", "--layers", "12"}, &cfg).run);  // 1.5b's width, 12 layers: 369M
+    EXPECT_EQ(cfg.recompute, 0);
+    EXPECT_TRUE(parse({"--precision", "fp8", "--model", "124m", "--recompute", "2"}, &cfg).run);
+    EXPECT_EQ(cfg.recompute, 2);
     EXPECT_TRUE(parse({"--precision", "bf16"}, &cfg).run);
     EXPECT_EQ(cfg.recompute, 0);
     EXPECT_TRUE(parse({"--precision", "fp8", "--recompute", "0"}, &cfg).run);

@@ -373,10 +373,10 @@ void CliSpec::add_training_flags() {
     add("--seed", c_.seed, "seed for weight init and random tokens", g);
     add("--recompute", c_.recompute,
         "0: store what backward needs; 1 (fp8): rebuild the fc-projection's FP8 input in the dGELU pass of "
-        "backward; 2 (fp8, its default): also the attention projection's (FP8 then needs less memory than "
-        "BF16; README lists the cost)",
+        "backward; 2 (fp8): also the attention projection's (FP8 then needs less memory than BF16; the "
+        "default from 774m, where it costs about nothing; README lists the cost)",
         g)
-        ->default_str("2 (fp8), 0 (bf16)");
+        ->default_str("2 (fp8, 774m and up), 0");
     add_switch("--deterministic,!--no-deterministic", c_.deterministic,
                "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics", g);
     add_switch("--cuda-graph,!--no-cuda-graph", c_.cuda_graph,
@@ -551,13 +551,12 @@ std::string CliSpec::assemble() {
     if (!model_preset(model_s_, &m)) return "--model: '" + model_s_ + "' is not one of " + preset_names(", ");
     m.gelu_tanh = gelu_tanh;
     c_.model_name = model_s_;
-    // FP8's default: each tensor saved once (the fc projection's FP8 input rebuilt where backward reads its
-    // source anyway); BF16 has nothing to rebuild.
-    if (!given("--recompute")) c_.recompute = c_.precision == Precision::FP8 ? kFp8DefaultRecompute : 0;
     if (given("--layers")) m.num_layers = layers_;
     if (given("--channels")) m.channels = channels_;
     if (given("--heads")) m.num_heads = heads_;
     if (given("--vocab")) m.vocab_size = vocab_;
+    // FP8's default by model size (config.h); BF16 has nothing to rebuild.
+    if (!given("--recompute")) c_.recompute = default_recompute(c_.precision, m);
     if (given("--max-seq")) m.max_seq_len = max_seq_;
     return "";
 }

@@ -37,6 +37,12 @@ const char* to_string(LrSchedule s) { return choice_name(schedule_names(), s); }
 const char* to_string(Fp8Format f) { return choice_name(fp8_format_names(), f); }
 const char* to_string(AmaxAlgo a) { return choice_name(amax_algo_names(), a); }
 
+int default_recompute(Precision precision, const ModelConfig& m) {
+    if (precision != Precision::FP8) return 0;
+    const double block_params = 12.0 * m.num_layers * (double)m.channels * m.channels;
+    return block_params >= kRecomputeMinBlockParams ? kFp8DefaultRecompute : 0;
+}
+
 std::string checkpoint_dir_of(const TrainConfig& cfg) {
     if (!cfg.checkpoint_dir.empty()) return cfg.checkpoint_dir;
     return cfg.resume.empty() ? cfg.resume_if_present : cfg.resume;

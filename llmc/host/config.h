@@ -39,8 +39,12 @@ enum class InputKeep {
     FromInput,  // rebuilt from the input still held, the attention output (the attn-proj, --recompute 2)
 };
 
-// --recompute when the flag is not given and the precision is fp8 (README, Flags: measured cost and memory).
+// --recompute when the flag is not given and the precision is fp8 (README, Flags: measured cost and memory):
+// kFp8DefaultRecompute for models of at least kRecomputeMinBlockParams block parameters (12 L C^2: 774m and
+// 1.5b), where it keeps FP8 below BF16's memory at about no cost; 0 below (124m, 350m), where memory is not
+// what limits and the rebuild costs time (0.45 ms of 25 a step at 124M, B=16).
 constexpr int kFp8DefaultRecompute = 2;
+constexpr double kRecomputeMinBlockParams = 500e6;
 
 struct TrainConfig {
     std::string model_name = "1.5b";
@@ -90,7 +94,7 @@ struct TrainConfig {
 
     // Speed / memory / reproducibility trade-offs.
     int recompute = 0;  // fp8: 1: the fc-projection's FP8 input rebuilt in backward, not stored; 2: also the
-                        // attention projection's. The CLI's default: kFp8DefaultRecompute with fp8, else 0
+                        // attention projection's. The CLI's default: default_recompute()
     InputKeep fc_proj_input() const { return recompute >= 1 ? InputKeep::FromGelu : InputKeep::Saved; }
     InputKeep att_proj_input() const { return recompute >= 2 ? InputKeep::FromInput : InputKeep::Saved; }
     bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
@@ -137,6 +141,8 @@ std::string grad_accum_steps(const TrainConfig& cfg, int world, int* steps);
 // decay to lr * final_lr_frac at the last step.
 float learning_rate(const TrainConfig& cfg, int step);
 
+// --recompute's default for this precision and model (kFp8DefaultRecompute above).
+int default_recompute(Precision precision, const ModelConfig& model);
 // Where checkpoints go: --checkpoint-dir, else the --resume (or --resume-if-present) directory, else "".
 std::string checkpoint_dir_of(const TrainConfig& cfg);
 // --resume-if-present DIR once its folder is looked at (`dir_has_checkpoint`: DIR has a ckpt_* file, valid
