@@ -385,8 +385,8 @@ std::string check(const Case& k, const Outcome& o, const std::string& bin) {
     if (!only_summary(o.out)) return "stdout holds more than the summary: [" + o.out + "]";
     if (k.exit_code == 2 && !o.out.empty()) return "a usage error after output on stdout: [" + o.out + "]";
     if (touched_cuda(o, bin)) return "the CUDA runtime was loaded before the error";
-    // Typically ~100 ms; the bound leaves room for a 2-core CI machine still linking other tests (one run took
-    // 2.9 s there) while catching a wait on a device or a file.
+    // Typically ~100 ms; the bound leaves room for a 2-core CI machine still linking other tests (one run
+    // took 2.9 s there) while catching a wait on a device or a file.
     if (o.ms > 5000) return "took " + std::to_string(o.ms) + " ms";
     return "";
 }
