@@ -131,4 +131,23 @@ float time_ms(Fn fn, int repeats = 20) {
     return times[times.size() / 2];
 }
 
+// Mean time in ms of `fn` over `repeats` back-to-back runs without flushing L2 (inputs that fit stay in it,
+// as a tensor just written by the kernel before it can be in a training step).
+template <class Fn>
+float time_ms_l2_warm(Fn fn, int repeats = 20) {
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    fn();  // warm-up
+    CHECK_CUDA(cudaEventRecord(start, 0));
+    for (int i = 0; i < repeats; i++) fn();
+    CHECK_CUDA(cudaEventRecord(stop, 0));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
+    return ms / repeats;
+}
+
 }  // namespace dev

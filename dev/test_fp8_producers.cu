@@ -302,11 +302,12 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
 
 }  // namespace
 
-// Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 2064 (K = 9 -> the 16-chunk kernel,
-// partial last chunk), 1600 (GPT-1.5B, 32-row tiles, N = 272: a last 16-row tile), 3200 and 8192 (16-row
-// tiles, > 48 KB of shared memory, register-heavy kernels).
+// Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 768 / 1024 / 1280 / 1600 (K = 3, 4, 5,
+// 7: the residual loaded 3, 2, 4 and 4 chunks a round trip; 2 blocks per SM from K = 5), 2064 (K = 9 -> the
+// 16-chunk kernel, partial last chunk), 1600 at N = 12288 (GPT-1.5B: one-wave 48-row tiles) and N = 12304 (a
+// last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels).
 TEST(layernorm_fp8_bit_exact) {
-    const int small[][2] = {{48, 80}, {272, 144}, {272, 1600}};
+    const int small[][2] = {{48, 80}, {272, 144}, {272, 768}, {272, 1024}, {272, 1280}, {272, 1600}};
     for (auto& s : small)
         for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
             for (int residual = 0; residual < 2; residual++)
@@ -320,6 +321,7 @@ TEST(layernorm_fp8_bit_exact) {
     ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true});
     ln_case({12288, 1600, Fp8Dtype::E5M2, false, false, false});
     ln_case({12288, 1600, Fp8Dtype::E4M3, false, true, false});
+    ln_case({12304, 1600, Fp8Dtype::E4M3, true, true, false});
     // Other tile heights (the benchmark's sweep): 16 to 128 rows, N = 272 leaves a partial last tile.
     for (int rows : {16, 48, 64, 128}) {
         ln_case({272, 1600, Fp8Dtype::E4M3, true, true, true, rows});

@@ -6,6 +6,10 @@
 #   graph_bitwise_{bf16,fp8,fp8_bf16_head,fp8_recompute2}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
 #     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
+#   profile_captured: --profile (after training) times a captured graph of the step with its phase marks as
+#     event nodes: the training losses are bitwise those of the run without it, the profile line says
+#     "captured", and its phases add up to the training loop's median step within a factor 0.5-2 (it would be
+#     ~0 with marks the graph never records, or an eager step's host gaps far above).
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
 #     2e-3 (fp32 atomics change the summation order of dQ: rounding-level differences; the tolerance of the
 #     data-parallel equivalence test, test/gpu_multi.sh, for the same kind of difference).
@@ -56,6 +60,29 @@ for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--pr
     fail graph_bitwise_$p "a run failed: $(tail -2 "$WORK/g1_$p.txt" "$WORK/g0_$p.txt" | tr '\n' ' ')"
   fi
 done
+
+if run prof --precision fp8 --recompute 0 --profile && [ -f "$WORK/r0/train.jsonl" ]; then
+  if ! grep -q "^profile (fp8, mean of 3 captured steps" "$WORK/prof.txt" ||
+     ! grep -q "training step captured with its phase marks" "$WORK/prof.txt"; then
+    fail profile_captured "no profile line of captured steps: $(grep -m1 '^profile' "$WORK/prof.txt")"
+  elif [ "$(losses "$WORK/r0/train.jsonl")" != "$(losses "$WORK/prof/train.jsonl")" ]; then
+    fail profile_captured "the training losses changed with --profile"
+  elif m=$(python3 - "$WORK/prof/train.jsonl" <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+prof = [r for r in rs if r.get("kind") == "profile"][-1]
+step = [r for r in rs if r.get("kind") == "summary"][-1]["median_step_ms"]
+print(f"phases {prof['total']:.2f} ms, median step {step:.2f} ms")
+sys.exit(0 if 0.5 * step <= prof["total"] <= 2 * step else 1)
+PY
+  ); then
+    pass "profile_captured (fp8: $m; losses identical to the run without --profile)"
+  else
+    fail profile_captured "$m"
+  fi
+else
+  fail profile_captured "the run failed: $(tail -2 "$WORK/prof.txt" | tr '\n' ' ')"
+fi
 
 if run d1 --precision bf16 && run d0 --precision bf16 --no-deterministic; then
   m=$(python3 - "$WORK/d1/train.jsonl" "$WORK/d0/train.jsonl" <<'PY'

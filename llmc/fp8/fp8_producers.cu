@@ -40,10 +40,20 @@ constexpr int kLnThreads = 256;
 constexpr int kLnWarps = kLnThreads / 32;
 constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile), 16-row tiles above
 
+// Per K (16-byte chunks a lane holds of a row): the inp2 chunks loaded per dependent round trip
+// (layernorm_row_forward's kInp2Batch) and the blocks per SM the registers are capped for. Measured on the
+// H200 (bitwise the same outputs, L2-flushed launches, residual + E4M3): 16384 x 768 (K = 3) 0.0450 ms with 1
+// chunk a trip -> 0.0383 with the whole row; 12288 x 1600 (K = 7) at 3 blocks per SM (80 registers) 0.0777
+// with 1 and slower with more (spills: 0.0941 at 2, 0.156 at 7), at 2 blocks per SM (128 registers) 0.0762
+// with 1 -> 0.0704 with 4, with one-wave tiles (ln_tile_rows). K = 4 spills at 3 blocks with the whole row.
+__host__ __device__ constexpr int ln_inp2_batch(int K) { return K <= 3 ? K : K == 4 ? 2 : K <= 8 ? 4 : 1; }
+__host__ __device__ constexpr int ln_min_blocks(int K) { return K <= 4 ? 3 : K <= 8 ? 2 : 1; }
+
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
-template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
+template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT,
+          int kInp2Batch = ln_inp2_batch(K), int kMinBlocks = ln_min_blocks(K)>
+__global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     fp8_layernorm_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
                          float* __restrict__ out_scale_inv, float* __restrict__ mean,
                          float* __restrict__ rstd, float* staging, const bf16* __restrict__ inp1,
@@ -82,7 +92,7 @@ __global__ void __launch_bounds__(kLnThreads, K <= 8 ? 3 : 1)
             }
         };
         float m, s;
-        layernorm_row_forward<K, kResidual, kResidual && kWrite, /*kPrefetchInp2=*/false>(
+        layernorm_row_forward<K, kResidual, kResidual && kWrite, kInp2Batch>(
             m, s, residual, inp1, inp2, weight, bias, off, C, lane, on_value, on_chunk);
         if constexpr (kWrite) {
             if (lane == 0) {
@@ -196,13 +206,29 @@ void check_ln_shape(const char* who, int N, int C) {
           "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
 }
 
+// Rows per block. Kernels capped at 2 blocks per SM (1024 < C <= 2048) take the fewest rows (a multiple of
+// 16) that put every block in one wave, when two such tiles fit an SM's shared memory: a partial second wave
+// costs more than longer blocks (12288 x 1600: 32 rows, 1.45 waves of 264 blocks, 0.0904 ms; 48 rows, 256
+// blocks, 0.0704 ms). Otherwise 32 rows up to kLnRows32MaxC, else 16.
+int ln_tile_rows(int N, int C) {
+    const int k = ceil_div(C / x128::size, 32);  // as layernorm_pick_k
+    if (k >= 5 && k <= 8) {
+        int device = 0, sms = 0;
+        CHECK_CUDA(cudaGetDevice(&device));
+        CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        const int rows = 16 * ceil_div(ceil_div(N, 2 * sms), 16);
+        if (2 * (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 226 * 1024) return rows;
+    }
+    return C <= kLnRows32MaxC ? 32 : 16;
+}
+
 // out: the FP8 tensor written (null: amax only, of slot `slot`). tile_rows: rows per block (a multiple of 16;
-// 0: 32 up to kLnRows32MaxC, else 16).
+// 0: ln_tile_rows).
 template <bool kWrite>
 void launch_ln(bf16* residual, const Fp8Tensor* out, float* mean, float* rstd, Fp8ScaleState* st, int slot,
                const bf16* inp1, const bf16* inp2, const bf16* weight, const bf16* bias, int N, int C,
                cudaStream_t stream, int tile_rows = 0) {
-    const int rows = tile_rows > 0 ? tile_rows : C <= kLnRows32MaxC ? 32 : 16;
+    const int rows = tile_rows > 0 ? tile_rows : ln_tile_rows(N, C);
     CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
           "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
           rows, C);

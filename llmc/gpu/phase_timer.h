@@ -43,8 +43,22 @@ class PhaseTimer {
             phases_.push_back(phase);
         }
         phases_[used_] = phase;
-        CHECK_CUDA(cudaEventRecord(events_[used_++], stream));
+        // Inside a stream capture an external record becomes an event node, recorded at each replay (the flag
+        // is refused outside a capture).
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        CHECK_CUDA(cudaStreamIsCapturing(stream, &capture));
+        if (capture == cudaStreamCaptureStatusActive)
+            CHECK_CUDA(cudaEventRecordWithFlags(events_[used_++], stream, cudaEventRecordExternal));
+        else
+            CHECK_CUDA(cudaEventRecord(events_[used_++], stream));
     }
+    // Marks recorded since the last collect (a capture's are the ones its graph records).
+    size_t marks() const { return used_; }
+    // Forgets the marks since the last collect (a capture's: no event of them was recorded yet).
+    void discard_marks() { used_ = 0; }
+    // A graph captured with `marks` marks was launched: it records events 0..marks-1, with their phases as
+    // they were at the capture.
+    void replayed(size_t marks) { used_ = marks; }
     // Closes the current span (call after the last kernel), synchronizes, and returns ms per phase; resets.
     std::vector<double> collect(cudaStream_t stream) {
         std::vector<double> ms(kNumPhases, 0.0);

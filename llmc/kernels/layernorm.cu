@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kFwdBlock)
     if (row >= N) return;
     const size_t off = (size_t)row * C;
     float m, s;
-    layernorm_row_forward<K, kResidual, kResidual, /*kPrefetchInp2=*/true>(
+    layernorm_row_forward<K, kResidual, kResidual, /*kInp2Batch=*/K>(
         m, s, residual, inp1, inp2, weight, bias, off, C, lane, [](bf16) {},
         [&](int c, const x128& o) { store128(out + off + c, o); });
     if (lane == 0) {

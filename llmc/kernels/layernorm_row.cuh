@@ -40,13 +40,14 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
 //   it is computed, then on_chunk(c, y) with the chunk's 8 values (x128) at column c. (Two hooks: the FP8
 //   producer's amax sits in on_value, interleaved with the arithmetic as it was written before this code was
 //   shared; folded into on_chunk it costs ptxas a few more spills in some instantiations.)
-// kPrefetchInp2 (with kResidual): all of the row's inp2 chunks are loaded before the first residual store.
-// Otherwise each inp2 load waits for the previous chunk's residual store (the compiler does not move a load
-// above a store that may alias it): K dependent memory round trips per row. Measured on the H200 at 12288 x
-// 1600: residual_layernorm_forward 0.0636 -> 0.0548 ms. The FP8 producer keeps the serial order: the K more
-// live registers cost it its three blocks per SM (0.0738 -> 0.0904 ms at two blocks, spills at three). The
-// bits are the same either way.
-template <int K, bool kResidual, bool kStoreResidual, bool kPrefetchInp2, class OnValue, class OnChunk>
+// kInp2Batch (with kResidual): the row's inp2 chunks are loaded in groups of kInp2Batch, every load of a
+// group issued before the group's residual stores (kInp2Batch >= K: the whole row first). The compiler does
+// not move a load above a store that may alias it, so each group is one dependent memory round trip: 1 is K
+// round trips per row, K is one round trip but K more live registers. Measured on the H200 at 12288 x 1600:
+// residual_layernorm_forward 0.0636 (1) -> 0.0548 ms (K). The FP8 producer, capped at 80 registers for three
+// blocks per SM, spills with the whole row (K = 7) in flight; it takes smaller groups (fp8_producers.cu). The
+// bits are the same for every kInp2Batch.
+template <int K, bool kResidual, bool kStoreResidual, int kInp2Batch, class OnValue, class OnChunk>
 __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, bf16* residual,
                                                       const bf16* inp1, const bf16* inp2, const bf16* weight,
                                                       const bf16* bias, size_t off, int C, int lane,
@@ -58,23 +59,25 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
         if (c < C) x[k] = load128cs(inp1 + off + c);
     }
     if constexpr (kResidual) {
-        x128 x2[kPrefetchInp2 ? K : 1];
-        if constexpr (kPrefetchInp2) {
+        constexpr int G = kInp2Batch < 1 ? 1 : kInp2Batch > K ? K : kInp2Batch;  // chunks per group
 #pragma unroll
-            for (int k = 0; k < K; k++) {
-                const int c = (k * 32 + lane) * x128::size;
-                if (c < C) x2[k] = load128cs(inp2 + off + c);
+        for (int k0 = 0; k0 < K; k0 += G) {
+            x128 y[G];
+#pragma unroll
+            for (int j = 0; j < G; j++) {
+                const int k = k0 + j, c = (k * 32 + lane) * x128::size;
+                if (k < K && c < C) y[j] = load128cs(inp2 + off + c);
             }
-        }
 #pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int c = (k * 32 + lane) * x128::size;
-            if (c < C) {
-                const x128 y = kPrefetchInp2 ? x2[kPrefetchInp2 ? k : 0] : load128cs(inp2 + off + c);
+            for (int j = 0; j < G; j++) {
+                const int k = k0 + j, c = (k * 32 + lane) * x128::size;
+                if (k < K && c < C) {
+                    x128& xk = x[k < K ? k : 0];
 #pragma unroll
-                for (int i = 0; i < x128::size; i++)
-                    x[k][i] = __float2bfloat16(__bfloat162float(x[k][i]) + __bfloat162float(y[i]));
-                if constexpr (kStoreResidual) store128(residual + off + c, x[k]);
+                    for (int i = 0; i < x128::size; i++)
+                        xk[i] = __float2bfloat16(__bfloat162float(xk[i]) + __bfloat162float(y[j][i]));
+                    if constexpr (kStoreResidual) store128(residual + off + c, xk);
+                }
             }
         }
     }

@@ -42,21 +42,24 @@ static void run_step(GptModel::Impl& s, const AdamWSettings& a) {
     update_pass(s, a.grad_clip, a.beta1, a.beta2, a.eps);
 }
 
-// Captures one step into the graph (thread-local: the communicator's watchdog thread keeps making its own
-// CUDA/NCCL calls meanwhile).
-static void capture_step(GptModel::Impl& s, const AdamWSettings& a) {
-    StepRuntime& r = s.runtime;
+// Captures one step into `into` (thread-local: the communicator's watchdog thread keeps making its own
+// CUDA/NCCL calls meanwhile). With the phase timer on, its marks become event nodes of the graph: they are
+// recorded at every replay, not now.
+static void capture_step(GptModel::Impl& s, const AdamWSettings& a, CapturedStep* into) {
     cudaGraph_t captured = nullptr;
     const auto t0 = std::chrono::steady_clock::now();
     CHECK_CUDA(cudaStreamBeginCapture(s.ctx->stream, cudaStreamCaptureModeThreadLocal));
     run_step(s, a);
     CHECK_CUDA(cudaStreamEndCapture(s.ctx->stream, &captured));
-    CHECK_CUDA(cudaGraphInstantiate(&r.graph, captured, 0));
+    CHECK_CUDA(cudaGraphInstantiate(&into->exec, captured, 0));
     size_t nodes = 0;
     CHECK_CUDA(cudaGraphGetNodes(captured, nullptr, &nodes));
     CHECK_CUDA(cudaGraphDestroy(captured));
-    r.graph_cudnn_workspace = s.ctx->cudnn_workspace;
-    printf("cuda graph: training step captured (%zu nodes, %.0f ms to capture and instantiate)\n", nodes,
+    into->cudnn_workspace = s.ctx->cudnn_workspace;
+    into->phase_marks = s.timer.marks();
+    s.timer.discard_marks();
+    printf("cuda graph: training step captured%s (%zu nodes, %.0f ms to capture and instantiate)\n",
+           s.timer.enabled() ? " with its phase marks" : "", nodes,
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
@@ -67,20 +70,26 @@ void GptModel::launch_step(const AdamWSettings& a, int t) {
     CHECK(s.micro == 0, "launch_step after %d forward/backward calls", s.micro);
     upload_adamw_scalars(s, a, t);
     s.recipe->begin_step();
-    // Captured: after one uncaptured step (it builds the cuBLASLt/cuDNN plans and sizes the workspaces), not
-    // while the recipe runs other kernels (calibration, stale weights), not when profiling or in tests.
-    const bool graph = s.options.cuda_graph && r.eager_steps > 0 && !s.test_hooks && !s.timer.enabled() &&
-                       s.recipe->step_capturable();
-    if (graph && r.graph && r.graph_cudnn_workspace != s.ctx->cudnn_workspace) {
-        CHECK_CUDA(cudaGraphExecDestroy(r.graph));  // the attention workspace moved: capture again
-        r.graph = nullptr;
+    // Captured: after one uncaptured step (it builds the cuBLASLt/cuDNN plans and sizes the workspaces; when
+    // profiling, one more that creates the timer's events), not while the recipe runs other kernels
+    // (calibration, stale weights), not in tests. Profiling replays its own capture, so --profile times the
+    // step the training loop replays.
+    const bool profiling = s.timer.enabled();
+    const bool graph = s.options.cuda_graph && r.eager_steps > 0 && !s.test_hooks &&
+                       s.recipe->step_capturable() && (!profiling || r.profiled_eager_steps > 0);
+    CapturedStep& captured = profiling ? r.profiled_graph : r.graph;
+    if (graph && captured.exec && captured.cudnn_workspace != s.ctx->cudnn_workspace) {
+        CHECK_CUDA(cudaGraphExecDestroy(captured.exec));  // the attention workspace moved: capture again
+        captured.exec = nullptr;
     }
-    if (graph && !r.graph) capture_step(s, a);
+    if (graph && !captured.exec) capture_step(s, a, &captured);
     if (graph) {
-        CHECK_CUDA(cudaGraphLaunch(r.graph, s.ctx->stream));
+        CHECK_CUDA(cudaGraphLaunch(captured.exec, s.ctx->stream));
+        if (profiling) s.timer.replayed(captured.phase_marks);
     } else {
         run_step(s, a);
         r.eager_steps++;
+        if (profiling) r.profiled_eager_steps++;
     }
     r.in_flight = true;
 }

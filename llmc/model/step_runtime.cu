@@ -19,7 +19,8 @@ StepRuntime::~StepRuntime() {
     }
     cudaFreeHost(readback);
     cudaFreeHost(pinned_adamw);
-    if (graph) cudaGraphExecDestroy(graph);
+    for (CapturedStep* g : {&graph, &profiled_graph})
+        if (g->exec) cudaGraphExecDestroy(g->exec);
 }
 
 TokenSlot StepRuntime::pinned_slot(int k) {

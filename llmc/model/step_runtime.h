@@ -25,6 +25,14 @@ struct StepScalars {
     float grad_scale;  // the clip factor
 };
 
+// One captured training step: its executable graph, the attention workspace its cuDNN kernels were captured
+// with (a moved workspace means capturing again), and how many phase marks it records at each replay.
+struct CapturedStep {
+    cudaGraphExec_t exec = nullptr;
+    const void* cudnn_workspace = nullptr;
+    size_t phase_marks = 0;
+};
+
 class StepRuntime {
   public:
     StepRuntime(int accum_steps, size_t tokens_per_micro_step);
@@ -43,9 +51,10 @@ class StepRuntime {
     StepScalars* readback = nullptr;           // pinned
     AdamWStepScalars* pinned_adamw = nullptr;  // pinned: [0] decayed tensors, [1] the others
     bool in_flight = false;
-    int eager_steps = 0;  // steps run uncaptured (the first builds the library plans)
-    cudaGraphExec_t graph = nullptr;
-    const void* graph_cudnn_workspace = nullptr;  // the workspace the graph's attention kernels use
+    int eager_steps = 0;           // steps run uncaptured (the first builds the library plans)
+    int profiled_eager_steps = 0;  // of those, with phase marks (the first creates the timer's events)
+    CapturedStep graph;            // the training step
+    CapturedStep profiled_graph;   // the same step with the phase marks as event nodes (--profile)
 
   private:
     int accum_steps_;
