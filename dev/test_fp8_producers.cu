@@ -303,7 +303,7 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
 }  // namespace
 
 // Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 768 / 1024 / 1280 / 1600 (K = 3, 4, 5,
-// 7: the residual loaded 3, 2, 4 and 4 chunks a round trip; 2 blocks per SM from K = 5), 2064 (K = 9 -> the
+// 7: the residual loaded 3, 2, 1 and 4 chunks a round trip; 2 blocks per SM from K = 6), 2064 (K = 9 -> the
 // 16-chunk kernel, partial last chunk), 1600 at N = 12288 (GPT-1.5B: one-wave 48-row tiles) and N = 12304 (a
 // last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels).
 TEST(layernorm_fp8_bit_exact) {

@@ -42,12 +42,19 @@ constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile
 
 // Per K (16-byte chunks a lane holds of a row): the inp2 chunks loaded per dependent round trip
 // (layernorm_row_forward's kInp2Batch) and the blocks per SM the registers are capped for. Measured on the
-// H200 (bitwise the same outputs, L2-flushed launches, residual + E4M3): 16384 x 768 (K = 3) 0.0450 ms with 1
-// chunk a trip -> 0.0383 with the whole row; 12288 x 1600 (K = 7) at 3 blocks per SM (80 registers) 0.0777
-// with 1 and slower with more (spills: 0.0941 at 2, 0.156 at 7), at 2 blocks per SM (128 registers) 0.0762
-// with 1 -> 0.0704 with 4, with one-wave tiles (ln_tile_rows). K = 4 spills at 3 blocks with the whole row.
-__host__ __device__ constexpr int ln_inp2_batch(int K) { return K <= 3 ? K : K == 4 ? 2 : K <= 8 ? 4 : 1; }
-__host__ __device__ constexpr int ln_min_blocks(int K) { return K <= 4 ? 3 : K <= 8 ? 2 : 1; }
+// H200 (bitwise the same outputs, L2-flushed launches, residual + E4M3, 1 chunk a trip at 3 blocks per SM
+// first): 16384 x 768 (K = 3) 0.0450 -> 0.0383 ms with the whole row; 16384 x 1024 (K = 4) 0.0565 -> 0.0521
+// with 2 (0.0644 with 4: spills); 12288 x 1280 (K = 5, no spills at 3 blocks, 384 blocks in one wave) 0.0441,
+// slower with 4 at 2 blocks (0.0486): kept. 12288 x 1600 (K = 7, 80 registers at 3 blocks: 72 bytes of
+// spills) 0.0770, slower with more chunks at 3 blocks (0.094 at 2, 0.155 at 7); at 2 blocks per SM (128
+// registers) with one-wave tiles (ln_tile_rows) 0.0756 with 1, 0.0702 with 4, 0.0690 with 5 (4 spills 8
+// bytes, 5 spills 4; taken: 4); 16384 x 1600 0.1229 -> 0.0820 (64-row tiles). K = 6 and 8 (spills at 3
+// blocks, no GPT-2 size) follow K = 7 unmeasured. In the GPT-1.5B step: -0.56 ms (60 steps, 3 alternated
+// rounds); 124M: -0.07 ms, within the noise.
+__host__ __device__ constexpr int ln_inp2_batch(int K) {
+    return K <= 3 ? K : K == 4 ? 2 : K == 5 ? 1 : K <= 8 ? 4 : 1;
+}
+__host__ __device__ constexpr int ln_min_blocks(int K) { return K <= 5 ? 3 : K <= 8 ? 2 : 1; }
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
@@ -206,13 +213,13 @@ void check_ln_shape(const char* who, int N, int C) {
           "%s: N = %d and C = %d must be positive multiples of 16, C at most %d", who, N, C, kLayerNormMaxC);
 }
 
-// Rows per block. Kernels capped at 2 blocks per SM (1024 < C <= 2048) take the fewest rows (a multiple of
+// Rows per block. Kernels capped at 2 blocks per SM (1280 < C <= 2048) take the fewest rows (a multiple of
 // 16) that put every block in one wave, when two such tiles fit an SM's shared memory: a partial second wave
-// costs more than longer blocks (12288 x 1600: 32 rows, 1.45 waves of 264 blocks, 0.0904 ms; 48 rows, 256
-// blocks, 0.0704 ms). Otherwise 32 rows up to kLnRows32MaxC, else 16.
+// costs more than longer blocks (12288 x 1600: 32 rows, 1.45 waves of 264 blocks, 0.0737 ms; 48 rows, 256
+// blocks, 0.0702 ms). Otherwise 32 rows up to kLnRows32MaxC, else 16.
 int ln_tile_rows(int N, int C) {
     const int k = ceil_div(C / x128::size, 32);  // as layernorm_pick_k
-    if (k >= 5 && k <= 8) {
+    if (ln_min_blocks(k) == 2) {
         int device = 0, sms = 0;
         CHECK_CUDA(cudaGetDevice(&device));
         CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

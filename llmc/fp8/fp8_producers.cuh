@@ -25,7 +25,7 @@
 // inp2_NC == null: inp1_NC is normalized and residual_NC is not written (may be null).
 // mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit. Outputs
 // must not overlap the inputs.
-// One block per 32 rows (16 when C > 3072; for 1024 < C <= 2048 as many as put every block in one wave;
+// One block per 32 rows (16 when C > 3072; for 1280 < C <= 2048 as many as put every block in one wave;
 // tile_rows > 0, a multiple of 16, sets it: the tests and the benchmark's sweep):
 // each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
 // memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
