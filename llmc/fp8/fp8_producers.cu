@@ -51,15 +51,15 @@ constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile
 // bytes, 5 spills 4; taken: 4); 16384 x 1600 0.1229 -> 0.0820 (64-row tiles). K = 6 and 8 (spills at 3
 // blocks, no GPT-2 size) follow K = 7 unmeasured. In the GPT-1.5B step: -0.56 ms (60 steps, 3 alternated
 // rounds); 124M: -0.07 ms, within the noise.
-__host__ __device__ constexpr int ln_inp2_batch(int K) {
-    return K <= 3 ? K : K == 4 ? 2 : K == 5 ? 1 : K <= 8 ? 4 : 1;
-}
-__host__ __device__ constexpr int ln_min_blocks(int K) { return K <= 5 ? 3 : K <= 8 ? 2 : 1; }
+struct LnTuning {
+    static constexpr int inp2_batch(int K) { return K <= 3 ? K : K == 4 ? 2 : K == 5 ? 1 : K <= 8 ? 4 : 1; }
+    static constexpr int min_blocks(int K) { return K <= 5 ? 3 : K <= 8 ? 2 : 1; }
+};
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT,
-          int kInp2Batch = ln_inp2_batch(K), int kMinBlocks = ln_min_blocks(K)>
+          int kInp2Batch = LnTuning::inp2_batch(K), int kMinBlocks = LnTuning::min_blocks(K)>
 __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     fp8_layernorm_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
                          float* __restrict__ out_scale_inv, float* __restrict__ mean,
@@ -219,7 +219,7 @@ void check_ln_shape(const char* who, int N, int C) {
 // blocks, 0.0702 ms). Otherwise 32 rows up to kLnRows32MaxC, else 16.
 int ln_tile_rows(int N, int C) {
     const int k = ceil_div(C / x128::size, 32);  // as layernorm_pick_k
-    if (ln_min_blocks(k) == 2) {
+    if (LnTuning::min_blocks(k) == 2) {
         int device = 0, sms = 0;
         CHECK_CUDA(cudaGetDevice(&device));
         CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
