@@ -440,7 +440,7 @@ void CliSpec::add_logging_and_checkpoint_flags() {
     add("--log-every", c_.log_every, "print a line every N steps", g);
     add_switch("--profile", c_.profile,
                "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, "
-               "optimizer, other)",
+               "optimizer, other), replaying the captured step with its phase marks as graph nodes",
                g);
     add_switch("--print-config", print_config,
                "print the resolved configuration (JSON) once the flags and the files they name are "
