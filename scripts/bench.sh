@@ -83,12 +83,8 @@ for size in $sizes; do
   done
   [ -n "$llmc_ok" ] && run_llmc "$size"
 done
-if [ "${BENCH_PYTORCH:-1}" != 0 ] && [[ " $sizes " == *" 1.5b "* ]]; then
-  for v in bf16 fp8; do  # one process each: the first one's memory must not count in the second's peak
-    python3 scripts/bench_pytorch.py --steps "$steps" --variants "$v" --out "$out/pytorch.jsonl" 2>&1 |
-      grep -E "^pytorch|Error|error" | tail -3
-  done
-fi
+# The tables (and bench.json, bench.png) from every result written so far under $out.
+report() {
 python3 - "$out" "$sizes" <<'EOF'
 import json, os, sys
 out, sizes = sys.argv[1], sys.argv[2].split()
@@ -158,3 +154,15 @@ try:
 except ImportError:
     print(f"wrote {out}/bench.json (no matplotlib: no PNG)")
 EOF
+}
+
+if [ "${BENCH_PYTORCH:-1}" != 0 ] && [[ " $sizes " == *" 1.5b "* ]]; then
+  # The PyTorch runs compile for minutes: the rows so far first, so a run cut short still has its table.
+  echo "bench: train_gpt and llm.c rows (the PyTorch runs follow; the full table after them):"
+  report
+  for v in bf16 fp8; do  # one process each: the first one's memory must not count in the second's peak
+    python3 scripts/bench_pytorch.py --steps "$steps" --variants "$v" --out "$out/pytorch.jsonl" 2>&1 |
+      grep -E "^pytorch|Error|error" | tail -3
+  done
+fi
+report
