@@ -77,6 +77,7 @@ StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSet
 void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, GlobalBatch* batch,
                    Communicator* comm, RunLogger* logger) {
     const int steps = 3, warmup = cfg.cuda_graph ? 1 : 0;
+    int replayed = 0;  // of the 3 (a step the recipe cannot capture runs uncaptured)
     std::vector<double> total(kNumPhases, 0.0);
     model->set_profiling(true);
     for (int i = 0; i < warmup + steps; i++) {
@@ -87,13 +88,17 @@ void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, G
                    cfg.steps + i + 1, false, nullptr, comm, /*first_step=*/false);
         std::vector<double> ms = model->collect_phase_ms();
         if (i < warmup) continue;
+        replayed += model->last_step_replayed();
         for (int p = 0; p < kNumPhases; p++) total[p] += ms[p] / steps;
     }
     model->set_profiling(false);
     double sum = 0;
     for (double t : total) sum += t;
+    const std::string kind = replayed == steps ? "captured"
+                             : replayed == 0   ? "uncaptured"
+                                             : std::to_string(replayed) + " captured, the others uncaptured";
     printf("profile (%s, mean of %d %s steps, GPU time between phase marks):", to_string(cfg.precision),
-           steps, cfg.cuda_graph ? "captured" : "uncaptured");
+           steps, kind.c_str());
     std::vector<std::pair<const char*, double>> fields;
     for (int p = 0; p < kNumPhases; p++) {
         printf(" %s %.1f ms (%.0f%%) |", phase_name(p), total[p], 100 * total[p] / sum);

@@ -163,4 +163,5 @@ size_t GptModel::peak_memory_bytes() const { return impl_->peak_bytes; }
 
 void GptModel::set_profiling(bool on) { impl_->timer.enable(on); }
 std::vector<double> GptModel::collect_phase_ms() { return impl_->timer.collect(impl_->ctx->stream); }
+bool GptModel::last_step_replayed() const { return impl_->runtime.last_step_replayed; }
 std::vector<std::string> GptModel::gemm_report() const { return matmul_plan_report(impl_->matmul_plans); }

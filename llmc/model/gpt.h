@@ -99,6 +99,8 @@ class GptModel {
     // Per-phase GPU time (see llmc/gpu/phase_timer.h): enable, run steps, collect ms per phase (and reset).
     void set_profiling(bool on);
     std::vector<double> collect_phase_ms();
+    // Whether the last launched step replayed a captured graph (false: launched kernel by kernel).
+    bool last_step_replayed() const;
     // One line per cuBLASLt plan built so far: the GEMM, its algorithm and how it was chosen.
     std::vector<std::string> gemm_report() const;
 

@@ -91,6 +91,7 @@ void GptModel::launch_step(const AdamWSettings& a, int t) {
         r.eager_steps++;
         if (profiling) r.profiled_eager_steps++;
     }
+    r.last_step_replayed = graph;
     r.in_flight = true;
 }
 

@@ -55,6 +55,7 @@ class StepRuntime {
     int profiled_eager_steps = 0;  // of those, with phase marks (the first creates the timer's events)
     CapturedStep graph;            // the training step
     CapturedStep profiled_graph;   // the same step with the phase marks as event nodes (--profile)
+    bool last_step_replayed = false;
 
   private:
     int accum_steps_;
