@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The tables of `make bench` (scripts/bench.sh) from the results under its output folder: train_gpt's runs
+(SIZE/{bf16,fp8}/train.jsonl + config.json), llm.c's (llmc.jsonl) and PyTorch's (pytorch.jsonl, GPT-1.5B), as
+far as they got. Prints one table per model (median step ms, tokens/s, honest TFLOP/s, the report's formula,
+MFU, peak GB, speed ratios to our bf16, llm.c and PyTorch bf16), writes bench.json and, with matplotlib,
+bench.png. Peers' TFLOP/s are ours scaled by the step time (the same work per token).
+Usage: bench_report.py OUTDIR [SIZE ...]   (SIZE: 1.5b, 124m; default both)"""
+import json, os, sys
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0)
+if len(sys.argv) < 2:
+    print("usage: bench_report.py OUTDIR [SIZE ...]   (SIZE: 1.5b, 124m)", file=sys.stderr)
+    sys.exit(2)
+out, sizes = sys.argv[1], sys.argv[2:] or ["1.5b", "124m"]
+for size in sizes:
+    if size not in ("1.5b", "124m"):
+        print(f"bench_report: a SIZE must be 1.5b or 124m, got '{size}'", file=sys.stderr)
+        sys.exit(2)
+if not os.path.isdir(out):
+    print(f"bench_report: {out} is not a folder (the OUTDIR of scripts/bench.sh)", file=sys.stderr)
+    sys.exit(2)
+rows = []
+def read_jsonl(name):
+    try:
+        return [json.loads(l) for l in open(os.path.join(out, name)) if l.strip()]
+    except OSError:
+        return []
+for size in sizes:
+    for p in ("bf16", "fp8"):
+        try:
+            s = [json.loads(l) for l in open(os.path.join(out, size, p, "train.jsonl")) if '"summary"' in l][-1]
+            cfg = json.load(open(os.path.join(out, size, p, "config.json")))
+        except (OSError, IndexError):
+            continue
+        rows.append({"model": size, "name": f"train_gpt {p}", "median_step_ms": s["median_step_ms"],
+                     "tokens_per_s": s["tokens_per_s"], "tflops": s["tflops"], "parameters": cfg["parameters"],
+                     "peak_mem_gb": s["peak_mem_gb"]})
+rows += read_jsonl("llmc.jsonl")
+rows += [dict(r, model="1.5b") for r in read_jsonl("pytorch.jsonl")]
+if not rows:
+    sys.exit("bench: no results")
+# Rows without their own FLOP count (peers) take ours for the same model: the same work per token.
+for r in rows:
+    ours = next((o for o in rows if o["model"] == r["model"] and "tflops" in o and "parameters" in o), None)
+    if "tflops" not in r and ours:
+        r["tflops"] = ours["tflops"] * ours["median_step_ms"] / r["median_step_ms"]
+    if ours:
+        r["seed_formula_tflops"] = 6 * ours["parameters"] * r["tokens_per_s"] / 1e12
+titles = {"1.5b": "GPT-1.5B, batch 12 x 1024", "124m": "GPT-2 124M, batch 16 x 1024"}
+print()
+print("Random tokens, one GPU; median step over the steady steps. TFLOP/s honest: (6N + 12LTC) x tokens / time;")
+print("report formula: 6N x tokens / time; MFU of 989 dense BF16.")
+for size in sizes:
+    sel = [r for r in rows if r["model"] == size]
+    if not sel:
+        continue
+    base = {k: next((r for r in sel if r["name"].startswith(k)), None) for k in ("train_gpt bf16", "llm.c", "pytorch bf16")}
+    print(f"\n{titles[size]}")
+    hdr = (f"| {'run':40} | step ms | tokens/s | TFLOP/s | report formula | MFU | peak GB | vs train_gpt bf16 |"
+           f" vs llm.c | vs PyTorch bf16 |")
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for r in sel:
+        vs = [f"{b['median_step_ms'] / r['median_step_ms']:.2f}x" if b else "-" for b in base.values()]
+        tf = r.get("tflops", float("nan"))
+        print(f"| {r['name']:40} | {r['median_step_ms']:7.1f} | {r['tokens_per_s']:8.0f} | {tf:7.1f} | "
+              f"{r.get('seed_formula_tflops', float('nan')):14.1f} | {100 * tf / 989:4.1f}% | {r['peak_mem_gb']:7.1f} | "
+              f"{vs[0]:>17} | {vs[1]:>8} | {vs[2]:>15} |")
+json.dump(rows, open(os.path.join(out, "bench.json"), "w"), indent=1)
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(len(sizes), 2, figsize=(11, 4 * len(sizes)), squeeze=False)
+    for i, size in enumerate(sizes):
+        sel = [r for r in rows if r["model"] == size]
+        names = [r["name"].replace(" + compile", "\n+ compile") for r in sel]
+        ax[i][0].barh(names, [r["median_step_ms"] for r in sel]); ax[i][0].set_xlabel("step ms (lower is better)")
+        ax[i][1].barh(names, [r["peak_mem_gb"] for r in sel]); ax[i][1].set_xlabel("peak GB (driver)")
+        ax[i][1].set_yticklabels([])
+        ax[i][0].set_title(titles[size] + ", one GPU")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "bench.png"), dpi=100)
+    print(f"wrote {out}/bench.json and {out}/bench.png")
+except ImportError:
+    print(f"wrote {out}/bench.json (no matplotlib: no PNG)")

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# scripts/bench_report.py (the tables of `make bench`) on made-up results (part of `make test`; python3 only).
+#   full_table: our bf16/fp8 runs, llm.c and PyTorch bf16 at GPT-1.5B: the step, the ratios to our bf16, llm.c
+#     and PyTorch (172.31 ms against 241.07 / 260.73 / 261.3: 1.40x, 1.51x, 1.52x), llm.c's TFLOP/s from ours
+#     scaled by the step time (524.5 x 241.07 / 260.73 = 485.0), MFU of 989, and bench.json with the 4 rows.
+#   cut_short: without llm.c's and PyTorch's files (a run stopped during torch.compile) our rows still print,
+#     with "-" for the missing references, and the status is 0.
+#   no_results_one_line: an empty folder: "bench: no results" last, status 1; bad arguments (no folder, a size
+#     that is not a benchmark's, a folder that does not exist): one line each, status 2.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REPORT="$ROOT/scripts/bench_report.py"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_bench_report_XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+source "$ROOT/test/lib_report.sh"  # pass, fail, skip
+if ! command -v python3 >/dev/null 2>&1; then skip bench_report "python3 not found"; exit 0; fi
+
+python3 - "$WORK/full" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+for p, ms, tok, tf, peak in (("bf16", 241.07, 50974, 524.5, 50.7), ("fp8", 172.31, 71314, 733.8, 49.7)):
+    os.makedirs(f"{out}/1.5b/{p}")
+    with open(f"{out}/1.5b/{p}/train.jsonl", "w") as f:
+        f.write(json.dumps({"kind": "train", "step": 0, "loss": 11.0}) + "\n")
+        f.write(json.dumps({"kind": "summary", "median_step_ms": ms, "tokens_per_s": tok, "tflops": tf,
+                            "peak_mem_gb": peak}) + "\n")
+    json.dump({"parameters": 1557686400}, open(f"{out}/1.5b/{p}/config.json", "w"))
+with open(f"{out}/llmc.jsonl", "w") as f:
+    f.write(json.dumps({"model": "1.5b", "name": "llm.c bf16", "median_step_ms": 260.73, "tokens_per_s": 47129,
+                        "peak_mem_gb": 50.6}) + "\n")
+with open(f"{out}/pytorch.jsonl", "w") as f:
+    f.write(json.dumps({"name": "pytorch bf16 (autocast) + compile", "median_step_ms": 261.3, "tokens_per_s": 47026,
+                        "tflops": 483.8, "peak_mem_gb": 66.7}) + "\n")
+PY
+mkdir -p "$WORK/cut" && cp -r "$WORK/full/1.5b" "$WORK/cut/"
+mkdir -p "$WORK/empty"
+
+# name regex file: the line must be in the file
+has() { grep -Eq "$1" "$2"; }
+if python3 "$REPORT" "$WORK/full" 1.5b > "$WORK/full.txt" 2>&1 &&
+   has '^\| train_gpt fp8 +\| +172\.3 \| +71314 \| +733\.8 \| .* \| 74\.2% \| +49\.7 \| +1\.40x \| +1\.51x \| +1\.52x \|$' "$WORK/full.txt" &&
+   has '^\| llm\.c bf16 +\| +260\.7 \| +47129 \| +485\.0 \| .* \| 49\.0% \| +50\.6 \| +0\.92x \| +1\.00x \| +1\.00x \|$' "$WORK/full.txt" &&
+   has '^\| train_gpt bf16 +\| +241\.1 \| .* \| +1\.00x \| +1\.08x \| +1\.08x \|$' "$WORK/full.txt" &&
+   ! has '124M' "$WORK/full.txt" &&
+   [ "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/full/bench.json")" = 4 ]; then
+  pass "full_table (GPT-1.5B: fp8 1.40x our bf16, 1.51x llm.c, 1.52x PyTorch; llm.c 485.0 TFLOP/s from ours)"
+else
+  fail full_table "$(grep -E "^\| (train_gpt|llm|pytorch)" "$WORK/full.txt" | tr -s " \n" " " | head -c 700)"
+fi
+
+if python3 "$REPORT" "$WORK/cut" > "$WORK/cut.txt" 2>&1 &&
+   has '^\| train_gpt fp8 +\| +172\.3 \| .* \| +1\.40x \| +- \| +- \|$' "$WORK/cut.txt"; then
+  pass "cut_short (no llm.c or PyTorch results: our rows, '-' for the missing references, status 0)"
+else
+  fail cut_short "$(grep -E "^\| train_gpt" "$WORK/cut.txt" | tr -s " \n" " " | head -c 700)"
+fi
+
+why=""
+python3 "$REPORT" "$WORK/empty" > "$WORK/empty.txt" 2>&1
+rc=$?
+[ "$rc" = 1 ] && [ "$(tail -1 "$WORK/empty.txt")" = "bench: no results" ] || why="empty folder: status $rc, '$(tail -1 "$WORK/empty.txt")'"
+for args in "" "$WORK/full 7b" "$WORK/missing"; do
+  # shellcheck disable=SC2086
+  python3 "$REPORT" $args > "$WORK/bad.txt" 2>&1
+  rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l < "$WORK/bad.txt")" = 1 ] || why="$why; args '$args': status $rc, $(wc -l < "$WORK/bad.txt") lines"
+done
+if [ -z "$why" ]; then
+  pass "no_results_one_line (empty folder: status 1; no folder, a bad size, a missing folder: one line, status 2)"
+else
+  fail no_results_one_line "$why"
+fi
