@@ -220,10 +220,7 @@ void check_ln_shape(const char* who, int N, int C) {
 int ln_tile_rows(int N, int C) {
     const int k = ceil_div(C / x128::size, 32);  // as layernorm_pick_k
     if (LnTuning::min_blocks(k) == 2) {
-        int device = 0, sms = 0;
-        CHECK_CUDA(cudaGetDevice(&device));
-        CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        const int rows = 16 * ceil_div(ceil_div(N, 2 * sms), 16);
+        const int rows = 16 * ceil_div(ceil_div(N, 2 * current_device_sms()), 16);
         if (2 * (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 226 * 1024) return rows;
     }
     return C <= kLnRows32MaxC ? 32 : 16;

@@ -16,6 +16,15 @@ inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 // 16-byte alignment, what the vectorized (x128 / f128) loads and stores need.
 inline bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
+// Streaming multiprocessors of the current device (launchers that size a grid to one wave of resident
+// blocks).
+inline int current_device_sms() {
+    int device = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
+}
+
 // 16 bytes of ElementT, loaded/stored in one instruction. Pointers must be 16-byte aligned.
 template <class ElementT>
 struct alignas(16) Packed128 {

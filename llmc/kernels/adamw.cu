@@ -120,9 +120,8 @@ void launch_adamw(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16*
     const size_t work = std::max((nvec + kVecsInFlight - 1) / kVecsInFlight, P - nvec * 8);
     // Grid-stride over exactly the blocks that are resident at once (no second wave to wait for).
     const int block = 256;
-    int device = 0, num_sms = 0, blocks_per_sm = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
+    const int num_sms = current_device_sms();
+    int blocks_per_sm = 0;
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, adamw_kernel<MT>, block, 0));
     const int grid =
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));

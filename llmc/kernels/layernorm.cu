@@ -301,9 +301,8 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
     // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
     // shape, so results are reproducible.
-    int device = 0, sms = 0, occupancy = 0;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int sms = current_device_sms();
+    int occupancy = 0;
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[ch - 1][0], threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
