@@ -179,12 +179,18 @@ void log_step(int step, const TrainConfig& cfg, const StepOutcome& r, float lr, 
                              {"peak_mem_gb", peak_gb}});
 }
 
-// FNV-1a of the FP8 scale state, to check that every rank holds the same scales.
-uint32_t fp8_state_hash(const GptModel& model) {
-    const std::vector<float> state = model.fp8_state_to_host();
+// FNV-1a of the FP8 scale state and of the step's health figures, to check that every rank holds the same
+// scales and logs the same health line (only rank 0 prints it).
+uint32_t fp8_state_hash(const GptModel& model, const Fp8Health& health) {
+    std::vector<float> words = model.fp8_state_to_host();
+    for (float v : {(float)health.slots, (float)health.saturated, (float)health.fell_back, health.min_scale,
+                    health.max_scale})
+        words.push_back(v);
+    words.insert(words.end(), std::begin(health.headroom_median), std::end(health.headroom_median));
+    words.insert(words.end(), std::begin(health.headroom_max), std::end(health.headroom_max));
     uint32_t h = 2166136261u;
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(state.data());
-    for (size_t i = 0; i < state.size() * sizeof(float); i++) h = (h ^ p[i]) * 16777619u;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(words.data());
+    for (size_t i = 0; i < words.size() * sizeof(float); i++) h = (h ^ p[i]) * 16777619u;
     return h;
 }
 
@@ -213,8 +219,9 @@ class Run {
     void sample(int step);
     // A skipped step (non-finite loss or norm): its line, and the stop after --max-bad-steps in a row.
     void on_skipped_step(int step, const StepOutcome& r, int bad_in_a_row);
-    // An applied step: the FP8 scale identity across ranks, a text sample, a periodic checkpoint.
-    void after_applied_step(int step, bool fp8_health);
+    // An applied step: the FP8 scale and health identity across ranks (health: null when not measured), a
+    // text sample, a periodic checkpoint.
+    void after_applied_step(int step, const Fp8Health* health);
     void print_summary(std::vector<double> step_ms, int warmup_steps_skipped, double start_s);
 
     const TrainConfig& cfg_;
@@ -244,7 +251,8 @@ Run::Run(const TrainConfig& cfg, RunPlan* plan)
       flops_per_step_(flops_per_token(cfg.model, cfg.seq) * tokens_per_step_) {
     open_gpu();
     try {
-        comm_ = std::make_unique<Communicator>(plan->launch, plan->rendezvous, cfg.comm_timeout);
+        comm_ = std::make_unique<Communicator>(plan->launch, plan->rendezvous, cfg.comm_timeout,
+                                               cfg.ranks_per_gpu);
     } catch (const std::exception& e) {
         fatal("rank %d of %d: %s", rank_, world_, e.what());
     }
@@ -269,12 +277,19 @@ void Run::open_gpu() {
         fatal("no CUDA device available (%s); train_gpt needs an NVIDIA GPU", why.c_str());
     int devices = 0;
     CHECK_CUDA(cudaGetDeviceCount(&devices));
-    const int local_rank = plan_.launch.local_rank;
-    if (local_rank >= devices)
-        fatal("rank %d: local rank %d but this node has %d GPU%s (one process per GPU)", rank_, local_rank,
-              devices, devices == 1 ? "" : "s");
+    const int local_rank = plan_.launch.local_rank, per_gpu = cfg_.ranks_per_gpu;
+    const int device = local_rank / per_gpu;
+    if (device >= devices) {
+        if (per_gpu == 1)
+            fatal(
+                "rank %d: local rank %d but this node has %d GPU%s (one process per GPU; --ranks-per-gpu "
+                "lets ranks share one)",
+                rank_, local_rank, devices, devices == 1 ? "" : "s");
+        fatal("rank %d: local rank %d with --ranks-per-gpu %d needs GPU %d but this node has %d", rank_,
+              local_rank, per_gpu, device, devices);
+    }
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
-    ctx_ = create_gpu_context(local_rank, cfg_.precision == Precision::FP8 ? 89 : 80);
+    ctx_ = create_gpu_context(device, cfg_.precision == Precision::FP8 ? 89 : 80);
     gpu_open_ = true;
     printf("device: %s, %d SMs, %.1f GiB%s; %s\n", ctx_.props.name, ctx_.props.multiProcessorCount,
            ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "",
@@ -415,12 +430,12 @@ void Run::on_skipped_step(int step, const StepOutcome& r, int bad_in_a_row) {
           ckpt_dir_.empty() ? "" : "; the checkpoint holds the last good state");
 }
 
-void Run::after_applied_step(int step, bool fp8_health) {
+void Run::after_applied_step(int step, const Fp8Health* health) {
     const bool last = step == cfg_.steps - 1;
-    if (fp8_health && comm_->active()) {
-        if (!comm_->identical_on_all_ranks(fp8_state_hash(*model_), comm_->timeout_s()))
-            fatal("rank %d: the FP8 scale state differs between ranks at step %d", rank_, step);
-        printf("step %5d | fp8 scales identical on all %d ranks\n", step, world_);
+    if (health && comm_->active()) {
+        if (!comm_->identical_on_all_ranks(fp8_state_hash(*model_, *health), comm_->timeout_s()))
+            fatal("rank %d: the FP8 scale state or health differs between ranks at step %d", rank_, step);
+        printf("step %5d | fp8 scales and health identical on all %d ranks\n", step, world_);
     }
     if (cfg_.sample_every > 0 && (step % cfg_.sample_every == 0 || last)) sample(step);
     if (cfg_.checkpoint_every > 0 && (step + 1) % cfg_.checkpoint_every == 0 && !last) checkpoint("periodic");
@@ -464,7 +479,7 @@ int Run::train(double start_s) {
             log_step(step, cfg_, r, lr, ms, tokens_per_step_, flops_per_step_, world_,
                      model_->peak_memory_bytes(), fp8_health ? &health : nullptr, eta_s, logger_.get());
             step_ms.push_back(ms);
-            after_applied_step(step, fp8_health);
+            after_applied_step(step, fp8_health ? &health : nullptr);
         }
         if (sig) {
             checkpoint("signal");

@@ -351,6 +351,10 @@ std::vector<Case> cases() {
          "--export '/proc/x.safetensors': cannot create a file in '/proc': ", Match::Start},
         {"--gemm-cache under /proc", {"--gemm-cache", "/proc/x/c.tsv"}, D, 2,
          "--gemm-cache '/proc/x/c.tsv': cannot create a file in '/proc': ", Match::Start},
+        {"--ranks-per-gpu 0", {"--ranks-per-gpu", "0"}, D, 2, "--ranks-per-gpu: must be >= 1, got 0"},
+        {"--ranks-per-gpu without a launcher", {"--ranks-per-gpu", "2"}, D, 2,
+         "--ranks-per-gpu 2: this process is the only rank (no launcher started several); it has no effect on "
+         "one"},
         {"--warmup past --steps", {"--steps", "50", "--warmup", "100"}, D, 2,
          "--warmup 100 exceeds --steps 50: the learning rate would never reach --lr (both count the whole run's "
          "optimizer steps)"},

@@ -257,6 +257,10 @@ TEST(run_summary_for_people) {
           "  data         random tokens (seed 3985)\n", "  logs         logs/config.json, logs/train.jsonl\n",
           "  checkpoints  ck/ every 100 steps and at the end, the newest 2 kept\n"})
         EXPECT_CONTAINS(s, line);
+    c.ranks_per_gpu = 2;  // ranks sharing a GPU are counted as ranks
+    EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 2, 4, "torchrun"),
+                    "x 4 micro-steps x 2 ranks (torchrun, 2 per GPU) = 65,536 tokens per step");
+    c.ranks_per_gpu = 1;
     // every line but the first is indented; an overridden preset is not called by the preset's name
     EXPECT_TRUE(s.find("\ntrain_gpt") == std::string::npos && s.find("\n  ") != std::string::npos);
     c.model.num_layers = 2;
@@ -395,6 +399,9 @@ TEST(grad_accum_steps_divides_total_batch) {
     c.comm_timeout = 0;
     EXPECT_CONTAINS(validate(c), "--comm-timeout");
     c.comm_timeout = 30;
+    c.ranks_per_gpu = 0;
+    EXPECT_CONTAINS(validate(c), "--ranks-per-gpu: must be >= 1, got 0");
+    c.ranks_per_gpu = 1;
     c.rendezvous = "udp://x:1";
     EXPECT_CONTAINS(validate(c), "udp://x:1");
 }

@@ -40,12 +40,11 @@ void DelayedScaling::end_eval(cudaStream_t stream) {
     if (eval_weights_were_stale_) weights_stale_ = true;
 }
 
-void DelayedScaling::update(const int* apply_flag, const std::function<void(float*, size_t)>& all_reduce_max,
-                            cudaStream_t stream) {
+void DelayedScaling::update(const int* apply_flag, cudaStream_t stream) {
     if (timer_) timer_->mark(kPhaseCast, stream);
     const size_t n = state_.num_slots;
     // every rank updates from the amaxes of all ranks: identical scales everywhere
-    if (all_reduce_max) all_reduce_max(fp8_staging_amax(&state_), n);
+    if (all_reduce_max_) all_reduce_max_(fp8_staging_amax(&state_), n);
     CHECK_CUDA(cudaMemcpyAsync(health_amax_, fp8_staging_amax(&state_), n * sizeof(float),
                                cudaMemcpyDeviceToDevice, stream));
     CHECK_CUDA(
@@ -53,6 +52,13 @@ void DelayedScaling::update(const int* apply_flag, const std::function<void(floa
     fp8_update_scales(&state_, cfg_.amax_algo, cfg_.margin, stream);
     restore_if_skipped(state_.storage, step_start_, state_.storage_floats, apply_flag, stream);
     calibrate_ = false;  // end_step() sets it back if the step was skipped
+}
+
+// Each rank measured the amax of its own rows; the scale comes from the largest, as one rank with all the
+// rows would compute it, so no rank's cast clips another's data and all ranks cast alike.
+void DelayedScaling::calibrate(int slot, cudaStream_t stream) {
+    if (all_reduce_max_) all_reduce_max_(fp8_staging_amax(&state_) + slot, 1);
+    fp8_calibrate_scales(&state_, slot, 1, cfg_.margin, stream);
 }
 
 void DelayedScaling::restore(cudaStream_t stream) {

@@ -37,10 +37,17 @@ class ScalingRecipe {
     // Around an evaluation forward (no backward): afterwards the state is as it was before begin_eval.
     virtual void begin_eval(cudaStream_t stream) {}
     virtual void end_eval(cudaStream_t stream) {}
-    // After every micro-step's backward: the amax history and scales from this step's amaxes (all-reduced
-    // with `all_reduce_max` across ranks first, when given), undone on the device when *apply_flag is 0.
-    virtual void update(const int* apply_flag, const std::function<void(float*, size_t)>& all_reduce_max,
-                        cudaStream_t stream) {}
+    // Several ranks: the element-wise maximum over the ranks of n device floats, in place, ordered on the
+    // compute stream. Set once, before the first step; the amaxes of every update and calibration go
+    // through it, so every rank casts with the same scales from the first step on.
+    using AllReduceMax = std::function<void(float*, size_t)>;
+    virtual void set_all_reduce_max(AllReduceMax fn) {}
+    // After the optimizer step's last backward: the amax history and scales from this step's amaxes (the
+    // maximum over the ranks), undone on the device when *apply_flag is 0.
+    virtual void update(const int* apply_flag, cudaStream_t stream) {}
+    // Step-0 calibration of one slot, once its amax has been measured into the staging row: the slot's scale
+    // from that amax (the maximum over the ranks, and over this step's micro-steps so far).
+    virtual void calibrate(int slot, cudaStream_t stream) {}
     // Host-driven undo of the current step (one call at a time, tests): back to the step-start snapshot.
     virtual void restore(cudaStream_t stream) {}
     // Host, once the step's verdict is read: a skipped calibration step calibrates again.
@@ -77,8 +84,9 @@ class DelayedScaling : public ScalingRecipe {
     void snapshot_step_start(cudaStream_t stream) override;
     void begin_eval(cudaStream_t stream) override;
     void end_eval(cudaStream_t stream) override;
-    void update(const int* apply_flag, const std::function<void(float*, size_t)>& all_reduce_max,
-                cudaStream_t stream) override;
+    void set_all_reduce_max(AllReduceMax fn) override { all_reduce_max_ = std::move(fn); }
+    void update(const int* apply_flag, cudaStream_t stream) override;
+    void calibrate(int slot, cudaStream_t stream) override;
     void restore(cudaStream_t stream) override;
     void end_step(bool applied) override;
     void health(Fp8Health* h) const override;
@@ -99,6 +107,7 @@ class DelayedScaling : public ScalingRecipe {
     Fp8Config cfg_;
     PhaseTimer* timer_;
     Fp8ScaleState state_;
+    AllReduceMax all_reduce_max_;    // empty on one rank
     float* step_start_ = nullptr;    // storage at the start of the current step
     float* eval_backup_ = nullptr;   // storage before the current evaluation forward
     float* health_amax_ = nullptr;   // staging amaxes before the last update

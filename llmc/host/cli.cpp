@@ -481,6 +481,11 @@ void CliSpec::add_gpu_sampling_and_weights_flags() {
         ->type_name("SPEC");
     add("--comm-timeout", c_.comm_timeout,
         "seconds a rank waits for the others (a dead or hung rank) before it stops with an error", g);
+    add("--ranks-per-gpu", c_.ranks_per_gpu,
+        "local ranks sharing one GPU (local rank r uses GPU r / K): to check a multi-GPU run on fewer GPUs; "
+        "more than 1 needs NCCL >= 2.30 and is slow (the ranks take turns on the GPU)",
+        g)
+        ->type_name("K");
     const char* s = "Sampling";
     add("--sample-every", c_.sample_every,
         "generate a text sample every N steps and after the last (0: never)", s);

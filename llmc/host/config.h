@@ -91,6 +91,9 @@ struct TrainConfig {
     // Several GPUs (llmc/parallel/launch.h, llmc/parallel/comm.h).
     std::string rendezvous;    // NCCL id exchange: tcp://HOST:PORT, file:PATH, mpi; empty: the launcher's
     double comm_timeout = 30;  // seconds a rank waits for the others before it stops with an error
+    // Local ranks per GPU: local rank r runs on GPU r / ranks_per_gpu. 1 (one process per GPU) unless asked;
+    // more lets several ranks share a GPU (tests, checking a multi-GPU setup on one GPU; needs NCCL >= 2.30).
+    int ranks_per_gpu = 1;
 
     // Speed / memory / reproducibility trade-offs.
     int recompute = 0;  // fp8: 1: the fc-projection's FP8 input rebuilt in backward, not stored; 2: also the

@@ -167,6 +167,7 @@ std::string validate_integers(const TrainConfig& cfg) {
             e << ex.what();  // names --rendezvous and the spec
         }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
+    at_least("--ranks-per-gpu", cfg.ranks_per_gpu, 1);
     if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 2))
         e << "--recompute: 0 (store everything backward needs), 1 or 2, got " << cfg.recompute;
     if (e.str().empty() && cfg.recompute >= 1 && cfg.precision != Precision::FP8)

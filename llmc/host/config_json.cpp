@@ -90,6 +90,7 @@ void add_run_json(const TrainConfig& c, json::Value* o) {
     integer("max_bad_steps", c.max_bad_steps);
     str("rendezvous", c.rendezvous);
     o->set("comm_timeout", json_float(c.comm_timeout, /*is_float=*/false));
+    integer("ranks_per_gpu", c.ranks_per_gpu);
     integer("recompute", c.recompute);
     flag("deterministic", c.deterministic);
     flag("cuda_graph", c.cuda_graph);

@@ -57,10 +57,14 @@ std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const st
     std::string lr = "lr " + shortest(c.lr) + " " + to_string(c.schedule);
     if (c.schedule == LrSchedule::Cosine) lr += " to " + shortest((float)(c.lr * c.final_lr_frac));
     if (c.warmup > 0) lr += " after " + plural(c.warmup, "warmup step", "warmup steps");
+    // ranks sharing GPUs (--ranks-per-gpu) are counted as ranks, not GPUs
+    const std::string ranks = c.ranks_per_gpu > 1
+                                  ? plural(gpus, "rank", "ranks") + " (" + launcher + ", " +
+                                        std::to_string(c.ranks_per_gpu) + " per GPU)"
+                                  : plural(gpus, "GPU", "GPUs") + (gpus > 1 ? " (" + launcher + ")" : "");
     return "  batch        " + std::to_string(c.batch) + " x " + std::to_string(c.seq) + " tokens x " +
-           plural(micro_steps, "micro-step", "micro-steps") + " x " + plural(gpus, "GPU", "GPUs") +
-           (gpus > 1 ? " (" + launcher + ")" : "") + " = " + with_commas(tokens) + " tokens per step; " +
-           plural(c.steps, "step", "steps") + ", " + lr + "\n";
+           plural(micro_steps, "micro-step", "micro-steps") + " x " + ranks + " = " + with_commas(tokens) +
+           " tokens per step; " + plural(c.steps, "step", "steps") + ", " + lr + "\n";
 }
 
 std::string data_line(const TrainConfig& c) {

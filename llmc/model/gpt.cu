@@ -109,6 +109,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
             make_fp8_linear_factory(layout, fp8, &s.linear_runtime, &s.act, &s.timer, &s.recipe);
     else
         s.linear_factory = make_bf16_linear_factory(&s.linear_runtime, &s.act, &s.recipe);
+    if (s.dp.sharded())  // the recipe's amaxes as the maximum over the ranks (DataParallelComm outlives it)
+        s.recipe->set_all_reduce_max([&dp = s.dp](float* x, size_t n) { dp.all_reduce(x, n, ncclMax); });
 
     s.params.plan(&s.param_arena);
     s.act.plan(activation_shape(s, B, use_fp8), &s.act_arena);

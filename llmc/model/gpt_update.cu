@@ -85,9 +85,7 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     s.mark(kPhaseOptimizer);
     gradient_norm(s, grad_clip);
     step_verdict(&d->apply, &d->loss_sum, &d->grad_norm, st);
-    std::function<void(float*, size_t)> all_reduce_max;
-    if (s.dp.sharded()) all_reduce_max = [&](float* x, size_t n) { s.dp.all_reduce(x, n, ncclMax); };
-    s.recipe->update(&d->apply, all_reduce_max, st);
+    s.recipe->update(&d->apply, st);
     s.mark(kPhaseOptimizer);
     adamw_all(s, beta1, beta2, eps);
     s.dp.gather_weights();  // every rank's updated shard to every rank

@@ -53,7 +53,7 @@ template <class AmaxPass>
 void Fp8Linear::calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass) {
     if (!shared_->recipe.calibrating()) return;
     amax_pass();
-    fp8_calibrate_scales(scales(), t.slot, 1, shared_->recipe.config().margin, stream());
+    shared_->recipe.calibrate(t.slot, stream());
 }
 
 void Fp8Linear::input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,

@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,9 +15,25 @@ double now_s() {
 }
 }  // namespace
 
-Communicator::Communicator(const LaunchInfo& launch, const Rendezvous& rendezvous, double timeout_s)
+std::string ranks_per_gpu_unsupported(int ranks_per_gpu) {
+    if (ranks_per_gpu <= 1) return "";
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) v = 0;
+    if (v >= kNcclMultiRankGpuVersion) return "";
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "--ranks-per-gpu %d: ranks sharing a GPU need NCCL >= 2.30, this process loaded NCCL %d.%d.%d "
+             "(put a newer libnccl.so.2 first in LD_LIBRARY_PATH; README \"Several GPUs\")",
+             ranks_per_gpu, v / 10000, v % 10000 / 100, v % 100);
+    return msg;
+}
+
+Communicator::Communicator(const LaunchInfo& launch, const Rendezvous& rendezvous, double timeout_s,
+                           int ranks_per_gpu)
     : rank_(launch.rank), world_(launch.world_size), timeout_s_(timeout_s) {
     if (world_ <= 1) return;
+    // NCCL refuses two ranks on one GPU unless told (it reads the variable at its first communicator)
+    if (ranks_per_gpu > 1) setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", /*overwrite=*/1);
     ncclUniqueId id;
     if (rank_ == 0) CHECK_NCCL(ncclGetUniqueId(&id));
     bootstrap_broadcast(rendezvous, rank_, world_, &id, sizeof(id), timeout_s_);  // bounded; may throw

@@ -23,11 +23,18 @@
 
 #include "llmc/parallel/launch.h"
 
+// Ranks sharing a GPU (--ranks-per-gpu K > 1) need NCCL 2.30 or later (NCCL_MULTI_RANK_GPU_ENABLE, which the
+// Communicator sets for them); "" when the NCCL this process loaded allows it, else the one-line reason.
+std::string ranks_per_gpu_unsupported(int ranks_per_gpu);
+constexpr int kNcclMultiRankGpuVersion = 23000;  // NCCL 2.30.0 in ncclGetVersion's numbering
+
 class Communicator {
   public:
     // world 1: inactive. Otherwise bootstraps over `rendezvous` (throws std::runtime_error on a bootstrap
-    // failure) and creates the NCCL communicator on the current CUDA device, within timeout_s.
-    Communicator(const LaunchInfo& launch, const Rendezvous& rendezvous, double timeout_s);
+    // failure) and creates the NCCL communicator on the current CUDA device, within timeout_s; with
+    // ranks_per_gpu > 1 it lets NCCL put several ranks on one GPU.
+    Communicator(const LaunchInfo& launch, const Rendezvous& rendezvous, double timeout_s,
+                 int ranks_per_gpu = 1);
     ~Communicator();
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;

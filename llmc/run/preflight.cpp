@@ -12,6 +12,7 @@
 #include "llmc/formats/file_checks.h"
 #include "llmc/host/logger.h"
 #include "llmc/model/weights_io.h"
+#include "llmc/parallel/comm.h"
 #include "llmc/run/train_state.h"
 
 namespace {
@@ -36,6 +37,10 @@ std::string check_launch(const TrainConfig& cfg, RunPlan* plan) {
     } catch (const std::exception& e) {
         return e.what();  // names the variable or --rendezvous
     }
+    if (cfg.ranks_per_gpu > 1 && plan->launch.world_size == 1)
+        return "--ranks-per-gpu " + std::to_string(cfg.ranks_per_gpu) +
+               ": this process is the only rank (no launcher started several); it has no effect on one";
+    if (std::string e = ranks_per_gpu_unsupported(cfg.ranks_per_gpu); !e.empty()) return e;
     return grad_accum_steps(cfg, plan->launch.world_size, &plan->micro_steps);
 }
 
