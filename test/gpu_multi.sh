@@ -46,8 +46,8 @@ BF16_TOL=${BF16_TOL:-2e-3}
 FP8_TOL=${FP8_TOL:-5e-3}
 STATE_TOL_BF16=${STATE_TOL_BF16:-master=2e-3,adam_m=5e-2,adam_v=5e-2}
 STATE_TOL_FP8=${STATE_TOL_FP8:-master=2e-3,adam_m=1e-1,adam_v=1e-1,fp8=5e-2}
-ONLY=${MULTI_ONLY:-}
-want() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
+ONLY=${MULTI_ONLY:-}  # a regular expression: only the cases it matches
+want() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 source "$ROOT/test/lib_gpu.sh"  # pass, fail, losses, free_port
 ALL_CASES="equivalence_bf16_124m equivalence_fp8_124m equivalence_bf16_1p5b_2layer equivalence_fp8_1p5b_2layer
   graph_bitwise_2ranks init_export launcher_mpirun launcher_srun_env launcher_torchrun launcher_file
@@ -78,7 +78,8 @@ else
 fi
 echo "gpu_multi: $WHERE"
 WORK=$(mktemp -d /tmp/gpu_multi_XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# MULTI_LOGS=FILE.tgz keeps the runs' text output (logs, stdout) for a look afterwards
+trap '[ -n "${MULTI_LOGS:-}" ] && tar czf "$MULTI_LOGS" --exclude="*.safetensors" --exclude="*.bin" -C "$WORK" .; rm -rf "$WORK"' EXIT
 COMMON=(--seq 1024 --schedule constant --train-data random --log-every 1 --no-gemm-autotune)
 M124=(--model 124m --batch 4)
 M1P5B2=(--model 1.5b --layers 2 --batch 2)
