@@ -3,14 +3,19 @@
 
   compare_state.py A.safetensors B.safetensors --exact
       every tensor bitwise equal (and the progress metadata: step, optimizer updates, data position)
-  compare_state.py A.safetensors B.safetensors --tol master=2e-3,adam_m=2e-2,adam_v=2e-2,fp8=1e-2
-      per group (master weights, AdamW m, AdamW v, the FP8 amax history and scales), the largest relative L2
-      difference over its tensors, ||a - b|| / max(||a||, ||b||), within the group's tolerance
+  compare_state.py A.safetensors B.safetensors --tol master=2e-3,adam_m=2e-2 [--base START.safetensors]
+      per group (master weights, AdamW m, AdamW v, the FP8 amax history and scales: all the group's tensors as
+      one vector), the relative L2 difference ||a - b|| / ||b||, or with --base (the state both runs started
+      from) the difference of what the two runs changed, ||a - b|| / ||b - base||, within the group's tolerance
 
-Prints one line per group (largest difference and the tensor it is in) and exits 1 when a group is off (or a
-tensor is missing, or shapes differ), 2 on bad usage. Needs numpy for --tol."""
+The group as a whole, not tensor by tensor: a tensor that training barely moves (the attention's key bias,
+whose gradient is zero up to rounding) differs between two runs by as much as it moved. Prints one line per
+group (the difference, and the tensor holding most of it) and exits 1 when a group is off (or a tensor is
+missing, or shapes differ), 2 on bad usage. Needs numpy for --tol."""
 import argparse
+import array
 import json
+import math
 import struct
 import sys
 
@@ -44,9 +49,30 @@ def parse_tol(spec):
     for item in spec.split(","):
         key, _, value = item.partition("=")
         if key not in GROUPS:
-            sys.exit("compare_state.py: --tol: unknown group '%s' (groups: %s)" % (key, ", ".join(GROUPS)))
+            print("compare_state.py: --tol: unknown group '%s' (groups: %s)" % (key, ", ".join(GROUPS)), file=sys.stderr)
+            sys.exit(2)
         tol[key] = float(value)
     return tol
+
+
+def sums_of_squares(ta, tb, tbase):
+    """sum((a - b)^2) and sum((b - base)^2) (sum(b^2) without a base) of one tensor, in float64: numpy where
+    it is installed, else the standard library (F32 tensors only; slow, for small files)."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        x, y = (np.frombuffer(t[2], dtype=NUMPY_DTYPES[t[0]]).astype(np.float64) for t in (ta, tb))
+        r = y - np.frombuffer(tbase[2], dtype=NUMPY_DTYPES[tbase[0]]).astype(np.float64) if tbase else y
+        return float(np.sum((x - y) ** 2)), float(np.sum(r**2))
+    if ta[0] != "F32":
+        sys.exit("compare_state.py: %s tensors need numpy" % ta[0])
+    x, y = array.array("f", ta[2]), array.array("f", tb[2])
+    z = array.array("f", tbase[2]) if tbase else None
+    d2 = math.fsum((p - q) ** 2 for p, q in zip(x, y))
+    r2 = math.fsum((q - w) ** 2 for q, w in zip(y, z)) if z else math.fsum(q * q for q in y)
+    return d2, r2
 
 
 def main():
@@ -56,9 +82,11 @@ def main():
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--exact", action="store_true", help="every tensor bitwise equal")
     mode.add_argument("--tol", help="GROUP=REL,... relative L2 tolerance per group")
+    ap.add_argument("--base", help="the checkpoint both runs started from (with --tol)")
     args = ap.parse_args()
     meta_a, a = read(args.a)
     meta_b, b = read(args.b)
+    base = read(args.base)[1] if args.base else None
     ok = True
     if sorted(a) != sorted(b):
         print("tensors differ: only in A %s, only in B %s" % (sorted(set(a) - set(b))[:5], sorted(set(b) - set(a))[:5]))
@@ -76,33 +104,32 @@ def main():
             len(a), len(differ), (" (first: %s)" % ", ".join(differ[:3])) if differ else "",
             "equal" if not meta_differ else "differs in " + ", ".join(meta_differ)))
         return 0 if not differ and not meta_differ else 1
-    import numpy as np
-
     tol = parse_tol(args.tol)
-    worst = {}
+    diff2, ref2, largest = {}, {}, {}  # per group: sum of squares of a - b and of the reference; top tensor
     for name in sorted(a):
         g = group_of(name)
         if g not in tol:
             continue
-        dtype, _, bytes_a = a[name]
-        x = np.frombuffer(bytes_a, dtype=NUMPY_DTYPES[dtype]).astype(np.float64)
-        y = np.frombuffer(b[name][2], dtype=NUMPY_DTYPES[dtype]).astype(np.float64)
-        scale = max(np.linalg.norm(x), np.linalg.norm(y))
-        rel = float(np.linalg.norm(x - y) / scale) if scale > 0 else 0.0
-        if not np.isfinite(rel):
-            rel = float("inf")
-        if g not in worst or rel > worst[g][0]:
-            worst[g] = (rel, name)
+        d2, r2 = sums_of_squares(a[name], b[name], base.get(name) if base is not None else None)
+        diff2[g] = diff2.get(g, 0.0) + d2
+        ref2[g] = ref2.get(g, 0.0) + r2
+        if d2 > largest.get(g, (-1.0, ""))[0]:
+            largest[g] = (d2, name)
     for g in GROUPS:
         if g not in tol:
             continue
-        if g not in worst:
+        if g not in diff2:
             print("%-7s no tensors" % g)
             continue
-        rel, name = worst[g]
+        rel = (diff2[g] / ref2[g]) ** 0.5 if ref2[g] > 0 else (0.0 if diff2[g] == 0 else float("inf"))
+        if not math.isfinite(rel):
+            rel = float("inf")
         good = rel <= tol[g]
         ok &= good
-        print("%-7s max rel diff %.3g in %s (tolerance %g)%s" % (g, rel, name, tol[g], "" if good else "  <-- off"))
+        share = diff2[g] and largest[g][0] / diff2[g]
+        print("%-7s rel diff %.3g%s (tolerance %g; %.0f%% of it in %s)%s" % (
+            g, rel, " of the change" if base is not None else "", tol[g], 100 * share, largest[g][1],
+            "" if good else "  <-- off"))
     return 0 if ok else 1
 
 
