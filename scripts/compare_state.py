@@ -20,7 +20,7 @@ import struct
 import sys
 
 GROUPS = ("master", "adam_m", "adam_v", "fp8")
-NUMPY_DTYPES = {"F32": "<f4", "BF16": "<u2", "F16": "<f2", "I32": "<i4", "I64": "<i8", "U8": "u1"}
+NUMPY_DTYPES = {"F32": "<f4"}  # what checkpoints hold
 PROGRESS = ("step", "opt_step", "train_data.a", "train_data.b", "fp8.calibrating")
 
 
@@ -62,12 +62,14 @@ def sums_of_squares(ta, tb, tbase):
         import numpy as np
     except ImportError:
         np = None
+    if ta[0] not in NUMPY_DTYPES:
+        sys.exit("compare_state.py: %s tensors are not compared numerically (F32 only)" % ta[0])
     if np is not None:
-        x, y = (np.frombuffer(t[2], dtype=NUMPY_DTYPES[t[0]]).astype(np.float64) for t in (ta, tb))
-        r = y - np.frombuffer(tbase[2], dtype=NUMPY_DTYPES[tbase[0]]).astype(np.float64) if tbase else y
-        return float(np.sum((x - y) ** 2)), float(np.sum(r**2))
-    if ta[0] != "F32":
-        sys.exit("compare_state.py: %s tensors need numpy" % ta[0])
+        x, y = (np.frombuffer(t[2], dtype=NUMPY_DTYPES[t[0]]) for t in (ta, tb))
+        r = y - np.frombuffer(tbase[2], dtype=NUMPY_DTYPES[tbase[0]]) if tbase else y
+        d = (x - y).astype(np.float64)  # the differences in float64; F32 tensors subtract exactly enough
+        r = r.astype(np.float64)
+        return float(np.dot(d, d)), float(np.dot(r, r))
     x, y = array.array("f", ta[2]), array.array("f", tb[2])
     z = array.array("f", tbase[2]) if tbase else None
     d2 = math.fsum((p - q) ** 2 for p, q in zip(x, y))

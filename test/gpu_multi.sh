@@ -4,11 +4,12 @@
 # scripts/build_nccl.sh, is put first in LD_LIBRARY_PATH). Part of `make test`; skipped, with the reason, where
 # neither is possible. Random tokens, constant learning rate, GEMM autotuning off (two ranks on one GPU would
 # time each other's kernels and could choose differently from run to run).
-#   equivalence_{bf16,fp8}_{124m,1p5b_2layer}: 2 ranks x batch B against 1 rank x batch B x 2 micro-steps (the
-#     same rows, in the same micro-batches of B): losses and grad norms of every step, and the final state
-#     (master weights, AdamW m and v, FP8 amax history and scales) within the tolerances below; bf16: the
-#     step-0 loss bitwise equal; fp8: both ranks hold the same scales and log the same health after every
-#     step (train_gpt checks a hash over the ranks) and step 0 saturates no more slots than on one rank.
+#   equivalence_{bf16,fp8}_{124m,1p5b_2layer}: from a common first step (one rank; in fp8 the calibration),
+#     2 ranks x batch B against 1 rank x batch B x 2 micro-steps (the same rows in the same micro-batches):
+#     losses and grad norms of every step, and the change of the state since the common step (master
+#     weights, AdamW m and v, FP8 amax history and scales) within the tolerances below; bf16: the first loss
+#     bitwise equal; fp8: both ranks hold the same scales and log the same health after every step (train_gpt
+#     checks a hash over the ranks).
 #   graph_bitwise_2ranks: fp8, 2 micro-steps per step: the captured CUDA graph (NCCL calls inside) gives
 #     bitwise the losses and grad norms of --no-cuda-graph.
 #   init_export: the initial weights exported by 2 ranks are bitwise those of 1 rank.
@@ -25,20 +26,22 @@
 #     after its first checkpoint and continued by the same command to the end.
 # Why not bitwise across world sizes, and the tolerances. One rank adds a micro-step's weight gradient into
 # the BF16 gradient inside the wgrad GEMM (FP32 product + BF16 sum, rounded once); two ranks each round their
-# own to BF16 and the reduce-scatter adds the two BF16 values (rounded again). The extra rounding (BF16's 2^-9
-# relative step) changes the gradients after the first backward, so the grad norm of step 0 and everything
-# after it differ by rounding. The step-0 forward is the same arithmetic on the same rows, so its loss is
-# bitwise equal in bf16. In fp8 one rank calibrates micro-step 0's scales from micro-step 0's rows alone, two
-# ranks from both ranks' rows (the maximum, as one rank with all rows): step 0 quantizes differently, by
-# E4M3's 2^-4 relative step at most.
-#   losses (absolute, ~11 on random tokens): bf16 2e-3, fp8 5e-3 (rounding noise that 10 AdamW steps at lr 6e-4
-#     turn into loss differences of ~1e-3 in bf16; fp8's quantization noise on top). grad norms: relative 2e-2
-#     bf16, 5e-2 fp8.
-#   state, relative L2 per tensor: master weights 2e-3 (the updates, up to ~lr per element and step, are
-#     ~10% of the weights' norm after 8 steps, and differ by a few % in relative terms); AdamW m and v 5e-2
-#     bf16 / 1e-1 fp8 (moments follow the gradients' rounding differences directly); FP8 amax history and
-#     scales 5e-2 (amaxes of slightly different tensors). A wrong shard offset or a skipped reduction changes
-#     a whole shard's update: its master weights by ~the update itself, its moments by ~100%.
+# own to BF16 and the reduce-scatter adds the two BF16 values (rounded again): BF16's 2^-9 relative step in the
+# gradients from the first backward on. The first forward is the same arithmetic on the same rows, so its
+# loss is bitwise equal in bf16. In fp8 it is not: one rank casts its FP8 weights from the FP32 master (fused
+# with AdamW), several ranks from the gathered BF16 weights (FP32 -> BF16 -> E4M3), which differ where the
+# BF16 rounding crosses an E4M3 rounding boundary, and E4M3/E5M2 round at 2^-4/2^-3, so small differences of
+# the inputs become whole FP8 steps. Random tokens at lr 6e-4 and 8 rows a step sit where small differences
+# grow, which is why the fp8 margins are wider. Measured on the H200 (2 ranks on 1 GPU; 124M and 1.5B x 2
+# layers; the largest of each):
+#   bf16: loss 1.4e-4, grad norm 0.7%, change of master 0.75%, m 0.38%, v 0.67%
+#   fp8:  loss 1.9e-3, grad norm 11%, change of master 7.6%, m 7.7%, v 8.1%, FP8 state 3.2%
+#   a wrong shard offset (every rank at rank 0's offset), bf16: loss 3.2e-2, grad norm 77%, change of master
+#     100%, m 144%, v 253%; the amax all-reduce of the scale update skipped: the ranks' scales differ and
+#     train_gpt stops at the first step's check.
+# Tolerances: losses (absolute, ~11 on random tokens) bf16 2e-3, fp8 5e-3; grad norms (relative) bf16 2%,
+# fp8 25%; state (relative L2 of the change, each group as one vector) bf16 2% master and 5% m and v, fp8 20%
+# for master, m and v and 10% for the FP8 state: 2.5-3x the measured noise, 5x below what a wrong offset does.
 set -u
 export NCCL_NVLS_ENABLE=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +50,7 @@ FAULTS_BIN=${TRAIN_GPT_FAULTS:-build/test/train_gpt_faults}  # the driver with i
 BF16_TOL=${BF16_TOL:-2e-3}
 FP8_TOL=${FP8_TOL:-5e-3}
 STATE_TOL_BF16=${STATE_TOL_BF16:-master=2e-2,adam_m=5e-2,adam_v=5e-2}
-STATE_TOL_FP8=${STATE_TOL_FP8:-master=5e-2,adam_m=1e-1,adam_v=1e-1,fp8=5e-2}
+STATE_TOL_FP8=${STATE_TOL_FP8:-master=2e-1,adam_m=2e-1,adam_v=2e-1,fp8=1e-1}
 ONLY=${MULTI_ONLY:-}  # a regular expression: only the cases it matches
 want() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 source "$ROOT/test/lib_gpu.sh"  # pass, fail, losses, free_port
@@ -79,7 +82,9 @@ else
   skip_all "needs a GPU (nvidia-smi lists none)"
 fi
 echo "gpu_multi: $WHERE"
-WORK=$(mktemp -d /tmp/gpu_multi_XXXXXX)
+# in memory where it has room (the runs write 1.5 GB checkpoints, fsynced)
+shm=$(df -P -B1G /dev/shm 2> /dev/null | awk 'NR == 2 {print $4}')
+WORK=$(mktemp -d "$([ "${shm:-0}" -ge 32 ] && echo /dev/shm || echo /tmp)/gpu_multi_XXXXXX")
 # MULTI_LOGS=FILE.tgz keeps the runs' text output (logs, stdout) for a look afterwards
 trap '[ -n "${MULTI_LOGS:-}" ] && tar czf "$MULTI_LOGS" --exclude="*.safetensors" --exclude="*.bin" -C "$WORK" .; rm -rf "$WORK"' EXIT
 COMMON=(--seq 1024 --schedule constant --train-data random --log-every 1 --no-gemm-autotune)
@@ -150,7 +155,7 @@ for model in 124m 1p5b_2layer; do
     tokens=$(("${margs[-1]}" * 2048))  # 2 x batch x 1024
     args=("${margs[@]}" --precision "$prec" --steps "$steps")
     [ $prec = fp8 ] && args+=(--fp8-health-every 1)  # an FP8 flag with bf16 is a usage error
-    if [ $prec = fp8 ]; then tol=$FP8_TOL stol=$STATE_TOL_FP8 ntol=5e-2; else tol=$BF16_TOL stol=$STATE_TOL_BF16 ntol=2e-2; fi
+    if [ $prec = fp8 ]; then tol=$FP8_TOL stol=$STATE_TOL_FP8 ntol=2.5e-1; else tol=$BF16_TOL stol=$STATE_TOL_BF16 ntol=2e-2; fi
     # the common start: the first step (in fp8 the calibration) on one rank, then both continue from it
     if ! run1 "$d/start" "${args[@]}" --steps 1 --total-batch "$tokens" --checkpoint-dir "$d/start/ckpt"; then
       fail "$name" "the first step: $(tail_of "$d/start/out.txt")"; continue
@@ -167,8 +172,12 @@ for model in 124m 1p5b_2layer; do
     m_state=$(state "$(last_ckpt "$d/one/ckpt")" "$(last_ckpt "$d/two/ckpt")" --base "$(last_ckpt "$d/start/ckpt")" \
       --tol "$stol") || why+=("state: $m_state")
     l1=$(losses "$d/one/log/train.jsonl" | awk '$1 == 1 {print $2}') l2=$(losses "$d/two/log/train.jsonl" | awk '$1 == 1 {print $2}')
-    [ -n "$l1" ] && [ "$l1" = "$l2" ] || why+=("the first loss is not bitwise equal: $l1 vs $l2")
-    extra="the first loss bitwise equal ($l1)"
+    if [ $prec = bf16 ]; then
+      [ -n "$l1" ] && [ "$l1" = "$l2" ] || why+=("the first loss is not bitwise equal: $l1 vs $l2")
+      extra="the first loss bitwise equal ($l1)"
+    else
+      extra="the first loss $l1 vs $l2 (FP8 weights cast from FP32 on 1 rank, from the gathered BF16 on 2)"
+    fi
     if [ $prec = fp8 ]; then
       identical=$(grep -c "fp8 scales and health identical on all 2 ranks" "$d/two/out.txt")
       [ "$identical" = $((steps - 1)) ] || why+=("fp8 scales and health identical after $identical of $((steps - 1)) steps")
@@ -269,7 +278,7 @@ if want launcher_file; then
 fi
 
 # The reference of the stop and resume cases: 8 uninterrupted fp8 steps on 2 ranks, a checkpoint every 2.
-RUN=("${M124[@]}" --precision fp8 --steps 8 --checkpoint-every 2 --keep-checkpoints 8 --comm-timeout 20
+RUN=("${M124[@]}" --precision fp8 --steps 8 --checkpoint-every 2 --keep-checkpoints 8 --comm-timeout 10
   --fp8-health-every 1)
 REF=$WORK/ref
 ref_ok=""
@@ -289,17 +298,22 @@ bitwise_vs_ref() {  # dir
     { echo "losses differ: $(diff <(echo "$ref") <(echo "$mine") | head -2 | tr '\n' ' ')"; return 1; }
   state "$(last_ckpt "$REF/ckpt")" "$(last_ckpt "$1/ckpt")" --exact
 }
-# Starts RUN on 2 ranks, waits for rank 0's step line $2, sends signal $3 to rank 1 only; waits for both.
-# Sets R0 and R1 (exit statuses) and SECS (from the signal to rank 0's exit).
+# Starts RUN on 2 ranks, waits for rank 0's step line $2, sends signal $3 to rank 1 only; waits for both
+# (rank 0 at most 60 s, then it is killed: R0=hung). Sets R0 and R1 (exit statuses) and SECS (from the signal
+# to rank 0's exit).
 stop_rank1() {  # dir step signal
   start2 "$1" "${RUN[@]}" --checkpoint-dir "$1/ckpt"
   for _ in $(seq 1 1800); do grep -qE "^step +$2/" "$1/out.txt" 2> /dev/null && break; sleep 0.1; done
   kill -"$3" "$PID_1"
   local t0; t0=$(date +%s)
   R0=0 R1=0
-  wait "$PID_0" || R0=$?
+  while kill -0 "$PID_0" 2> /dev/null && [ $(($(date +%s) - t0)) -lt 60 ]; do sleep 0.2; done
   SECS=$(($(date +%s) - t0))
-  wait "$PID_1" || R1=$?
+  if kill -0 "$PID_0" 2> /dev/null; then
+    kill -9 "$PID_0"; R0=hung
+  fi
+  { wait "$PID_0" || [ "$R0" = hung ] || R0=$?; } 2> /dev/null
+  { wait "$PID_1" || R1=$?; } 2> /dev/null  # bash's "Killed" notice of kill -9 silenced
 }
 # FP8 from the first step on 2 ranks (the reference run): each scale of the calibration step comes from the
 # largest amax over both ranks, so no slot saturates (rank 0's health used to count the other rank's larger
@@ -343,8 +357,8 @@ if want kill9_one_rank; then
   else
     stop_rank1 "$d" 5 9
     msg=$(grep "rank 0 of 2" "$d/out.txt" | head -1)
-    if [ $R0 = 0 ] || [ -z "$msg" ] || [ "$SECS" -gt 25 ]; then
-      fail kill9_one_rank "rank 0 exit $R0 after ${SECS} s (--comm-timeout 20): $(tail_of "$d/out.txt")"
+    if [ $R0 = 0 ] || [ $R0 = hung ] || [ -z "$msg" ] || [ "$SECS" -gt 15 ]; then
+      fail kill9_one_rank "rank 0 exit $R0 after ${SECS} s (--comm-timeout 10): $(tail_of "$d/out.txt")"
     elif ! run2 "$d" "${RUN[@]}" --checkpoint-dir "$d/ckpt" --resume "$d/ckpt"; then
       fail kill9_one_rank "resume: $(tail_of "$d/out.txt")"
     elif m=$(bitwise_vs_ref "$d"); then

@@ -5,10 +5,12 @@
 // communication stream so the gradient reduce-scatter overlaps the backward pass; ordering with the compute
 // stream goes through events (the caller records/waits them).
 //
-// Failure handling: a watchdog thread checks NCCL's asynchronous error state, and a deadline the driver arms
-// around every region that may wait on another rank (a step, a checkpoint). A rank that dies leaves the
-// others blocked inside a collective forever; the watchdog turns that into a one-line message naming this
-// rank and what it was waiting for, then exits the process (the blocked GPU work cannot be cancelled).
+// Failure handling: a deadline the driver arms around every region that may wait on another rank (a step, a
+// checkpoint), and NCCL's asynchronous error state. A rank that dies leaves the others blocked inside a
+// collective forever; a watchdog turns that into a one-line message naming this rank and what it was waiting
+// for, then exits the process (the blocked GPU work cannot be cancelled). The deadline has a thread of its
+// own that calls no library: NCCL's error query can itself block behind a stuck collective (seen with NCCL
+// 2.30 and two ranks on one GPU: rank 0 hung after kill -9 of rank 1), and must not hold the deadline up.
 // With one process (world 1) nothing is created and every call is a no-op.
 #pragma once
 #include <cuda_runtime.h>
@@ -66,7 +68,8 @@ class Communicator {
     bool identical_on_all_ranks(uint32_t value, double seconds);
 
   private:
-    void watch();
+    void watch_deadline();
+    void watch_nccl_errors();
     [[noreturn]] void die(const std::string& why);
 
     int rank_ = 0, world_ = 1;
@@ -82,5 +85,6 @@ class Communicator {
     std::atomic<double> deadline_{0};  // steady-clock seconds; 0: disarmed
     std::atomic<const char*> waiting_for_{""};
     std::atomic<bool> nccl_ready_{false}, stop_{false};
-    std::thread watchdog_;
+    std::atomic<bool> dying_{false};  // the first die() reports, any other waits for the exit
+    std::thread deadline_watchdog_, nccl_watchdog_;
 };
