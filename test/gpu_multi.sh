@@ -362,7 +362,7 @@ if want kill9_one_rank; then
     elif ! run2 "$d" "${RUN[@]}" --checkpoint-dir "$d/ckpt" --resume "$d/ckpt"; then
       fail kill9_one_rank "resume: $(tail_of "$d/out.txt")"
     elif m=$(bitwise_vs_ref "$d"); then
-      pass "kill9_one_rank (kill -9 of rank 1: rank 0 stopped ${SECS} s later: '$msg'; resumed from $(grep -o 'resumed from [^:]*' "$d/out.txt" | tail -1 | xargs basename): bitwise the uninterrupted run: $m)"
+      pass "kill9_one_rank (kill -9 of rank 1: rank 0 stopped ${SECS} s later: '$msg'; resumed from $(grep -o 'resumed from [^:]*' "$d/out.txt" | tail -1 | sed 's#.*/##'): bitwise the uninterrupted run: $m)"
     else
       fail kill9_one_rank "after the resume: $m"
     fi
@@ -457,7 +457,7 @@ EOF
     r=$?
     if [ $r = 0 ] && [ -f "$d/run/DONE" ] && grep -q "resumed from" "$d/second.txt" &&
       [ "$(grep -c '"kind": "train"' "$d/run/train.jsonl")" -ge 6 ]; then
-      pass "recipe_2ranks (GPUS=2, $WHERE: stopped at '$(grep -o 'stopped at step [0-9]* of [0-9]*' "$d/first.txt" || grep -m1 -o 'stopped by SIGTERM after step [0-9]*' "$d/first.txt")', continued: $(grep -o 'resumed from [^:]*' "$d/second.txt" | head -1 | xargs basename), done)"
+      pass "recipe_2ranks (GPUS=2, $WHERE: SIGTERM after '$(grep -m1 -o 'checkpoint (periodic): [^ ]*' "$d/first.txt" | sed 's#/.*/##')', the same command again: $(grep -m1 -o 'resumed from [^:]*: step [0-9]*' "$d/second.txt" | sed 's#from .*/#from #'), $(grep -m1 -o 'done, [0-9]* steps' "$d/second.txt"))"
     else
       fail recipe_2ranks "status $r, DONE $([ -f "$d/run/DONE" ] && echo present || echo missing): $(tail_of "$d/first.txt") | $(tail_of "$d/second.txt")"
     fi
