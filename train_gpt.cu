@@ -336,7 +336,8 @@ void Run::build_model() {
 void Run::checkpoint(const char* why) {
     if (ckpt_dir_.empty()) return;
     try {
-        comm_->arm(kCheckpointTimeoutS, "the checkpoint's gather");
+        // the gather re-arms --comm-timeout per tensor; waiting for rank 0's write gets kCheckpointTimeoutS
+        comm_->arm(comm_->timeout_s(), "the checkpoint's gather");
         state_->save(ckpt_dir_, cfg_.keep_checkpoints);
         comm_->disarm();
         printf("checkpoint (%s): %s\n", why, checkpoint_path(ckpt_dir_, state_->progress.step).c_str());
@@ -388,8 +389,9 @@ void Run::eval_hellaswag(int step) {
 }
 
 void Run::export_now() {
-    comm_->arm(kCheckpointTimeoutS, "the export's gather");
-    const std::vector<float> weights = model_->weights_to_host();  // collective
+    comm_->arm(comm_->timeout_s(), "the export's gather");
+    const std::vector<float> weights = model_->weights_to_host();   // collective; re-arms per tensor
+    comm_->arm(kCheckpointTimeoutS, "rank 0 to write the export");  // however long the disk takes
     if (rank_ == 0) {
         export_weights(cfg_.export_path, cfg_.export_hf ? ExportFormat::HF : ExportFormat::Seed, cfg_.model,
                        weights);

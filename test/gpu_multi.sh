@@ -17,8 +17,10 @@
 #   fp8_calibration_2ranks: fp8 from the first step: the calibration step's scales come from the largest amax
 #     over both ranks, so no slot saturates at step 0, and both ranks log the same health after every step.
 #   sigterm_one_rank / kill9_one_rank: SIGTERM of rank 1 stops both ranks after the step with a checkpoint;
-#     kill -9 of rank 1 stops rank 0 within --comm-timeout with one line naming it; either run, resumed with
-#     the same command, ends with bitwise the losses and the final state of the uninterrupted run.
+#     kill -9 of rank 1 stops rank 0 within --comm-timeout with one line naming it (killed after step 5, whose
+#     periodic checkpoint rank 0 then gathers: a gather waits --comm-timeout, not the 30 minutes rank 0's own
+#     disk write may take); either run, resumed with the same command, ends with bitwise the losses and the
+#     final state of the uninterrupted run.
 #   resume_2to1 / resume_2to2 / resume_1to2: a checkpoint of one world size, resumed by the other (and by the
 #     same): loaded and written again it is bitwise the same file's state; training on continues within the
 #     tolerances of the uninterrupted run.

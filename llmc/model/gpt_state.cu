@@ -31,6 +31,9 @@ static void shard_to_host(GptModel::Impl& s, const T* shard_buffer, int k, T* ho
         CHECK_CUDA(cudaStreamSynchronize(s.ctx->stream));
         return;
     }
+    // a dead rank stops the gather within --comm-timeout of the last tensor's progress, whatever the model
+    // size
+    s.dp.comm()->arm(s.dp.comm()->timeout_s(), "the gather of the training state");
     s.dp.comm_after_compute();
     cudaStream_t cs = s.dp.comm()->stream();
     T* gathered = reinterpret_cast<T*>(scratch);

@@ -9,8 +9,8 @@
 // checkpoint), and NCCL's asynchronous error state. A rank that dies leaves the others blocked inside a
 // collective forever; a watchdog turns that into a one-line message naming this rank and what it was waiting
 // for, then exits the process (the blocked GPU work cannot be cancelled). The deadline has a thread of its
-// own that calls no library: NCCL's error query can itself block behind a stuck collective (seen with NCCL
-// 2.30 and two ranks on one GPU: rank 0 hung after kill -9 of rank 1), and must not hold the deadline up.
+// own that calls no library, so that no library call that might block behind a stuck collective (NCCL's
+// error query) can hold it up.
 // With one process (world 1) nothing is created and every call is a no-op.
 #pragma once
 #include <cuda_runtime.h>

@@ -58,6 +58,8 @@ void TrainState::save(const std::string& dir, int keep) {
         std::vector<void*> ptrs;
         for (const HostTensor& t : host) ptrs.push_back(t.data);
         model_->state_to_host(ptrs);
+        // the gather is done; the write takes as long as the disk does (a world of one arms nothing)
+        if (comm_) comm_->arm(kCheckpointTimeoutS, "its own checkpoint write");
         try {
             write_checkpoint(dir, meta(), host, keep);
         } catch (const std::exception& e) {
