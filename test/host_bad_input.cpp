@@ -6,7 +6,7 @@
 // without a GPU a valid run shows that load (the control). So this runs, and means the same, with or
 // without a GPU.
 //
-// BAD_INPUT_TABLE=FILE writes the cases as the Markdown table of NOTES.md ("Bad input, first hour").
+// BAD_INPUT_TABLE=FILE writes the cases as the Markdown table of docs/usage.md ("Bad input, first hour").
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
