@@ -87,8 +87,8 @@ struct GeluOutT {
 // (dGELU only): a second tile for y = gelu_bf16(pre), quantized exactly as fp8_producers.cu's GELU cast does
 // (the same function of the same bf16 input, the same to_fp8x8), so with the forward's scale the same bytes.
 // Blocks per SM: 2 (at most 128 registers) in general; 3 (at most 85) for the dGELU cast with the GELU
-// output, 8% faster at [12288, 6400] on the H200 with the same bytes (docs/performance.md, "byte budget"); the other
-// variants were slower with 3 or 4.
+// output, 8% faster at [12288, 6400] on the H200 with the same bytes (docs/performance.md, "byte budget");
+// the other variants were slower with 3 or 4.
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT, bool GELU_T = false,
           __nv_fp8_interpretation_t GFMT = FMT>
 __global__ void __launch_bounds__(kCtThreads, GELU_T ? 3 : 2)

@@ -15,7 +15,8 @@ namespace {
 
 // Vectors per thread and iteration, all loaded before any is updated: 2 puts 224 bytes of loads in flight
 // per thread (83.7% -> 91.4% of the copy ceiling at P = 1.5e9 on the H200, at 2 instead of 4 blocks per SM;
-// docs/performance.md). They do not alias, but the compiler cannot know: it would not hoist a load above a store.
+// docs/performance.md). They do not alias, but the compiler cannot know: it would not hoist a load above a
+// store.
 constexpr int kVecsInFlight = 2;
 
 // Vectors [head, head + 8 * nvec) take the 16-byte path; elements [0, head) and [head + 8 * nvec, P) the
