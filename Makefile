@@ -116,24 +116,24 @@ $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check_format.sh -- $(GPU_TESTS) \
+	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check/check_format.sh -- $(GPU_TESTS) \
 	  $(wildcard test/gpu_*.sh)
 
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all
-	@bash scripts/sanitize.sh
+	@bash scripts/check/sanitize.sh
 
-# Formats every file scripts/check_format.sh checks (clang-format 14, the CI's; CLANG_FORMAT= picks one).
+# Formats every file scripts/check/check_format.sh checks (clang-format 14, the CI's; CLANG_FORMAT= picks one).
 CLANG_FORMAT ?= $(firstword $(shell command -v clang-format-14 clang-format 2>/dev/null) clang-format)
 format:
 	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || { echo "make format: $(CLANG_FORMAT) not found;" \
 	  "install clang-format 14 (e.g. apt-get install clang-format-14) or set CLANG_FORMAT=" >&2; exit 1; }
-	@bash scripts/check_format.sh --files | xargs $(CLANG_FORMAT) --style=file -i
-	@echo "formatted $$(bash scripts/check_format.sh --files | wc -l) files with $$($(CLANG_FORMAT) --version)"
+	@bash scripts/check/check_format.sh --files | xargs $(CLANG_FORMAT) --style=file -i
+	@echo "formatted $$(bash scripts/check/check_format.sh --files | wc -l) files with $$($(CLANG_FORMAT) --version)"
 
 # The formatting check alone (make test runs it too, counted as one test).
 format-check:
-	@CLANG_FORMAT=$(CLANG_FORMAT) bash scripts/check_format.sh
+	@CLANG_FORMAT=$(CLANG_FORMAT) bash scripts/check/check_format.sh
 
 clean:
 	rm -rf $(BUILD) train_gpt
@@ -144,7 +144,7 @@ clean:
 # Fuzz every file reader (clang libFuzzer + ASan/UBSan), FUZZ_SECONDS each; needs clang (apt-get install clang).
 .PHONY: fuzz
 fuzz:
-	@bash scripts/fuzz.sh
+	@bash scripts/check/fuzz.sh
 
 # The benchmarks time a GPU: without one they stop here, before anything is built (as make sanitize does).
 BENCH_GOALS := $(filter bench bench-kernels,$(MAKECMDGOALS))
@@ -161,10 +161,10 @@ MODEL ?= both
 LLMC ?=
 .PHONY: bench
 bench: train_gpt
-	@MODEL=$(MODEL) LLMC=$(LLMC) bash scripts/bench.sh $(BENCH_STEPS)
+	@MODEL=$(MODEL) LLMC=$(LLMC) bash scripts/bench/bench.sh $(BENCH_STEPS)
 
 # Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
 BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
 .PHONY: bench-kernels
 bench-kernels: $(BENCH_BINS)
-	@bash scripts/bench_kernels.sh $(BENCH_BINS)
+	@bash scripts/bench/bench_kernels.sh $(BENCH_BINS)

@@ -4,7 +4,7 @@
 // nothing and are never counted as tests: each timing prints one tab-separated line
 //   BENCH <kernel> <shape> <ms> <throughput> <unit> <fraction of ceiling>
 // (never [PASS]/[FAIL]/[SKIP], which scripts/run_tests.sh counts). `make bench-kernels` collects them into a
-// table (scripts/bench_kernels.sh). Time with dev::time_ms (median of L2-flushed runs on stream 0).
+// table (scripts/bench/bench_kernels.sh). Time with dev::time_ms (median of L2-flushed runs on stream 0).
 #pragma once
 #include <cuda_runtime.h>
 

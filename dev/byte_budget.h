@@ -1,10 +1,10 @@
-// The byte budget of the step (make bench-kernels' second table, scripts/bench_kernels.sh). A benchmark of a
-// kernel that GPT-1.5B's fp8 training step runs (B=12, T=1024, default flags, a steady step: no calibration)
-// reports with report_budget, saying how many times one step runs it with this shape. The table sets its time
-// against a plain copy of the same bytes (cudaMemcpyAsync device to device of half of them: half read, half
-// written), timed here once per size as the kernel is (one launch after an L2 flush) and as 48 copies back to
-// back in a CUDA graph (per copy; the step runs as one graph), and prints what each kernel costs a step
-// beyond the one-launch copy, largest first.
+// The byte budget of the step (make bench-kernels' second table, scripts/bench/bench_kernels.sh). A benchmark
+// of a kernel that GPT-1.5B's fp8 training step runs (B=12, T=1024, default flags, a steady step: no
+// calibration) reports with report_budget, saying how many times one step runs it with this shape. The table
+// sets its time against a plain copy of the same bytes (cudaMemcpyAsync device to device of half of them:
+// half read, half written), timed here once per size as the kernel is (one launch after an L2 flush) and as
+// 48 copies back to back in a CUDA graph (per copy; the step runs as one graph), and prints what each kernel
+// costs a step beyond the one-launch copy, largest first.
 #pragma once
 #include <algorithm>
 #include <map>

@@ -4,7 +4,7 @@
 // with std::runtime_error (CheckpointMismatch included); any other exception is a finding. Whatever reads
 // must have our model and recipe, consistent counters, and exactly the tensor bytes the file holds (as
 // SafetensorsReader sees them); writing it again with write_checkpoint() and reading that back must give
-// the same metadata and bytes. Built and run by scripts/fuzz.sh.
+// the same metadata and bytes. Built and run by scripts/check/fuzz.sh.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 // reads must hold exactly the file's examples, serialize back to the input bytes (the format has one
 // encoding), and lay out and score consistently: each example fits T = max_row_tokens() - 1, its rows hold
 // context + ending shifted by one, the completion ranges cover exactly the ending tokens, and the sums add
-// up. Built and run by scripts/fuzz.sh.
+// up. Built and run by scripts/check/fuzz.sh.
 #include <unistd.h>
 
 #include <cmath>

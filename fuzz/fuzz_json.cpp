@@ -1,5 +1,5 @@
 // libFuzzer target for llmc/formats/json: parse arbitrary bytes; whatever parses must write back and re-parse
-// to the same value, and writing that again must give the same text. Built and run by scripts/fuzz.sh.
+// to the same value, and writing that again must give the same text. Built and run by scripts/check/fuzz.sh.
 #include <cstdint>
 #include <cstdlib>
 #include <string>

@@ -2,7 +2,7 @@
 // (SafetensorsReader::from_memory, which runs the same validation as opening a file). Whatever opens must
 // hold tensors that tile the data buffer and read back; writing them again (SafetensorsWriter) and re-opening
 // must give the same tensors, metadata and bytes, with checksums that verify. Built and run by
-// scripts/fuzz.sh.
+// scripts/check/fuzz.sh.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>

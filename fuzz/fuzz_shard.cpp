@@ -4,7 +4,7 @@
 // exactly the tokens of the file (a valid header, N uint16 ids < vocab), and its batches must be the file's
 // tokens in order (row b of a batch is tokens[pos + b*T ..], targets one later), wrapping to the start when
 // the next batch would run past the end; reset() and seek(position()) must replay the same batches. Built and
-// run by scripts/fuzz.sh.
+// run by scripts/check/fuzz.sh.
 #include <unistd.h>
 
 #include <cstdint>

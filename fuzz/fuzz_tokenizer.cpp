@@ -5,7 +5,7 @@
 // write back exactly the input bytes (the format has one encoding), and encode/decode must hold their
 // contract on text made from the input: encode either throws "no token for byte" or gives ids in [0, n),
 // never eot, that decode back to the text; a vocabulary with every single byte always encodes. Built and run
-// by scripts/fuzz.sh.
+// by scripts/check/fuzz.sh.
 #include <unistd.h>
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 # (2 layers, 64 channels, T 64, batch 8) trains 150 steps on random sentences (test/hellaswag_fixture.py)
 # and evaluates 41 made-up HellaSwag examples in the same words every 50 steps and at the end.
 #   hellaswag_log: the stdout line and the train.jsonl records at steps 0, 50, 100 and 150.
-#   hellaswag_matches_reference: scripts/hellaswag_reference.py scores the same file with the exported
+#   hellaswag_matches_reference: scripts/check/hellaswag_reference.py scores the same file with the exported
 #     weights in float64 (PyTorch) and checks the dump: every ending's summed and mean loss within the bf16
 #     tolerance (derived in that script), the same choice wherever the trainer's margin exceeds it, labels,
 #     and the reported accuracies against the dump.
@@ -28,8 +28,8 @@ WORK=$(mktemp -d /tmp/gpu_hellaswag_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 python3 "$ROOT/test/hellaswag_fixture.py" "$WORK/hs.jsonl" 41 11 "$WORK/text.txt" 300000 &&
-  python3 "$ROOT/scripts/prepare_hellaswag.py" --tokenizer bytes --input "$WORK/hs.jsonl" --out "$WORK/hs.bin" > /dev/null &&
-  python3 "$ROOT/scripts/prepare_data.py" --tokenizer bytes --out-dir "$WORK/data" "$WORK/text.txt" > /dev/null ||
+  python3 "$ROOT/scripts/data/prepare_hellaswag.py" --tokenizer bytes --input "$WORK/hs.jsonl" --out "$WORK/hs.bin" > /dev/null &&
+  python3 "$ROOT/scripts/data/prepare_data.py" --tokenizer bytes --out-dir "$WORK/data" "$WORK/text.txt" > /dev/null ||
   { fail hellaswag_setup "could not make the data"; exit 1; }
 MODEL=(--vocab 256 --layers 2 --channels 64 --heads 2 --max-seq 64 --seq 64 --batch 8)
 TRAIN=("${MODEL[@]}" --steps 150 --lr 3e-3 --warmup 10 --train-data "$WORK/data/*_train_*.bin")
@@ -87,7 +87,7 @@ if [ "$steps" = "0:41 50:41 100:41 150:41" ] && [ -n "$line" ]; then pass "hella
 else fail hellaswag_log "records '$steps', stdout: $(grep hellaswag "$d.out" | tr '\n' ' ')"; fi
 
 read -r acc acc_norm examples <<< "$(last_record "$d/train.jsonl")"
-ref=$(python3 "$ROOT/scripts/hellaswag_reference.py" --model "$d.safetensors" --data "$WORK/hs.bin" --dump "$d.dump" \
+ref=$(python3 "$ROOT/scripts/check/hellaswag_reference.py" --model "$d.safetensors" --data "$WORK/hs.bin" --dump "$d.dump" \
   --acc "$acc" --acc-norm "$acc_norm" --examples "$examples" 2>&1); rc=$?
 if [ $rc = 0 ]; then pass "hellaswag_matches_reference ($(printf '%s\n' "$ref" | tail -1))"
 else fail hellaswag_matches_reference "exit $rc: $(printf '%s\n' "$ref" | tail -6 | tr '\n' ' ')"; fi

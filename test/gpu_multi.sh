@@ -142,7 +142,7 @@ else:
 sys.exit(0 if diff <= tol else 1)
 EOF
 }
-state() { python3 "$ROOT/scripts/compare_state.py" "$@" | tr '\n' ';' | sed 's/;$//'; return "${PIPESTATUS[0]}"; }
+state() { python3 "$ROOT/scripts/check/compare_state.py" "$@" | tr '\n' ';' | sed 's/;$//'; return "${PIPESTATUS[0]}"; }
 last_ckpt() { ls "$1"/ckpt_*.safetensors 2> /dev/null | sort | tail -1; }
 tail_of() { tail -3 "$1" | tr '\n' ' '; }
 # the "x/N slots saturated" count of a step's fp8 health line
@@ -440,9 +440,9 @@ with open(f"{sys.argv[1]}/hellaswag.jsonl", "w") as f:
                             "endings": [" ".join(rng.choice(words) for _ in range(5)) for _ in range(4)],
                             "label": i % 4}) + "\n")
 EOF
-  python3 "$ROOT/scripts/prepare_data.py" --tokenizer bytes --val-fraction 0.2 --prefix fineweb --out-dir "$d/data" \
+  python3 "$ROOT/scripts/data/prepare_data.py" --tokenizer bytes --val-fraction 0.2 --prefix fineweb --out-dir "$d/data" \
     "$d/corpus.jsonl" > "$d/prep.txt" 2>&1 &&
-    python3 "$ROOT/scripts/prepare_hellaswag.py" --tokenizer bytes --input "$d/hellaswag.jsonl" --out "$d/hs.bin" >> "$d/prep.txt" 2>&1
+    python3 "$ROOT/scripts/data/prepare_hellaswag.py" --tokenizer bytes --input "$d/hellaswag.jsonl" --out "$d/hs.bin" >> "$d/prep.txt" 2>&1
   # the user's command, as a script of its own (started in a process group of its own, to be signalled whole)
   printf 'GPUS=2 STEPS=6 WARMUP_STEPS=0 BATCH=4 OUT=%q DATA=%q HELLASWAG=%q TRAIN_GPT=%q bash %q 124m %s\n' \
     "$d/run" "$d/data" "$d/hs.bin" "$(realpath "$BIN")" "$ROOT/scripts/recipes/gpt2.sh" \

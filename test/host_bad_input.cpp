@@ -295,7 +295,7 @@ std::vector<Case> cases() {
          "maxT=1024 gelu=erf), this run is L=2 C=64 H=4 V=256 maxT=64 gelu=erf"},
         {"missing shards", {"--train-data", "data/nope_*.bin"}, S, 2,
          "--train-data: no file matches 'data/nope_*.bin' (expected llm.c token shards, e.g. from "
-         "scripts/prepare_data.py)"},
+         "scripts/data/prepare_data.py)"},
         {"a shard with the wrong magic", {"--train-data", "magic.bin"}, S, 2,
          "--train-data: data file 'magic.bin': bad magic number 67305985 (expected 20240520; not an llm.c token "
          "shard?)"},
@@ -314,7 +314,7 @@ std::vector<Case> cases() {
          "--eval-hellaswag: 'nope.bin': cannot open: No such file or directory"},
         {"--eval-hellaswag random bytes", {"--batch", "4", "--eval-hellaswag", "junk_tokenizer.bin"}, S, 2,
          "--eval-hellaswag: 'junk_tokenizer.bin': bad magic (not a HellaSwag file written by "
-         "scripts/prepare_hellaswag.py)"},
+         "scripts/data/prepare_hellaswag.py)"},
         {"--eval-hellaswag rows longer than --seq", {"--batch", "4", "--eval-hellaswag", "long_hs.bin"}, S, 2,
          "--eval-hellaswag: 'long_hs.bin': its longest row (context + ending) has 70 tokens and needs --seq >= 69, "
          "--seq is 64"},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench_report.py (the tables of `make bench`) on made-up results (part of `make test`; python3 only).
+# scripts/bench/bench_report.py (the tables of `make bench`) on made-up results (part of `make test`; python3 only).
 #   full_table: our bf16/fp8 runs, llm.c and PyTorch bf16 at GPT-1.5B: the step, the ratios to our bf16, llm.c
 #     and PyTorch (172.31 ms against 241.07 / 260.73 / 261.3: 1.40x, 1.51x, 1.52x), llm.c's TFLOP/s from ours
 #     scaled by the step time (524.5 x 241.07 / 260.73 = 485.0), MFU of 989, and bench.json with the 4 rows.
@@ -9,7 +9,7 @@
 #     that is not a benchmark's, a folder that does not exist): one line each, status 2.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-REPORT="$ROOT/scripts/bench_report.py"
+REPORT="$ROOT/scripts/bench/bench_report.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_bench_report_XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 source "$ROOT/test/lib_report.sh"  # pass, fail, skip

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/compare_state.py (the state comparison of the data-parallel tests) on made-up checkpoints (part of
+# scripts/check/compare_state.py (the state comparison of the data-parallel tests) on made-up checkpoints (part of
 # `make test`; python3 only, numpy where installed). One [PASS]/[FAIL]/[SKIP] line per case.
 #   exact: the same tensors and progress compare equal; one float changed by one ulp, or another step in the
 #     metadata, do not, and the line names the tensor.
@@ -8,7 +8,7 @@
 #   mismatched_files: a missing tensor or another shape is a failure (status 1), an unknown group a usage error.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CMP="$ROOT/scripts/compare_state.py"
+CMP="$ROOT/scripts/check/compare_state.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_compare_state_XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 source "$ROOT/test/lib_report.sh"  # pass, fail, skip

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # No function (kernels and methods included) over 100 lines in llmc/ or train_gpt.cu
-# (scripts/check_function_length.py). Part of `make test`; python3 only. One [PASS]/[FAIL]/[SKIP] line per case.
+# (scripts/check/check_function_length.py). Part of `make test`; python3 only. One [PASS]/[FAIL]/[SKIP] line per case.
 #   checker_catches: the checker flags a generated 102-line kernel (its template line counts) and a 101-line method and passes a 100-line function,
 #     so the tree case can fail.
 #   tree: the repository's llmc/ and train_gpt.cu.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CHECK="$ROOT/scripts/check_function_length.py"
+CHECK="$ROOT/scripts/check/check_function_length.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_function_length_XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 source "$ROOT/test/lib_report.sh"  # pass, fail, skip

@@ -1,5 +1,5 @@
 // Host tests for llmc/formats/hellaswag: the reference writer and the reader agree;
-// scripts/prepare_hellaswag.py writes files the reader accepts with llm.c's rendering (context, " " +
+// scripts/data/prepare_hellaswag.py writes files the reader accepts with llm.c's rendering (context, " " +
 // ending); every prefix of a valid file and each kind of corrupt field is refused with a one-line error
 // naming the file and the example; the layout's rows, targets and completion ranges; the sum/mean scores and
 // both predictions.
@@ -102,12 +102,12 @@ TEST(writer_and_reader_round_trip) {
     EXPECT_EQ(static_cast<unsigned char>(bytes[24]), set.examples[0].context.size());
 }
 
-// scripts/prepare_hellaswag.py --tokenizer bytes on a JSONL in HellaSwag's layout, given as --input and as a
-// download: the reader gets llm.c's rendering back. Needs python3 and the repository root as the working
+// scripts/data/prepare_hellaswag.py --tokenizer bytes on a JSONL in HellaSwag's layout, given as --input and
+// as a download: the reader gets llm.c's rendering back. Needs python3 and the repository root as the working
 // directory (make test).
 TEST(prepare_hellaswag_writes_what_the_reader_reads) {
-    if (access("scripts/prepare_hellaswag.py", R_OK) != 0)
-        SKIP("scripts/prepare_hellaswag.py not found (run from the repo root)");
+    if (access("scripts/data/prepare_hellaswag.py", R_OK) != 0)
+        SKIP("scripts/data/prepare_hellaswag.py not found (run from the repo root)");
     if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 not found");
     TempDir dir("host_hellaswag");
     write_bytes(
@@ -118,7 +118,7 @@ TEST(prepare_hellaswag_writes_what_the_reader_reads) {
         "\"starts pulling up roofing.\"], \"source_id\": \"x\"}\n"
         "\n"
         "{\"ctx\": \"Caf\\u00e9\", \"label\": 0, \"endings\": [\"smile.\", \"a\", \"\", \"\\u4e2d\"]}\n");
-    const std::string cmd = "python3 scripts/prepare_hellaswag.py --tokenizer bytes --input '" +
+    const std::string cmd = "python3 scripts/data/prepare_hellaswag.py --tokenizer bytes --input '" +
                             dir.file("val.jsonl") + "' --out '" + dir.file("out/hs.bin") + "' >'" +
                             dir.file("log.txt") + "' 2>&1";
     if (system(cmd.c_str()) != 0) {
@@ -140,7 +140,7 @@ TEST(prepare_hellaswag_writes_what_the_reader_reads) {
     EXPECT_TRUE(b.endings[2] == bytes_of(" "));  // an empty ending is still " "
     EXPECT_TRUE(b.endings[3] == bytes_of(" \xe4\xb8\xad"));
     // without --input: downloaded from --url (a file:// URL here, offline) next to --out, once
-    const std::string dl = "python3 scripts/prepare_hellaswag.py --tokenizer bytes --url 'file://" +
+    const std::string dl = "python3 scripts/data/prepare_hellaswag.py --tokenizer bytes --url 'file://" +
                            dir.file("val.jsonl") + "' --out '" + dir.file("dl/hs.bin") + "' >>'" +
                            dir.file("dl.txt") + "' 2>&1";
     EXPECT_TRUE(system(dl.c_str()) == 0 && system(dl.c_str()) == 0);
@@ -154,8 +154,8 @@ TEST(prepare_hellaswag_writes_what_the_reader_reads) {
 
 // The script's own errors: one line, the last, non-zero exit, no output file.
 TEST(prepare_hellaswag_errors_are_one_line) {
-    if (access("scripts/prepare_hellaswag.py", R_OK) != 0)
-        SKIP("scripts/prepare_hellaswag.py not found (run from the repo root)");
+    if (access("scripts/data/prepare_hellaswag.py", R_OK) != 0)
+        SKIP("scripts/data/prepare_hellaswag.py not found (run from the repo root)");
     if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 not found");
     TempDir dir("host_hellaswag");
     struct Case {
@@ -174,7 +174,7 @@ TEST(prepare_hellaswag_errors_are_one_line) {
     };
     for (const Case& c : cases) {
         write_bytes(dir.file("in.jsonl"), c.jsonl);
-        const std::string cmd = "python3 scripts/prepare_hellaswag.py --tokenizer bytes --input '" +
+        const std::string cmd = "python3 scripts/data/prepare_hellaswag.py --tokenizer bytes --input '" +
                                 dir.file("in.jsonl") + "' --out '" + dir.file("out.bin") + "' >'" +
                                 dir.file("out.txt") + "' 2>'" + dir.file("err.txt") + "'";
         const int rc = system(cmd.c_str());

@@ -4,7 +4,7 @@
 //
 // Also a tool for test/host_hellaswag_reference.sh: `host_hellaswag_eval --fake-dump FILE.bin B T OUT`
 // scores a HellaSwag file with that made-up model through evaluate_hellaswag and writes the dump, which the
-// shell test compares with scripts/hellaswag_reference.py's own rows scored by the same made-up model.
+// shell test compares with scripts/check/hellaswag_reference.py's own rows scored by the same made-up model.
 #include <cstdlib>
 #include <fstream>
 #include <iterator>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/hellaswag_reference.py (the GPU test's reference, test/gpu_hellaswag.sh) against the trainer's own
+# scripts/check/hellaswag_reference.py (the GPU test's reference, test/gpu_hellaswag.sh) against the trainer's own
 # scorer, without a GPU or torch: both score the same HellaSwag file with the same made-up model (a token's
 # loss from its input, its target and its position: host_hellaswag_eval.cpp's fake_loss), the trainer's
 # side through llmc/run/hellaswag_eval and the dump it writes (build/test/host_hellaswag_eval --fake-dump),
@@ -15,11 +15,11 @@ if ! command -v python3 >/dev/null 2>&1; then skip hellaswag_reference "python3 
 if [ ! -x "$EVAL" ]; then skip hellaswag_reference "$EVAL not built (make all)"; exit 0; fi
 
 python3 "$ROOT/test/hellaswag_fixture.py" "$WORK/hs.jsonl" 40 7 &&
-  python3 "$ROOT/scripts/prepare_hellaswag.py" --tokenizer bytes --input "$WORK/hs.jsonl" --out "$WORK/hs.bin" >/dev/null &&
+  python3 "$ROOT/scripts/data/prepare_hellaswag.py" --tokenizer bytes --input "$WORK/hs.jsonl" --out "$WORK/hs.bin" >/dev/null &&
   "$EVAL" --fake-dump "$WORK/hs.bin" 8 64 "$WORK/dump.txt" > "$WORK/eval.txt" ||
   { fail hellaswag_reference_setup "$(tail -1 "$WORK/eval.txt" 2>/dev/null)"; exit 1; }
 
-PYTHONPATH="$ROOT/scripts" python3 - "$WORK" <<'PY'
+PYTHONPATH="$ROOT/scripts/check" python3 - "$WORK" <<'PY'
 import copy
 import sys
 
@@ -96,7 +96,7 @@ check("a_missing_example_fails", hr.compare(examples, missing, ref)[0], True, "l
 PY
 
 # usage errors: one line, exit 2
-out=$(python3 "$ROOT/scripts/hellaswag_reference.py" --model x --data "$WORK/nope.bin" --dump "$WORK/dump.txt" 2>&1); rc=$?
+out=$(python3 "$ROOT/scripts/check/hellaswag_reference.py" --model x --data "$WORK/nope.bin" --dump "$WORK/dump.txt" 2>&1); rc=$?
 if [ $rc = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == "error: cannot read"* ]]; then
   pass reference_usage_error_is_one_line
 else fail reference_usage_error_is_one_line "exit $rc: $out"; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/prepare_data.py on JSONL, Parquet, directories and globs (part of `make test`; needs python3 only:
+# scripts/data/prepare_data.py on JSONL, Parquet, directories and globs (part of `make test`; needs python3 only:
 # the Parquet case is skipped without pyarrow, and gpt2 runs on a stand-in for tiktoken written here, one id
 # per word, so no network or tiktoken is needed). One [PASS]/[FAIL]/[SKIP] line per case.
 #   jsonl_equals_text_{bytes,gpt2}: a .jsonl of documents (blank lines, an empty document, a 5 MB one that text
@@ -17,11 +17,11 @@
 #     JSON (with its column), an unwritable --out-dir, a missing input, --shard-tokens that would write more
 #     than 10,000 files, .parquet without pyarrow: exit status 2, one line "error: ..." naming the problem, no
 #     traceback, no shard written.
-#   hellaswag_script: scripts/prepare_hellaswag.py --gpt2-ranks FILE offline gives the downloaded encoding's
+#   hellaswag_script: scripts/data/prepare_hellaswag.py --gpt2-ranks FILE offline gives the downloaded encoding's
 #     file; its --help says each default once; a FIFO --input and bad JSON are one-line errors.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PREP="$ROOT/scripts/prepare_data.py"
+PREP="$ROOT/scripts/data/prepare_data.py"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_prepare_data_XXXXXX")
 trap 'chmod -R u+rwx "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
 source "$ROOT/test/lib_report.sh"  # pass, fail, skip
@@ -241,9 +241,9 @@ else
   fail errors_are_one_line "$errors case(s):$why"
 fi
 
-# scripts/prepare_hellaswag.py: GPT-2 BPE offline from --gpt2-ranks (the same file as with the download), --help
+# scripts/data/prepare_hellaswag.py: GPT-2 BPE offline from --gpt2-ranks (the same file as with the download), --help
 # with each default once, a FIFO --input and bad JSON as one line each (under a timeout).
-HS="$ROOT/scripts/prepare_hellaswag.py"
+HS="$ROOT/scripts/data/prepare_hellaswag.py"
 printf '{"ctx": "A man sits", "endings": ["down.", "up.", "on a chair.", "still."], "label": 2}\n' > "$WORK/hs.jsonl"
 printf '{"ctx": "A man", "endings": ["a", "b", "c", "d"] "label": 2}\n' > "$WORK/hs_bad.jsonl"
 mkfifo "$WORK/hs_fifo.jsonl"

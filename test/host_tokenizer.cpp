@@ -375,18 +375,18 @@ TEST(escape_for_log_is_one_line) {
     EXPECT_TRUE(escape_for_log("caf\xc3\xa9 \xff") == "caf\xc3\xa9 \xEF\xBF\xBD");
 }
 
-// scripts/prepare_data.py --tokenizer bytes writes a tokenizer.bin this loader accepts, and the shard decodes
-// back to the text (the format is the same on both sides). Needs python3 and the repository root as the
-// working directory (make test); skipped otherwise.
+// scripts/data/prepare_data.py --tokenizer bytes writes a tokenizer.bin this loader accepts, and the shard
+// decodes back to the text (the format is the same on both sides). Needs python3 and the repository root as
+// the working directory (make test); skipped otherwise.
 TEST(prepare_data_writes_a_loadable_tokenizer_file) {
-    if (access("scripts/prepare_data.py", R_OK) != 0)
-        SKIP("scripts/prepare_data.py not found (run from the repo root)");
+    if (access("scripts/data/prepare_data.py", R_OK) != 0)
+        SKIP("scripts/data/prepare_data.py not found (run from the repo root)");
     if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 not found");
     TempDir dir("host_tokenizer");
     std::string text = "In the beginning \xc3\xa9t\xc3\xa9\n\tline two\n";
     for (int i = 0; i < 50; i++) text += "more text " + std::to_string(i) + "\n";
     write_bytes(dir.path + "/in.txt", text);
-    std::string cmd = "python3 scripts/prepare_data.py --tokenizer bytes --val-fraction 0 --out-dir '" +
+    std::string cmd = "python3 scripts/data/prepare_data.py --tokenizer bytes --val-fraction 0 --out-dir '" +
                       dir.path + "/out' '" + dir.path + "/in.txt' >'" + dir.path + "/log.txt' 2>&1";
     if (system(cmd.c_str()) != 0) {
         testing::fail(__FILE__, __LINE__, "prepare_data.py failed: " + read_bytes(dir.path + "/log.txt"));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The walk-throughs work as written (scripts/check_walkthrough.py): every flag that README.md's and
+# The walk-throughs work as written (scripts/check/check_walkthrough.py): every flag that README.md's and
 # scripts/recipes/README.md's commands give train_gpt or a script is one it has, and the steps that need no
 # network or GPU run (the byte-tokenized data example with train_gpt --print-config, each recipe command with
 # DRY_RUN=1). Part of `make test`; needs python3 and the built ./train_gpt. One [PASS]/[FAIL]/[SKIP] line per case.
@@ -13,13 +13,13 @@ trap 'rm -rf "$WORK"' EXIT
 source "$ROOT/test/lib_report.sh"  # pass, fail, skip
 if ! command -v python3 >/dev/null 2>&1; then skip walkthrough "python3 not found"; exit 0; fi
 if [ ! -x "$ROOT/train_gpt" ]; then skip walkthrough "./train_gpt is not built (make train_gpt)"; exit 0; fi
-CHECK="$ROOT/scripts/check_walkthrough.py"
+CHECK="$ROOT/scripts/check/check_walkthrough.py"
 
 cat >"$WORK/bad.md" <<'MD'
 ```
 ./train_gpt --model 124m --no-such-flag 3
 sudo apt-get install bible-kjv
-python3 scripts/prepare_data.py --tokenizer bytes --out-dir data/x missing_dir/
+python3 scripts/data/prepare_data.py --tokenizer bytes --out-dir data/x missing_dir/
 ```
 MD
 out=$(cd "$ROOT" && python3 "$CHECK" "$ROOT" "$WORK/bad.md" 2>&1)

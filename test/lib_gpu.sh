@@ -1,4 +1,4 @@
-# Helpers sourced by the GPU test scripts (test/gpu_*.sh) and scripts/bench_scaling.sh. Not a test itself.
+# Helpers sourced by the GPU test scripts (test/gpu_*.sh) and scripts/bench/bench_scaling.sh. Not a test itself.
 source "$(dirname "${BASH_SOURCE[0]}")/lib_report.sh"  # pass, fail, skip
 
 # losses and grad norms of a train.jsonl, one "step loss norm" line per training step (exact float text)

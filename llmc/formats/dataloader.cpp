@@ -57,7 +57,7 @@ std::vector<std::string> glob_files(const std::string& pattern) {
                         "...); expected shard files, e.g. '" + dirs[0] + "*.bin'");
     if (files.empty())
         throw DataError("data: no file matches '" + pattern + "' (expected llm.c token shards, e.g. from " +
-                        "scripts/prepare_data.py)");
+                        "scripts/data/prepare_data.py)");
     std::sort(files.begin(), files.end());  // byte order, independent of the locale
     return files;
 }

@@ -1,8 +1,8 @@
 // Token sources for training and validation. Host-only.
 //
 // Shard format (llm.c's): a header of 256 int32 (little endian): [0] magic 20240520, [1] version 1,
-// [2] number of tokens N, the rest zero; then N uint16 token ids. scripts/prepare_data.py writes them from
-// text; write_shard() below is the reference writer.
+// [2] number of tokens N, the rest zero; then N uint16 token ids. scripts/data/prepare_data.py writes them
+// from text; write_shard() below is the reference writer.
 //
 // A batch is B x T inputs and B x T targets (targets = inputs shifted by one token), read from B*T+1
 // contiguous tokens: row b is tokens[pos + b*T .. pos + b*T + T) and its targets start one later.

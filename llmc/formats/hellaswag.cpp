@@ -59,7 +59,7 @@ struct Header {
 Header parse_header(Cursor& c, int vocab_size) {
     if (c.left() < sizeof(kHellaSwagMagic) ||
         memcmp(c.bytes(), kHellaSwagMagic, sizeof(kHellaSwagMagic)) != 0)
-        c.fail("bad magic (not a HellaSwag file written by scripts/prepare_hellaswag.py)");
+        c.fail("bad magic (not a HellaSwag file written by scripts/data/prepare_hellaswag.py)");
     if (c.left() < kHeaderBytes)
         c.fail("truncated header (" + std::to_string(c.left()) + " bytes, need " +
                std::to_string(kHeaderBytes) + ")");

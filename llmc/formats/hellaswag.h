@@ -1,8 +1,8 @@
 // HellaSwag evaluation data (llm.c's rendering of the validation split), for the --eval-hellaswag scorer.
 // Host-only.
 //
-// File format (written by scripts/prepare_hellaswag.py; serialize_hellaswag() below is the reference writer),
-// all integers little-endian:
+// File format (written by scripts/data/prepare_hellaswag.py; serialize_hellaswag() below is the reference
+// writer), all integers little-endian:
 //   8 bytes   magic "HSWAG\0\0\0"
 //   uint32    version, 1
 //   uint32    vocab, the vocabulary size of the tokenizer that made it (256 bytes, 50257 GPT-2 BPE):

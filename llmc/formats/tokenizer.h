@@ -1,7 +1,7 @@
 // Tokenizer for text generation: decodes sampled token ids to text and encodes a prompt. Host-only.
 //
-// File format (tokenizer.bin, written by scripts/prepare_data.py next to the shards, for every tokenizer;
-// all integers little-endian):
+// File format (tokenizer.bin, written by scripts/data/prepare_data.py next to the shards, for every
+// tokenizer; all integers little-endian):
 //   8 bytes   magic "GPTTOK1\0"
 //   uint32    kind: 0 = bytes (UTF-8 bytes, vocabulary 256), 1 = gpt2-bpe (GPT-2 BPE via tiktoken)
 //   uint32    n, the vocabulary size (number of entries); 1 <= n <= kMaxVocab

@@ -307,7 +307,7 @@ CliSpec::CliSpec(TrainConfig* cfg, const char* argv0)
     add_gpu_sampling_and_weights_flags();
     app.footer(
         "Shards are llm.c token files: a 256 x int32 header (magic 20240520, version 1, token count) then "
-        "uint16 tokens; make them with scripts/prepare_data.py.\n"
+        "uint16 tokens; make them with scripts/data/prepare_data.py.\n"
         "Exit status: 0 done; 2 a usage error (a flag, a flag combination, or a file or folder a flag "
         "names), found before the GPU is touched; 1 a failure while running.");
 }
@@ -403,7 +403,8 @@ void CliSpec::add_data_and_fp8_flags() {
     add("--val-every", c_.val_every, "validate every N steps (and after the last)", d);
     add("--val-batches", c_.val_batches, "batches per validation", d);
     add("--eval-hellaswag", c_.eval_hellaswag,
-        "HellaSwag file (scripts/prepare_hellaswag.py): accuracy after the last step (acc and acc_norm, as "
+        "HellaSwag file (scripts/data/prepare_hellaswag.py): accuracy after the last step (acc and acc_norm, "
+        "as "
         "llm.c)",
         d)
         ->type_name("FILE");
@@ -494,7 +495,7 @@ void CliSpec::add_gpu_sampling_and_weights_flags() {
     add("--temperature", c_.temperature, "sampling temperature (0: always the most likely token)", s);
     add("--top-k", c_.top_k, "sample among the K most likely tokens (0: all)", s);
     add("--tokenizer", c_.tokenizer,
-        "tokenizer file from scripts/prepare_data.py (default: tokenizer.bin next to the train shards; "
+        "tokenizer file from scripts/data/prepare_data.py (default: tokenizer.bin next to the train shards; "
         "bytes for --vocab 256)",
         s)
         ->type_name("FILE");

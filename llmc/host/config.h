@@ -60,7 +60,7 @@ struct TrainConfig {
     int val_every = 100;
     int val_batches = 20;
     // HellaSwag accuracy (llm.c's completion-style scoring, llmc/run/hellaswag_eval.h).
-    std::string eval_hellaswag;       // file from scripts/prepare_hellaswag.py; empty: no evaluation
+    std::string eval_hellaswag;       // file from scripts/data/prepare_hellaswag.py; empty: no evaluation
     int eval_every = 0;               // 0: after the last step only; N: also at steps 0, N, 2N, ...
     std::string eval_hellaswag_dump;  // per-example results of the latest evaluation; empty: none
     float lr = 6e-4f;
@@ -111,7 +111,7 @@ struct TrainConfig {
     std::string prompt;  // empty: start from the end-of-text token (or a newline for bytes)
     float temperature = 1.0f;
     int top_k = 40;         // 0: the whole vocabulary
-    std::string tokenizer;  // tokenizer file (scripts/prepare_data.py); empty: next to the train shards
+    std::string tokenizer;  // tokenizer file (scripts/data/prepare_data.py); empty: next to the train shards
 
     // Weights in and out (llmc/model/weights_io.h).
     std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)

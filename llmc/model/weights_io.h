@@ -12,7 +12,7 @@
 //           out_norm.{weight,bias} [C]
 //         so `model.load_state_dict(safetensors.torch.load_file(path), strict=True)` accepts it. Metadata:
 //         "format": "pt" and "gpt_config" (a JSON object: n_layer, n_embd, n_head, vocab_size, n_positions,
-//         gelu "erf"/"tanh") for scripts/check_export.py, since the head count is not in the shapes.
+//         gelu "erf"/"tanh") for scripts/check/check_export.py, since the head count is not in the shapes.
 //
 //   HF    a directory with model.safetensors + config.json for transformers' GPT2LMHeadModel. HF GPT-2 uses
 //         Conv1D, whose weight is [in, out] (the transpose of nn.Linear's):

@@ -90,7 +90,8 @@ std::string check_gemm_cache(const TrainConfig& cfg) {
     return why.empty() ? "" : what + why;
 }
 
-// The tokenizer beside the shards (scripts/prepare_data.py writes tokenizer.bin next to them), "" if none.
+// The tokenizer beside the shards (scripts/data/prepare_data.py writes tokenizer.bin next to them), "" if
+// none.
 std::string tokenizer_beside_shards(const TrainConfig& cfg) {
     if (cfg.train_data == "random") return "";
     const size_t slash = cfg.train_data.rfind('/');
@@ -132,7 +133,7 @@ std::string load_sample_tokenizer(const TrainConfig& cfg, Tokenizer* out) {
         else if (cfg.model.vocab_size == 256)
             *out = Tokenizer::bytes();
         else
-            return "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/prepare_data.py writes "
+            return "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/data/prepare_data.py writes "
                    "tokenizer.bin next to the shards)";
     } catch (const std::exception& e) {  // "tokenizer 'PATH': ..." -> "--tokenizer 'PATH': ..."
         const std::string what = e.what(), lead = "tokenizer '";

@@ -19,10 +19,10 @@
 #
 # Environment (defaults in brackets):
 #   OUT           the run's folder: config.json, train.jsonl, checkpoints/ [runs/gpt2_SIZE]
-#   DATA          folder of the shards from scripts/prepare_data.py --prefix fineweb [data/fineweb10B for 124m,
+#   DATA          folder of the shards from scripts/data/prepare_data.py --prefix fineweb [data/fineweb10B for 124m,
 #                 data/fineweb100B for 350m and 774m, data/edu_fineweb100B for 1558m]
 #   TRAIN_DATA, VAL_DATA   the shard globs [$DATA/fineweb_train_*.bin, $DATA/fineweb_val_*.bin]
-#   HELLASWAG     from scripts/prepare_hellaswag.py [data/hellaswag/hellaswag_val_gpt2.bin]
+#   HELLASWAG     from scripts/data/prepare_hellaswag.py [data/hellaswag/hellaswag_val_gpt2.bin]
 #   PRECISION     fp8 | bf16 [fp8]
 #   GPUS          processes, one per GPU [the GPUs nvidia-smi -L lists]; more than one: mpirun (else torchrun)
 #   BATCH         micro-batch per GPU [llm.c's: 64, 64, 32, 16]; the tokens per step stay llm.c's
@@ -209,12 +209,12 @@ with open(f"{dry}/hellaswag.jsonl", "w") as f:
         f.write(json.dumps({"ctx": ctx, "endings": [" ".join(rng.choice(words) for _ in range(5))
                                                      for _ in range(4)], "label": i % 4}) + "\n")
 PY
-  python3 "$ROOT/scripts/prepare_data.py" --tokenizer bytes --val-fraction 0.4 --prefix fineweb \
+  python3 "$ROOT/scripts/data/prepare_data.py" --tokenizer bytes --val-fraction 0.4 --prefix fineweb \
     --out-dir "$dry/data" "$dry/corpus.jsonl" > "$dry/prepare_data.txt" 2>&1 ||
-    die "scripts/prepare_data.py failed: $(tail -1 "$dry/prepare_data.txt")"
-  python3 "$ROOT/scripts/prepare_hellaswag.py" --tokenizer bytes --input "$dry/hellaswag.jsonl" \
+    die "scripts/data/prepare_data.py failed: $(tail -1 "$dry/prepare_data.txt")"
+  python3 "$ROOT/scripts/data/prepare_hellaswag.py" --tokenizer bytes --input "$dry/hellaswag.jsonl" \
     --out "$dry/hellaswag.bin" > "$dry/prepare_hellaswag.txt" 2>&1 ||
-    die "scripts/prepare_hellaswag.py failed: $(tail -1 "$dry/prepare_hellaswag.txt")"
+    die "scripts/data/prepare_hellaswag.py failed: $(tail -1 "$dry/prepare_hellaswag.txt")"
   local ranks=()
   # as rank 0 of GPUS ranks (torchrun's variables), so the accumulation is checked for this many GPUs
   [ "$GPUS" -gt 1 ] && ranks=(RANK=0 LOCAL_RANK=0 WORLD_SIZE="$GPUS" MASTER_ADDR=localhost MASTER_PORT=29500)

@@ -5,7 +5,7 @@
 # on either way. Prints one markdown table, a row per (model, batch): median step ms over the steady steps, fp8
 # speedup (bf16 ms / fp8 ms), honest TFLOP/s, peak GB; writes grid.json (one record per run).
 # Logs: ${OUT:-logs}/grid/<model>_b<B>_<prec>/ (run.log = train_gpt's output, train.jsonl, config.json).
-# Usage: bash scripts/bench_grid.sh [STEPS]   (default 8; GRID_MODELS, GRID_BATCHES, TRAIN_GPT=./train_gpt)
+# Usage: bash scripts/bench/bench_grid.sh [STEPS]   (default 8; GRID_MODELS, GRID_BATCHES, TRAIN_GPT=./train_gpt)
 # Exits 1 when a cell failed other than by OOM.
 set -u
 export NCCL_NVLS_ENABLE=0

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Turn HellaSwag's validation set (the official JSONL) into the compact binary eval file train_gpt reads.
 
-    python3 scripts/prepare_hellaswag.py                  # downloads hellaswag_val.jsonl, GPT-2 BPE (tiktoken)
-    python3 scripts/prepare_hellaswag.py --input hellaswag_val.jsonl --tokenizer bytes --out data/hs_bytes.bin
-    python3 scripts/prepare_hellaswag.py --input hellaswag_val.jsonl --gpt2-ranks gpt2.tiktoken   # no network
+    python3 scripts/data/prepare_hellaswag.py                  # downloads hellaswag_val.jsonl, GPT-2 BPE (tiktoken)
+    python3 scripts/data/prepare_hellaswag.py --input hellaswag_val.jsonl --tokenizer bytes --out data/hs_bytes.bin
+    python3 scripts/data/prepare_hellaswag.py --input hellaswag_val.jsonl --gpt2-ranks gpt2.tiktoken   # no network
 
 Each JSONL line is one example with "ctx" (the context), "endings" (4 strings) and "label" (the right one,
 0..3); other fields are ignored. Without --input the file is downloaded from --url once, next to --out.
 Rendering (llm.c's dev/data/hellaswag.py): the context is tokens(ctx) and ending i is tokens(" " + ending i),
 a completion of the context. Tokenizers: gpt2 (tiktoken's GPT-2 BPE, vocabulary 50257; without network,
---gpt2-ranks FILE as in scripts/prepare_data.py) or bytes (UTF-8 bytes, vocabulary 256, no dependencies: for tests).
+--gpt2-ranks FILE as in scripts/data/prepare_data.py) or bytes (UTF-8 bytes, vocabulary 256, no dependencies: for tests).
 
 Output format (llmc/formats/hellaswag.h, the C++ reader), all integers little-endian: 8 bytes "HSWAG\\0\\0\\0",
 uint32 version 1, uint32 vocabulary size, uint32 example count; per example uint32 label, uint32 context

@@ -39,8 +39,8 @@ Tokenizers:
            tiktoken-format file instead, e.g. whisper/assets/gpt2.tiktoken inside PyPI's openai-whisper sdist)
 
 Example:
-    python3 scripts/prepare_data.py --tokenizer bytes --out-dir data --prefix kjv kjv.txt
-    python3 scripts/prepare_data.py --out-dir data/fw 'fineweb/*.parquet'
+    python3 scripts/data/prepare_data.py --tokenizer bytes --out-dir data --prefix kjv kjv.txt
+    python3 scripts/data/prepare_data.py --out-dir data/fw 'fineweb/*.parquet'
     ./train_gpt --model 124m --vocab 256 --train-data 'data/kjv_train_*.bin' --val-data 'data/kjv_val_*.bin'
 
 Every error is one line on stderr, the last one, with a non-zero exit status; a bad input stops it before

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks an exported model: loads it the way a user would and compares its loss on one batch with ours.
 
-  python3 scripts/check_export.py --seed model.safetensors --tokens batch.bin --expect-loss 3.28 [--gelu tanh]
-  python3 scripts/check_export.py --hf export_dir --tokens batch.bin --expect-loss 3.2871
+  python3 scripts/check/check_export.py --seed model.safetensors --tokens batch.bin --expect-loss 3.28 [--gelu tanh]
+  python3 scripts/check/check_export.py --hf export_dir --tokens batch.bin --expect-loss 3.2871
 
 --seed FILE  builds scripts/reference_gpt.py's GPT module (the seed script's model) with the sizes read from
              the file's tensor shapes (heads: the file's "gpt_config" metadata that train_gpt writes, else
@@ -55,7 +55,7 @@ def seed_model(path, heads, gelu):
     from safetensors import safe_open
     from safetensors.torch import load_file
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # reference_gpt
     from reference_gpt import GPT
 
     sd = load_file(path)

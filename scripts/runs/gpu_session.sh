@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device session: build, kernel benchmarks, tests, sanitizers, bad-input checks, training benchmark;
 # logs under $OUT (or logs/gpu_session), packed into $OUT/logs.tgz; a summary is printed last.
-# Usage: scripts/gpu_session.sh [what...]
+# Usage: scripts/runs/gpu_session.sh [what...]
 #   what: build benchk test sanitize limits bench (default: build benchk test limits)
 set -u
 export NCCL_NVLS_ENABLE=0
@@ -30,11 +30,11 @@ if has limits; then  # bad inputs that need the GPU machine: out of memory at st
   summary+=("oom check: rc=$? $(grep '^error' "$LOGS/oom.txt")")
 fi
 if has sanitize; then
-  timeout 560 bash scripts/sanitize.sh "$LOGS/sanitize" > "$LOGS/sanitize.txt" 2>&1
+  timeout 560 bash scripts/check/sanitize.sh "$LOGS/sanitize" > "$LOGS/sanitize.txt" 2>&1
   summary+=("sanitize (rc $?):" "$(cat "$LOGS/sanitize.txt")")
 fi
 if has bench; then
-  bash scripts/bench.sh "${BENCH_STEPS:-25}" "$LOGS/bench" ${BENCH_PRECISIONS:-bf16 fp8} > "$LOGS/bench.txt" 2>&1
+  bash scripts/bench/bench.sh "${BENCH_STEPS:-25}" "$LOGS/bench" ${BENCH_PRECISIONS:-bf16 fp8} > "$LOGS/bench.txt" 2>&1
   summary+=("$(cat "$LOGS/bench.txt")")
 fi
 tar -czf "$OUT/logs.tgz" -C "$OUT" logs

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Scores a HellaSwag file with the PyTorch reference GPT and checks train_gpt's --eval-hellaswag-dump against it.
 
-    python3 scripts/hellaswag_reference.py --model model.safetensors --data hs.bin --dump dump.txt \\
+    python3 scripts/check/hellaswag_reference.py --model model.safetensors --data hs.bin --dump dump.txt \\
         [--acc 0.275 --acc-norm 0.3 --examples 40]
 
 --model is a seed-layout export (train_gpt --export ... --export-format seed), loaded into
-scripts/reference_gpt.py's GPT as scripts/check_export.py does, with every weight rounded to bfloat16 (the
+scripts/reference_gpt.py's GPT as scripts/check/check_export.py does, with every weight rounded to bfloat16 (the
 trainer's forward reads bf16 copies of its FP32 weights) and then run in float64 on the CPU. Each row,
 context + ending, is run alone and unpadded; its rows, scored positions, sums, means and choices are built
 here from the file's tokens (not from llmc/formats/hellaswag's layout), with llm.c's rule: the ending's
@@ -29,7 +29,8 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # check_export
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data"))
 from prepare_hellaswag import ENDINGS, decode_file  # noqa: E402
 
 # Tolerance of a summed ending loss, |trainer - reference| <= REL_TOL * |reference| + ABS_TOL_PER_TOKEN * n:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Generates the float64 PyTorch reference files (if absent) and runs the whole-model test against them.
-# Usage: scripts/run_model_reference_test.sh [TEST_FILTER]     (run from anywhere; works in the repo root)
+# Usage: scripts/check/run_model_reference_test.sh [TEST_FILTER]     (run from anywhere; works in the repo root)
 # Environment: MODEL_REF_DIR (default build/ref), MODEL_REF_PYTHON (default python3), FORCE=1 to regenerate.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dir=${MODEL_REF_DIR:-build/ref}
 py=${MODEL_REF_PYTHON:-python3}
 if ! "$py" -c 'import torch, numpy' >/dev/null 2>&1; then

@@ -10,7 +10,7 @@ Variants: bf16  BF16 autocast + torch.compile (the report's baseline);
 Peak memory as the driver sees it (cudaMemGetInfo: total - free, sampled after every step): the same figure
 train_gpt reports, CUDA context and allocator pools included.
 Writes one JSON object per line to --out; prints a line per variant (or why it was skipped).
-Usage: python3 scripts/bench_pytorch.py --steps 20 --out logs/bench/pytorch.jsonl [--variants bf16,fp8]
+Usage: python3 scripts/bench/bench_pytorch.py --steps 20 --out logs/bench/pytorch.jsonl [--variants bf16,fp8]
 """
 import argparse
 import json
@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # reference_gpt
 
 
 def run(variant, steps, out):

@@ -2,7 +2,7 @@
 # compute-sanitizer memcheck and initcheck over a small model (both precisions, 3 training steps with
 # validation) and over every dev/ kernel test. Prints one line per run and ends with a summary; exit status 1
 # if any run reported an error. Races that racecheck finds inside cuDNN's own kernels are not ours, so
-# racecheck is not part of this gate. Usage: scripts/sanitize.sh [log_dir]   (make sanitize)
+# racecheck is not part of this gate. Usage: scripts/check/sanitize.sh [log_dir]   (make sanitize)
 # SANITIZE_MODEL_ONLY=1: the small model only; SANITIZE_TIMEOUT: seconds per run (default 600).
 set -u
 SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}

@@ -6,11 +6,11 @@
 # target. Exits non-zero if a target does not build or finds a crash, leak, timeout or assertion; the input
 # that triggered it is left in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz_X build/fuzz/artifacts/FILE).
 # The corpus grown by a run is kept in build/fuzz/corpus/ and reused by the next run.
-# Usage: scripts/fuzz.sh [target...]   (targets: json safetensors shard checkpoint tokenizer
+# Usage: scripts/check/fuzz.sh [target...]   (targets: json safetensors shard checkpoint tokenizer
 # hellaswag; default all).
 # Env: FUZZ_SECONDS, CLANGXX.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 CLANGXX=${CLANGXX:-clang++}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz

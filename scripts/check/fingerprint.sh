@@ -2,10 +2,10 @@
 # Fingerprints of train_gpt for refactors: runs BINARY on random tokens (default batch, default seed) for
 #   gpt2_124m_bf16, gpt2_124m_fp8   GPT-2 124M, 20 steps
 #   gpt2_1p5b_bf16, gpt2_1p5b_fp8   GPT-2 1.5B, 10 steps
-# with a checkpoint at the end, and writes OUTDIR/<run>.fp (scripts/fingerprint.py: every step's loss, grad
+# with a checkpoint at the end, and writes OUTDIR/<run>.fp (scripts/check/fingerprint.py: every step's loss, grad
 # norm and lr as float32 bits, and a SHA-256 of every tensor of the final training state) and the run's logs
 # under OUTDIR/logs/<run>/. Two builds train identically iff their fingerprints are equal
-# (scripts/fingerprint_compare.sh). Usage: fingerprint.sh BINARY OUTDIR
+# (scripts/check/fingerprint_compare.sh). Usage: fingerprint.sh BINARY OUTDIR
 # Environment: FINGERPRINT_RUNS (a subset of the names above), FINGERPRINT_CKPT_DIR (where the checkpoints go;
 # default /dev/shm when it has room for a 1.5B one, else OUTDIR/ckpt; each is deleted once hashed unless
 # FINGERPRINT_KEEP_CKPT=1), FINGERPRINT_FLAGS (more flags for every run, e.g. --no-gemm-autotune to compare

@@ -2,9 +2,9 @@
 # Did a refactor change training, or its speed? For a GPU machine (one H200, about 8 minutes):
 #  1. builds OLD_SRC_DIR (a plain copy of an older commit; its third_party/ is linked to this repository's
 #     when it has none) and this tree, `make -j$JOBS train_gpt` each, in parallel;
-#  2. fingerprints both binaries (scripts/fingerprint.sh: GPT-2 124M x 20 and 1.5B x 10 steps in bf16 and
+#  2. fingerprints both binaries (scripts/check/fingerprint.sh: GPT-2 124M x 20 and 1.5B x 10 steps in bf16 and
 #     fp8; every step's loss and grad norm and the final training state, bit for bit) and compares them
-#     (scripts/fingerprint_compare.sh);
+#     (scripts/check/fingerprint_compare.sh);
 #  3. times GPT-1.5B bf16 and fp8 with the old and the new binary alternately (--steps $TIMING_STEPS, the
 #     median step_ms of train.jsonl over the steady steps: the first 3 build plans, calibrate FP8 and capture
 #     the CUDA graph) and prints one table: run, old ms, new ms, ratio.
@@ -13,10 +13,10 @@
 # Usage: refactor_check.sh OLD_SRC_DIR
 # Environment: JOBS (make jobs, 16), TIMING_STEPS (20), NEW_BIN (use this binary as the new one instead of
 # building this tree), FINGERPRINT_RUNS / FINGERPRINT_CKPT_DIR / FINGERPRINT_FLAGS (passed to
-# scripts/fingerprint.sh; the timing runs use each binary's defaults).
+# scripts/check/fingerprint.sh; the timing runs use each binary's defaults).
 set -uo pipefail
 [ $# -eq 1 ] && [ -d "$1" ] || { echo "usage: $0 OLD_SRC_DIR" >&2; exit 2; }
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 old=$(cd "$1" && pwd)
 jobs=${JOBS:-16}
 timing_steps=${TIMING_STEPS:-20}
@@ -43,14 +43,14 @@ fi
 
 # 2. Fingerprints: the new binary's while the old tree may still be building.
 say "fingerprinting the new binary"
-bash "$repo/scripts/fingerprint.sh" "$new_bin" "$out/fp_new" 2>"$out/fingerprint_new.log" ||
+bash "$repo/scripts/check/fingerprint.sh" "$new_bin" "$out/fp_new" 2>"$out/fingerprint_new.log" ||
   { tail -5 "$out/fingerprint_new.log"; die "fingerprinting $new_bin failed"; }
 wait "$old_build" || { tail -5 "$out/build_old.log"; die "the build of $old failed"; }
 old_bin=$old/train_gpt
 say "fingerprinting the old binary"
-bash "$repo/scripts/fingerprint.sh" "$old_bin" "$out/fp_old" 2>"$out/fingerprint_old.log" ||
+bash "$repo/scripts/check/fingerprint.sh" "$old_bin" "$out/fp_old" 2>"$out/fingerprint_old.log" ||
   { tail -5 "$out/fingerprint_old.log"; die "fingerprinting $old_bin failed"; }
-bash "$repo/scripts/fingerprint_compare.sh" "$out/fp_old" "$out/fp_new" >"$out/compare.txt"
+bash "$repo/scripts/check/fingerprint_compare.sh" "$out/fp_old" "$out/fp_new" >"$out/compare.txt"
 same=$?
 [ $same -le 1 ] || die "comparing the fingerprints failed"
 

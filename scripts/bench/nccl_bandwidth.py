@@ -1,7 +1,7 @@
 """NCCL bandwidth of the two collectives ZeRO-1 uses, on this machine's GPUs, for the scaling projection in
 docs/multi_gpu.md: reduce-scatter and all-gather of GPT-1.5B's BF16 gradients/weights (3.1 GB), median of 10.
 Bus bandwidth as nccl-tests defines it: bytes * (n - 1) / n / time.
-Usage: torchrun --nproc-per-node N scripts/nccl_bandwidth.py   (NCCL_NVLS_ENABLE=0 stays set)
+Usage: torchrun --nproc-per-node N scripts/bench/nccl_bandwidth.py   (NCCL_NVLS_ENABLE=0 stays set)
 """
 import os
 import statistics

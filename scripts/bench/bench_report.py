@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tables of `make bench` (scripts/bench.sh) from the results under its output folder: train_gpt's runs
+"""The tables of `make bench` (scripts/bench/bench.sh) from the results under its output folder: train_gpt's runs
 (SIZE/{bf16,fp8}/train.jsonl + config.json), llm.c's (llmc.jsonl) and PyTorch's (pytorch.jsonl, GPT-1.5B), as
 far as they got. Prints one table per model (median step ms, tokens/s, honest TFLOP/s, the report's formula,
 MFU, peak GB, speed ratios to our bf16, llm.c and PyTorch bf16), writes bench.json and, with matplotlib,
@@ -18,7 +18,7 @@ for size in sizes:
         print(f"bench_report: a SIZE must be 1.5b or 124m, got '{size}'", file=sys.stderr)
         sys.exit(2)
 if not os.path.isdir(out):
-    print(f"bench_report: {out} is not a folder (the OUTDIR of scripts/bench.sh)", file=sys.stderr)
+    print(f"bench_report: {out} is not a folder (the OUTDIR of scripts/bench/bench.sh)", file=sys.stderr)
     sys.exit(2)
 rows = []
 def read_jsonl(name):

@@ -3,7 +3,7 @@
 # bf16 and fp8, on 1, 2, 4, ... GPUs of this machine (up to SCALING_MAX_GPUS or all), one process per GPU
 # started with torchrun's variables. Prints one table: median step ms, global tokens/s, scaling efficiency
 # against 1 GPU (tokens/s / (GPUs x 1-GPU tokens/s)), peak memory per GPU. Logs under $OUT (or
-# logs/scaling). Usage: bash scripts/bench_scaling.sh [STEPS]
+# logs/scaling). Usage: bash scripts/bench/bench_scaling.sh [STEPS]
 set -u
 export NCCL_NVLS_ENABLE=0
 STEPS=${1:-20}
@@ -16,7 +16,7 @@ ngpu=$(nvidia-smi -L | wc -l)
 max=${SCALING_MAX_GPUS:-$ngpu}
 counts=()
 for n in 1 2 4 8 16; do [ "$n" -le "$max" ] && counts+=("$n"); done
-source "$(dirname "$0")/../test/lib_gpu.sh"  # free_port
+source "$(dirname "$0")/../../test/lib_gpu.sh"  # free_port
 
 run() {  # precision gpus
   local prec=$1 n=$2 dir=$OUTDIR/$1_$2gpu port pids=()

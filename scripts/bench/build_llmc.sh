@@ -3,11 +3,11 @@
 # there) from a checkout of github.com/karpathy/llm.c, in a copy outside this repository, for `make bench
 # LLMC=...`. CUDA 13 changed cudaMemAdvise to take a cudaMemLocation, and cudnn-frontend 1.x needs NVRTC and
 # the driver library at link time: the copy gets those two one-line changes.
-# Usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]   (prints the binary's path last)
+# Usage: scripts/bench/build_llmc.sh LLMC_SRC [BUILD_DIR]   (prints the binary's path last)
 set -eu
-src=${1:?usage: scripts/build_llmc.sh LLMC_SRC [BUILD_DIR]}
+src=${1:?usage: scripts/bench/build_llmc.sh LLMC_SRC [BUILD_DIR]}
 build=${2:-/tmp/llmc_build}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -f "$src/train_gpt2.cu" ] || { echo "build_llmc: $src has no train_gpt2.cu (not an llm.c checkout)" >&2; exit 2; }
 rm -rf "$build" && mkdir -p "$build" && cp -r "$src"/. "$build"
 cd "$build"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains the same model on the same data from the same seed in bf16 and fp8 and prints both loss curves.
-# Usage: scripts/compare_curves.sh OUTDIR [train_gpt flags...]   e.g.
-#   scripts/compare_curves.sh logs/kjv124m --model 124m --vocab 256 --batch 8 --seq 1024 --steps 600 \
+# Usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]   e.g.
+#   scripts/runs/compare_curves.sh logs/kjv124m --model 124m --vocab 256 --batch 8 --seq 1024 --steps 600 \
 #       --train-data 'data/kjv/kjv_train_*.bin' --val-data 'data/kjv/kjv_val_*.bin' --val-every 100
 set -u
 out=$1; shift

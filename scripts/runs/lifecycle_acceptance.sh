@@ -2,7 +2,7 @@
 # The run-lifecycle acceptance on one GPU, in one call: export -> PyTorch / transformers -> same loss, and
 # --init-from of each export reproduces it; GPT-1.5B fp8 kill-and-resume (40 steps, stopped near 20);
 # a 124M fp8 run of 2000 steps on real text with samples. Logs under ${OUT:-logs/lifecycle}.
-# Usage: scripts/lifecycle_acceptance.sh [export] [resume1p5b] [train2000]   (default: all)
+# Usage: scripts/runs/lifecycle_acceptance.sh [export] [resume1p5b] [train2000]   (default: all)
 set -u
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-logs/lifecycle}; mkdir -p "$OUT"
@@ -30,7 +30,7 @@ PY
     "${base[@]}" --resume "$W/ck_$gelu" --log-dir "$W/le_$gelu" --export "$dst" --export-format $fmt > "$OUT/export_$gelu.txt" 2>&1
     loss=$(grep -o "val loss [0-9.]*" "$OUT/export_$gelu.txt" | tail -1 | awk '{print $3}')
     if [ $fmt = seed ]; then chk=(--seed "$dst"); else chk=(--hf "$dst"); fi
-    python3 scripts/check_export.py "${chk[@]}" --tokens "$W/tokens.bin" --expect-loss "${loss:-nan}" --gelu $gelu > "$OUT/check_$gelu.txt" 2>&1
+    python3 scripts/check/check_export.py "${chk[@]}" --tokens "$W/tokens.bin" --expect-loss "${loss:-nan}" --gelu $gelu > "$OUT/check_$gelu.txt" 2>&1
     rc=$?
     summary+=("export $fmt ($gelu): trainer val loss ${loss:-?}; check_export.py (rc $rc): $(tail -2 "$OUT/check_$gelu.txt" | tr '\n' ' ')")
     "${base[@]}" --init-from "$dst" --log-dir "$W/li_$gelu" --export "$W/again_$gelu.safetensors" > "$OUT/import_$gelu.txt" 2>&1

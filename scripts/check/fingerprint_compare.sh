@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compares two fingerprint directories of scripts/fingerprint.sh: prints IDENTICAL (exit 0) when every
+# Compares two fingerprint directories of scripts/check/fingerprint.sh: prints IDENTICAL (exit 0) when every
 # <run>.fp of either is in both and equal, else, per differing run, its first differing lines (exit 1).
 # Usage: fingerprint_compare.sh DIR_A DIR_B
 set -u

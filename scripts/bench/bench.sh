@@ -7,7 +7,7 @@
 # Prints one table per model (median step ms over the steady steps, tokens/s, honest TFLOP/s, the report's
 # formula, MFU, peak GB as the driver reports it, speed ratios), writes bench.json and, with matplotlib,
 # bench.png.
-# Usage: scripts/bench.sh [STEPS] [OUTDIR]
+# Usage: scripts/bench/bench.sh [STEPS] [OUTDIR]
 #   MODEL=1.5b|124m|both (default both); LLMC=path/to/train_gpt2cu; BENCH_ARGS: extra train_gpt flags;
 #   BENCH_PYTORCH=0 skips PyTorch.
 set -u
@@ -83,16 +83,16 @@ for size in $sizes; do
   done
   [ -n "$llmc_ok" ] && run_llmc "$size"
 done
-# The tables (and bench.json, bench.png) from every result written so far under $out (scripts/bench_report.py;
+# The tables (and bench.json, bench.png) from every result written so far under $out (scripts/bench/bench_report.py;
 # it can also be run by hand on the folder of a run that was cut short).
-report() { python3 scripts/bench_report.py "$out" $sizes; }
+report() { python3 scripts/bench/bench_report.py "$out" $sizes; }
 
 if [ "${BENCH_PYTORCH:-1}" != 0 ] && [[ " $sizes " == *" 1.5b "* ]]; then
   # The PyTorch runs compile for minutes: the rows so far first, so a run cut short still has its table.
   echo "bench: train_gpt and llm.c rows (the PyTorch runs follow; the full table after them):"
   report
   for v in bf16 fp8; do  # one process each: the first one's memory must not count in the second's peak
-    python3 scripts/bench_pytorch.py --steps "$steps" --variants "$v" --out "$out/pytorch.jsonl" 2>&1 |
+    python3 scripts/bench/bench_pytorch.py --steps "$steps" --variants "$v" --out "$out/pytorch.jsonl" 2>&1 |
       grep -E "^pytorch|Error|error" | tail -3
   done
 fi
