@@ -1,6 +1,7 @@
-// Model and training configuration: the settings (this struct), the presets (config_presets.cpp), the
-// validation and the kernels' size limits (config_checks.cpp), the LR schedule (lr_schedule.cpp), the JSON
-// (config_json.cpp) and the summary for people (config_summary.cpp); the choice settings' names (config.cpp).
+// Model and training configuration: the settings (this struct; settings.h is the table of their flags, help,
+// smallest values and config.json keys), the presets (config_presets.cpp), the validation and the kernels'
+// size limits (config_checks.cpp), the LR schedule (lr_schedule.cpp), the JSON (config_json.cpp) and the
+// summary for people (config_summary.cpp); the choice settings' names (config.cpp).
 // Host-only (no CUDA), so the host tests can exercise it.
 #pragma once
 #include <cstddef>

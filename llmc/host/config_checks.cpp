@@ -8,6 +8,7 @@
 
 #include "llmc/host/config.h"
 #include "llmc/host/rendezvous_spec.h"
+#include "llmc/host/settings.h"
 
 // ---------------------------------------------------------------------------------------------------------
 // Kernel size limits. Audit of what the GPU code indexes with (llmc/*.cu, llmc/kernels/attention.cu):
@@ -127,34 +128,15 @@ namespace {
 
 // The integer settings' ranges and the multi-GPU and recompute settings (the first failure only).
 std::string validate_integers(const TrainConfig& cfg) {
-    const ModelConfig& m = cfg.model;
     std::ostringstream e;
-    // Ranges of the numeric settings: "--flag: must be >= lo, got v" (the first failure only).
-    auto at_least = [&](const char* flag, long v, long lo) {
+    // The integer settings' smallest values (the settings table): "--flag: must be >= lo, got v".
+    auto at_least = [&](const std::string& flag, long long v, long long lo) {
         if (v < lo && e.str().empty()) e << flag << ": must be >= " << lo << ", got " << v;
     };
-    at_least("--layers", m.num_layers, 1);
-    at_least("--channels", m.channels, 1);
-    at_least("--heads", m.num_heads, 1);
-    at_least("--vocab", m.vocab_size, 1);
-    at_least("--max-seq", m.max_seq_len, 1);
-    at_least("--batch", cfg.batch, 1);
-    at_least("--seq", cfg.seq, 1);
-    at_least("--steps", cfg.steps, 1);
-    at_least("--warmup", cfg.warmup, 0);
-    at_least("--log-every", cfg.log_every, 1);
-    at_least("--val-every", cfg.val_every, 1);
-    at_least("--val-batches", cfg.val_batches, 1);
-    at_least("--eval-every", cfg.eval_every, 0);
-    at_least("--fp8-history", cfg.fp8.history_len, 1);
-    at_least("--fp8-margin", cfg.fp8.margin, 0);
-    at_least("--fp8-health-every", cfg.fp8_health_every, 1);
-    at_least("--checkpoint-every", cfg.checkpoint_every, 0);
-    at_least("--keep-checkpoints", cfg.keep_checkpoints, 1);
-    at_least("--max-bad-steps", cfg.max_bad_steps, 1);
-    at_least("--sample-every", cfg.sample_every, 0);
-    at_least("--sample-tokens", cfg.sample_tokens, 1);
-    at_least("--top-k", cfg.top_k, 0);
+    for (const Setting& s : settings())
+        if (s.has_min)
+            at_least(s.long_name(), s.type == SettingType::Int64 ? s.get<int64_t>(cfg) : s.get<int>(cfg),
+                     s.min);
     // warmup and steps both count the optimizer steps of the whole run (a resumed one too)
     if (e.str().empty() && cfg.warmup > cfg.steps)
         e << "--warmup " << cfg.warmup << " exceeds --steps " << cfg.steps
@@ -167,7 +149,6 @@ std::string validate_integers(const TrainConfig& cfg) {
             e << ex.what();  // names --rendezvous and the spec
         }
     if (!(cfg.comm_timeout > 0)) e << "--comm-timeout: must be > 0 seconds, got " << cfg.comm_timeout;
-    at_least("--ranks-per-gpu", cfg.ranks_per_gpu, 1);
     if (e.str().empty() && (cfg.recompute < 0 || cfg.recompute > 2))
         e << "--recompute: 0 (store everything backward needs), 1 or 2, got " << cfg.recompute;
     if (e.str().empty() && cfg.recompute >= 1 && cfg.precision != Precision::FP8)

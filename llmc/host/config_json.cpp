@@ -5,6 +5,7 @@
 
 #include "llmc/formats/json.h"
 #include "llmc/host/config.h"
+#include "llmc/host/settings.h"
 
 namespace {
 
@@ -26,94 +27,35 @@ json::Value json_seed(uint64_t seed) {
     return json::Value::string(std::to_string(seed));
 }
 
-void add_model_json(const TrainConfig& c, size_t parameters, json::Value* o) {
-    const ModelConfig& m = c.model;
-    o->set("model", json::Value::string(c.model_name));
-    o->set("layers", json::Value::integer(m.num_layers));
-    o->set("channels", json::Value::integer(m.channels));
-    o->set("heads", json::Value::integer(m.num_heads));
-    o->set("vocab", json::Value::integer(m.vocab_size));
-    o->set("max_seq", json::Value::integer(m.max_seq_len));
-    o->set("gelu", json::Value::string(choice_name(gelu_names(), m.gelu_tanh)));
-    o->set("parameters", json::Value::integer((int64_t)parameters));
-    o->set("precision", json::Value::string(to_string(c.precision)));
-    o->set("fp8_format", json::Value::string(to_string(c.fp8.format)));
-    o->set("fp8_history", json::Value::integer(c.fp8.history_len));
-    o->set("fp8_amax_algo", json::Value::string(to_string(c.fp8.amax_algo)));
-    o->set("fp8_margin", json::Value::integer(c.fp8.margin));
-    o->set("fp8_lm_head", json::Value::boolean(c.fp8.lm_head));
-    o->set("fp8_fast_accum", json::Value::boolean(c.fp8.fast_accum));
-}
-
-void add_training_json(const TrainConfig& c, json::Value* o) {
-    auto integer = [&](const char* k, int64_t v) { o->set(k, json::Value::integer(v)); };
-    auto str = [&](const char* k, const std::string& v) { o->set(k, json::Value::string(v)); };
-    auto real = [&](const char* k, float v) { o->set(k, json_float(v)); };
-    integer("batch", c.batch);
-    integer("seq", c.seq);
-    integer("total_batch", c.total_batch);
-    integer("steps", c.steps);
-    str("train_data", c.train_data);
-    str("val_data", c.val_data);
-    integer("val_every", c.val_every);
-    integer("val_batches", c.val_batches);
-    str("eval_hellaswag", c.eval_hellaswag);
-    integer("eval_every", c.eval_every);
-    str("eval_hellaswag_dump", c.eval_hellaswag_dump);
-    real("lr", c.lr);
-    integer("warmup", c.warmup);
-    str("schedule", to_string(c.schedule));
-    real("final_lr_frac", c.final_lr_frac);
-    real("weight_decay", c.weight_decay);
-    real("grad_clip", c.grad_clip);
-    real("beta1", c.beta1);
-    real("beta2", c.beta2);
-    real("adam_eps", c.adam_eps);
-    str("adam_moments", choice_name(adam_moments_names(), c.adam_bf16_moments));
-    o->set("seed", json_seed(c.seed));
-}
-
-void add_run_json(const TrainConfig& c, json::Value* o) {
-    auto integer = [&](const char* k, int64_t v) { o->set(k, json::Value::integer(v)); };
-    auto str = [&](const char* k, const std::string& v) { o->set(k, json::Value::string(v)); };
-    auto flag = [&](const char* k, bool v) { o->set(k, json::Value::boolean(v)); };
-    str("log_dir", c.log_dir);
-    integer("log_every", c.log_every);
-    integer("fp8_health_every", c.fp8_health_every);
-    flag("profile", c.profile);
-    str("checkpoint_dir", c.checkpoint_dir);
-    integer("checkpoint_every", c.checkpoint_every);
-    integer("keep_checkpoints", c.keep_checkpoints);
-    flag("checkpoint_required", c.checkpoint_required);
-    str("resume", c.resume);
-    str("resume_if_present", c.resume_if_present);
-    integer("max_bad_steps", c.max_bad_steps);
-    str("rendezvous", c.rendezvous);
-    o->set("comm_timeout", json_float(c.comm_timeout, /*is_float=*/false));
-    integer("ranks_per_gpu", c.ranks_per_gpu);
-    integer("recompute", c.recompute);
-    flag("deterministic", c.deterministic);
-    flag("cuda_graph", c.cuda_graph);
-    flag("gemm_autotune", c.gemm_autotune);
-    str("gemm_cache", c.gemm_cache);
-    integer("sample_every", c.sample_every);
-    integer("sample_tokens", c.sample_tokens);
-    str("prompt", c.prompt);
-    o->set("temperature", json_float(c.temperature));
-    integer("top_k", c.top_k);
-    str("tokenizer", c.tokenizer);
-    str("init_from", c.init_from);
-    str("export", c.export_path);
-    str("export_format", choice_name(export_format_names(), c.export_hf));
-    flag("export_at_end", c.export_at_end);
+// A row's value as config.json writes it.
+json::Value json_of(const Setting& s, const TrainConfig& c) {
+    switch (s.type) {
+        case SettingType::Int:
+            return json::Value::integer(s.get<int>(c));
+        case SettingType::Int64:
+            return json::Value::integer(s.get<int64_t>(c));
+        case SettingType::Uint64:
+            return json_seed(s.get<uint64_t>(c));
+        case SettingType::Float:
+            return json_float(s.get<float>(c));
+        case SettingType::Double:
+            return json_float(s.get<double>(c), /*is_float=*/false);
+        case SettingType::Text:
+            return json::Value::string(s.get<std::string>(c));
+        case SettingType::Switch:
+            return json::Value::boolean(s.get<bool>(c));
+        case SettingType::Choice:
+            return json::Value::string(s.choice_get(c));
+    }
+    return json::Value();
 }
 
 }  // namespace
 
 std::string to_json(const TrainConfig& c, size_t parameters) {
     json::Value o = json::Value::object();
-    add_model_json(c, parameters, &o);
-    add_training_json(c, &o);
-    add_run_json(c, &o);
+    for (const Setting& s : settings())
+        if (s.json) o.set(s.json, json_of(s, c));
+    o.set("parameters", json::Value::integer((int64_t)parameters));
     return json::dump_pretty(o);
 }

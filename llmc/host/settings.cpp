@@ -1,0 +1,337 @@
+// The table of settings (llmc/host/settings.h), one function per help group, rows in the help's order.
+#include "llmc/host/settings.h"
+
+namespace {
+
+// A row's member: `FIELD(fp8.margin)` is a function returning TrainConfig's c.fp8.margin by reference.
+#define FIELD(member)               \
+    +[](TrainConfig & c) -> auto& { \
+        return c.member;            \
+    }
+
+void add(std::vector<Setting>* rows, const char* group, std::vector<Setting> group_rows) {
+    for (Setting& s : group_rows) {
+        s.group = group;
+        rows->push_back(std::move(s));
+    }
+}
+
+// "124m|350m|774m|1.5b": --model's choices.
+std::string preset_choices() {
+    std::string s;
+    for (const std::string& n : model_preset_names()) s += (s.empty() ? "" : "|") + n;
+    return s;
+}
+
+void model_settings(std::vector<Setting>* rows) {
+    add(rows, "Model",
+        {choice("--precision", "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)",
+                precision_names(), FIELD(precision))
+             .key("precision"),
+         setting("--model", "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
+                 FIELD(model_name))
+             .value(preset_choices())
+             .key("model"),
+         setting("--layers", "override the preset's number of layers L", FIELD(model.num_layers))
+             .applied_over_preset()
+             .at_least(1)
+             .key("layers"),
+         setting("--channels", "override the preset's channels C (multiple of 16)", FIELD(model.channels))
+             .applied_over_preset()
+             .at_least(1)
+             .key("channels"),
+         setting("--heads", "override the preset's attention heads H", FIELD(model.num_heads))
+             .applied_over_preset()
+             .at_least(1)
+             .key("heads"),
+         setting("--vocab", "override the (padded) vocabulary size V (multiple of 16)",
+                 FIELD(model.vocab_size))
+             .applied_over_preset()
+             .at_least(1)
+             .key("vocab"),
+         setting("--max-seq", "override the maximum sequence length (position embedding rows)",
+                 FIELD(model.max_seq_len))
+             .applied_over_preset()
+             .at_least(1)
+             .key("max_seq"),
+         choice("--gelu", "GELU: exact erf (nn.GELU default) or tanh approximation", gelu_names(),
+                FIELD(model.gelu_tanh))
+             .key("gelu")});
+}
+
+void training_settings(std::vector<Setting>* rows) {
+    add(rows, "Training",
+        {setting("-b,--batch", "micro-batch size B (sequences per micro-step per GPU)", FIELD(batch))
+             .at_least(1)
+             .key("batch"),
+         setting(
+             "--total-batch",
+             "tokens per optimizer step = batch x seq x micro-steps x GPUs (gradient accumulation; 0: batch "
+             "x seq x GPUs)",
+             FIELD(total_batch))
+             .key("total_batch"),
+         setting("-t,--seq", "sequence length T (<= --max-seq)", FIELD(seq)).at_least(1).key("seq"),
+         setting("-n,--steps", "number of optimizer steps", FIELD(steps)).at_least(1).key("steps"),
+         setting("--lr", "peak learning rate", FIELD(lr)).key("lr"),
+         setting("--warmup", "linear warmup steps (from lr/warmup to lr)", FIELD(warmup))
+             .at_least(0)
+             .key("warmup"),
+         choice("--schedule", "learning-rate schedule after warmup", schedule_names(), FIELD(schedule))
+             .key("schedule"),
+         setting("--final-lr-frac", "cosine decays to lr * this at the last step", FIELD(final_lr_frac))
+             .key("final_lr_frac"),
+         setting("--weight-decay", "AdamW weight decay (matrices only)", FIELD(weight_decay))
+             .key("weight_decay"),
+         setting("--grad-clip", "clip the global gradient norm to this (0: off)", FIELD(grad_clip))
+             .key("grad_clip"),
+         setting("--beta1", "AdamW beta1", FIELD(beta1)).key("beta1"),
+         setting("--beta2", "AdamW beta2", FIELD(beta2)).key("beta2"),
+         setting(nullptr, "AdamW epsilon (no flag)", FIELD(adam_eps)).key("adam_eps"),
+         choice(
+             "--adam-moments",
+             "storage of the AdamW moments m and v (the arithmetic is FP32 either way); bf16: 4 bytes less "
+             "memory per parameter, 8 bytes less traffic per step",
+             adam_moments_names(), FIELD(adam_bf16_moments))
+             .key("adam_moments"),
+         setting("--seed", "seed for weight init and random tokens", FIELD(seed)).key("seed")});
+}
+
+void step_settings(std::vector<Setting>* rows) {
+    add(rows, "Training",
+        {setting(
+             "--recompute",
+             "0: store what backward needs; 1 (fp8): rebuild the fc-projection's FP8 input in the dGELU pass "
+             "of backward; 2 (fp8): also the attention projection's (FP8 then needs less memory than BF16; "
+             "the default from 774m, where it costs about nothing; README lists the cost)",
+             FIELD(recompute))
+             .shown_default("2 (fp8, 774m and up), 0")
+             .key("recompute"),
+         setting("--deterministic,!--no-deterministic",
+                 "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics",
+                 FIELD(deterministic))
+             .key("deterministic"),
+         setting("--cuda-graph,!--no-cuda-graph",
+                 "replay each training step as one captured CUDA graph (bitwise the same results); "
+                 "--no-cuda-graph: launch every kernel from the host",
+                 FIELD(cuda_graph))
+             .key("cuda_graph"),
+         setting(
+             "--gemm-autotune,!--no-gemm-autotune",
+             "time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest (stored in "
+             "--gemm-cache, so later runs choose the same); --no-gemm-autotune: the heuristic's first",
+             FIELD(gemm_autotune))
+             .key("gemm_autotune"),
+         setting("--gemm-cache",
+                 "file of the tuned GEMM choices, shared by runs on this GPU (default: ~/.cache/train_gpt/"
+                 "gemm_algos.tsv; 'none': not stored)",
+                 FIELD(gemm_cache))
+             .value("FILE")
+             .key("gemm_cache")});
+}
+
+void data_settings(std::vector<Setting>* rows) {
+    add(rows, "Data",
+        {setting("--train-data",
+                 "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens",
+                 FIELD(train_data))
+             .value("GLOB")
+             .key("train_data"),
+         setting("--val-data", "validation shards (glob); empty: no validation", FIELD(val_data))
+             .value("GLOB")
+             .key("val_data"),
+         setting("--val-every", "validate every N steps (and after the last)", FIELD(val_every))
+             .at_least(1)
+             .key("val_every"),
+         setting("--val-batches", "batches per validation", FIELD(val_batches))
+             .at_least(1)
+             .key("val_batches"),
+         setting("--eval-hellaswag",
+                 "HellaSwag file (scripts/data/prepare_hellaswag.py): accuracy after the last step (acc and "
+                 "acc_norm, as llm.c)",
+                 FIELD(eval_hellaswag))
+             .value("FILE")
+             .key("eval_hellaswag"),
+         setting("--eval-every", "also evaluate HellaSwag every N steps, from step 0 (0: only at the end)",
+                 FIELD(eval_every))
+             .at_least(0)
+             .key("eval_every"),
+         setting(
+             "--eval-hellaswag-dump",
+             "write each example's ending losses and choices here (the latest evaluation; with several GPUs "
+             "one FILE.rankR per rank)",
+             FIELD(eval_hellaswag_dump))
+             .value("FILE")
+             .key("eval_hellaswag_dump")});
+}
+
+void fp8_settings(std::vector<Setting>* rows) {
+    add(rows, "FP8 (with --precision fp8)",
+        {choice("--fp8-format", "hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
+                fp8_format_names(), FIELD(fp8.format))
+             .key("fp8_format"),
+         setting("--fp8-history", "amax history length (delayed scaling window)", FIELD(fp8.history_len))
+             .at_least(1)
+             .key("fp8_history"),
+         choice("--fp8-amax-algo", "scale from the max of the history, or the most recent amax",
+                amax_algo_names(), FIELD(fp8.amax_algo))
+             .key("fp8_amax_algo"),
+         setting("--fp8-margin", "scale = fp8_max / amax / 2^margin", FIELD(fp8.margin))
+             .at_least(0)
+             .key("fp8_margin"),
+         setting("--fp8-lm-head,!--no-fp8-lm-head",
+                 "the LM head (tied embedding) as an FP8 Linear too (its own scales); --no-fp8-lm-head: BF16",
+                 FIELD(fp8.lm_head))
+             .key("fp8_lm_head"),
+         setting("--fp8-fast-accum,!--no-fp8-fast-accum",
+                 "forward GEMMs accumulate in the tensor cores' fast mode (as Transformer Engine's); "
+                 "--no-fp8-fast-accum: promoted to FP32 as in the gradient GEMMs (closer to BF16's loss at "
+                 "GPT-1.5B, ~2% slower)",
+                 FIELD(fp8.fast_accum))
+             .key("fp8_fast_accum"),
+         setting("--fp8-health-every", "print scale range, saturated and fallen-back slots every N steps",
+                 FIELD(fp8_health_every))
+             .at_least(1)
+             .key("fp8_health_every")});
+}
+
+void logging_settings(std::vector<Setting>* rows) {
+    add(rows, "Logging",
+        {setting("--log-dir", "directory for config.json (the resolved configuration) and train.jsonl",
+                 FIELD(log_dir))
+             .value("DIR")
+             .key("log_dir"),
+         setting("--log-every", "print a line every N steps", FIELD(log_every)).at_least(1).key("log_every"),
+         setting("--profile",
+                 "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, "
+                 "optimizer, other), replaying the captured step with its phase marks as graph nodes",
+                 FIELD(profile))
+             .key("profile")});
+}
+
+void checkpoint_settings(std::vector<Setting>* rows) {
+    add(rows, "Checkpoints",
+        {setting("--checkpoint-dir",
+                 "write checkpoints here (default with --resume or --resume-if-present: that directory)",
+                 FIELD(checkpoint_dir))
+             .value("DIR")
+             .key("checkpoint_dir"),
+         setting("--checkpoint-every", "checkpoint every N steps (0: only at the end and on a signal)",
+                 FIELD(checkpoint_every))
+             .at_least(0)
+             .key("checkpoint_every"),
+         setting("--keep-checkpoints", "keep the newest K checkpoints", FIELD(keep_checkpoints))
+             .at_least(1)
+             .key("keep_checkpoints"),
+         setting("--checkpoint-required",
+                 "a failed checkpoint write ends the run (default: a warning, training continues)",
+                 FIELD(checkpoint_required))
+             .key("checkpoint_required"),
+         setting("--resume", "continue from the newest valid checkpoint in this directory", FIELD(resume))
+             .value("DIR")
+             .key("resume"),
+         setting("--resume-if-present",
+                 "--resume DIR when DIR has a checkpoint, else start fresh and checkpoint there (the same "
+                 "command continues a run after a crash)",
+                 FIELD(resume_if_present))
+             .value("DIR")
+             .key("resume_if_present"),
+         setting(
+             "--max-bad-steps",
+             "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite "
+             "loss or gradient norm; each such step is skipped",
+             FIELD(max_bad_steps))
+             .at_least(1)
+             .key("max_bad_steps")});
+}
+
+void gpu_and_sampling_settings(std::vector<Setting>* rows) {
+    add(rows, "Several GPUs",
+        {setting("--rendezvous",
+                 "how the ranks exchange NCCL's id: tcp://HOST:PORT, file:PATH (shared filesystem) or mpi; "
+                 "default: from the launcher (mpirun: mpi, torchrun: MASTER_ADDR:MASTER_PORT+1, srun: "
+                 "MASTER_ADDR:MASTER_PORT)",
+                 FIELD(rendezvous))
+             .value("SPEC")
+             .key("rendezvous"),
+         setting("--comm-timeout",
+                 "seconds a rank waits for the others (a dead or hung rank) before it stops with an error",
+                 FIELD(comm_timeout))
+             .key("comm_timeout"),
+         setting(
+             "--ranks-per-gpu",
+             "local ranks sharing one GPU (local rank r uses GPU r / K): to check a multi-GPU run on fewer "
+             "GPUs; more than 1 needs NCCL >= 2.30 and is slow (the ranks take turns on the GPU)",
+             FIELD(ranks_per_gpu))
+             .value("K")
+             .at_least(1)
+             .key("ranks_per_gpu")});
+    add(rows, "Sampling",
+        {setting("--sample-every", "generate a text sample every N steps and after the last (0: never)",
+                 FIELD(sample_every))
+             .at_least(0)
+             .key("sample_every"),
+         setting("--sample-tokens", "tokens per sample", FIELD(sample_tokens))
+             .at_least(1)
+             .key("sample_tokens"),
+         setting("--prompt", "text the samples continue (default: start of a document)", FIELD(prompt))
+             .key("prompt"),
+         setting("--temperature", "sampling temperature (0: always the most likely token)",
+                 FIELD(temperature))
+             .key("temperature"),
+         setting("--top-k", "sample among the K most likely tokens (0: all)", FIELD(top_k))
+             .at_least(0)
+             .key("top_k"),
+         setting("--tokenizer",
+                 "tokenizer file from scripts/data/prepare_data.py (default: tokenizer.bin next to the train "
+                 "shards; bytes for --vocab 256)",
+                 FIELD(tokenizer))
+             .value("FILE")
+             .key("tokenizer")});
+}
+
+void weights_settings(std::vector<Setting>* rows) {
+    add(rows, "Weights",
+        {setting("--init-from",
+                 "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
+                 "model.safetensors / folder (vocabulary padded with zero rows)",
+                 FIELD(init_from))
+             .value("FILE|DIR")
+             .key("init_from"),
+         setting("--export",
+                 "write the weights (from --resume or --init-from) and exit; with --export-at-end: after "
+                 "training; a file (seed) or a folder (hf)",
+                 FIELD(export_path))
+             .value("FILE|DIR")
+             .key("export"),
+         choice("--export-format",
+                "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
+                "(model.safetensors + config.json)",
+                export_format_names(), FIELD(export_hf))
+             .key("export_format"),
+         setting("--export-at-end", "export after the last step", FIELD(export_at_end))
+             .key("export_at_end")});
+}
+
+#undef FIELD
+
+}  // namespace
+
+std::string Setting::long_name() const {
+    std::string names = flags ? flags : "";
+    const size_t neg = names.find(",!");
+    if (neg != std::string::npos) names.resize(neg);
+    const size_t dd = names.find("--");
+    return dd == std::string::npos ? names : names.substr(dd);
+}
+
+const std::vector<Setting>& settings() {
+    static const std::vector<Setting> rows = [] {
+        std::vector<Setting> r;
+        for (auto group :
+             {model_settings, training_settings, step_settings, data_settings, fp8_settings, logging_settings,
+              checkpoint_settings, gpu_and_sampling_settings, weights_settings})
+            group(&r);
+        return r;
+    }();
+    return rows;
+}
