@@ -44,7 +44,7 @@ HOST_SRCS := $(wildcard llmc/host/*.cpp llmc/formats/*.cpp llmc/parallel/*.cpp l
 HOST_OBJS := $(HOST_SRCS:%.cpp=$(BUILD)/%.o)
 RUN_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard llmc/run/*.cpp))
 # GPU sources: kernels, FP8, the model, GPU and NCCL infrastructure (+ the slow cudnn-frontend attention TU).
-GPU_SRCS := $(wildcard llmc/*/*.cu)
+GPU_SRCS := $(wildcard llmc/*/*.cu llmc/*/*/*.cu)
 GPU_OBJS := $(GPU_SRCS:%.cu=$(BUILD)/%.o)
 
 HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))

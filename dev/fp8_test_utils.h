@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/fp8/cast.cuh"
+#include "llmc/kernels/cast/cast.cuh"
 #include "test/reference/fp8.h"
 
 namespace fp8_test {

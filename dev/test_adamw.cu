@@ -1,12 +1,12 @@
-// Tests for llmc/kernels/adamw.cuh: several AdamW steps against the float64 CPU reference (each step from the
-// GPU's previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale != 1, a P
-// that is not a multiple of 8, misaligned views (head peeling and the element fallback). Benchmark (--bench):
-// the bandwidth at 1.5B.
+// Tests for llmc/kernels/adamw/adamw.cuh: several AdamW steps against the float64 CPU reference (each step
+// from the GPU's previous fp32 state, so the per-step error is measured), weight decay on/off, grad_scale !=
+// 1, a P that is not a multiple of 8, misaligned views (head peeling and the element fallback). Benchmark
+// (--bench): the bandwidth at 1.5B.
 #include <cstring>
 
 #include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
 #include "test/reference/adamw.h"
 
 namespace {

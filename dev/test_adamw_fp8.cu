@@ -1,5 +1,5 @@
-// Tests for llmc/fp8/adamw_fp8.cuh (AdamW fused with the FP8 cast of the weight it updates): on fresh random
-// weights, moments and gradients, the fused kernel must give
+// Tests for llmc/kernels/adamw/adamw_fp8.cuh (AdamW fused with the FP8 cast of the weight it updates): on
+// fresh random weights, moments and gradients, the fused kernel must give
 //   - bitwise the results of the unfused pair it replaces (adamw_update with device scalars and no BF16
 //     copy, then fp8_cast_transpose of the FP32 master): master, m, v, W, W^T, scale_inv and staging amax;
 //   - master/m/v within the AdamW tolerances of dev/test_adamw.cu against a float64 CPU reference, and W /
@@ -11,7 +11,7 @@
 // Benchmark (--bench): fused vs unfused at the 1.5B fc shape.
 #include "dev/byte_budget.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/adamw_fp8.cuh"
+#include "llmc/kernels/adamw/adamw_fp8.cuh"
 #include "test/reference/adamw.h"
 
 using namespace fp8_test;

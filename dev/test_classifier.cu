@@ -1,15 +1,15 @@
-// Tests for llmc/kernels/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64 CPU
-// reference on the same bf16 logits, the read-only mode, determinism, mean_loss; and for its FP8 form
-// (llmc/fp8/fp8_classifier.cuh: dlogits quantized with their amax) against the same reference and the BF16
-// kernel's losses, with the byte transpose (fp8_transpose) its backward uses. Benchmark (--bench): the
-// bandwidth at GPT-2 size, both forms.
+// Tests for llmc/kernels/classifier/classifier.cuh: fused softmax / cross-entropy / dlogits against a float64
+// CPU reference on the same bf16 logits, the read-only mode, determinism, mean_loss; and for its FP8 form
+// (llmc/kernels/classifier/classifier_fp8.cuh: dlogits quantized with their amax) against the same reference
+// and the BF16 kernel's losses, with the byte transpose (fp8_transpose) its backward uses. Benchmark
+// (--bench): the bandwidth at GPT-2 size, both forms.
 #include <cstring>
 
 #include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/fp8_classifier.cuh"
-#include "llmc/kernels/classifier.cuh"
+#include "llmc/kernels/classifier/classifier.cuh"
+#include "llmc/kernels/classifier/classifier_fp8.cuh"
 #include "test/reference/classifier.h"
 
 namespace {

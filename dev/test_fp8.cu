@@ -1,16 +1,17 @@
-// Tests for llmc/fp8/cast.cu: cast kernels (cast + transpose, row-wise only) bit-exact against the CUDA host
-// FP8 conversion (same saturating round-to-nearest-even), amax exactly max |x|, scale_inv written, dbias
-// against float64 sums, dGELU against a float64 reference, and the delayed-scaling update against the host
-// model in llmc/fp8/fp8_scale_math.h plus hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T
-// = 12288, C = 1600, 4C = 6400).
+// Tests for llmc/kernels/cast/cast.cu: cast kernels (cast + transpose, row-wise only) bit-exact against the
+// CUDA host FP8 conversion (same saturating round-to-nearest-even), amax exactly max |x|, scale_inv written,
+// dbias against float64 sums, dGELU against a float64 reference, and the delayed-scaling update against the
+// host model in llmc/fp8/fp8_scale_math.h plus hand-derived cases. Benchmarks (--bench) at GPT-1.5B sizes (N
+// = B*T = 12288, C = 1600, 4C = 6400).
 #include <cfloat>
 #include <cstring>
 
 #include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/cast.cuh"
-#include "llmc/fp8/fp8_producers.cuh"
+#include "llmc/kernels/cast/cast.cuh"
+#include "llmc/kernels/gelu/gelu_fp8.cuh"
+#include "llmc/kernels/layernorm/layernorm_fp8.cuh"
 #include "test/reference/gelu.h"
 
 using namespace fp8_test;
@@ -233,8 +234,8 @@ TEST(cast_transpose_dbias) {
 // + erf(...)); for the tanh form s (1 - s) from e = exp(-2|u|) rather than from t = tanh u, whose 1 + t and
 // 1 - t^2 are multiples of 2^-53 even in float64 (no correct digit left at x < -7, exactly 0 below -7.2).
 //
-// dGELU. The kernel evaluates gelu' in fp32 with llmc/kernels/gelu_math.cuh (erf form: one ex2.approx, one
-// rcp.approx + Newton step and a degree-7 polynomial for erfc(x/sqrt2) exp(x^2/2); tanh form: __expf =
+// dGELU. The kernel evaluates gelu' in fp32 with llmc/kernels/gelu/gelu_math.cuh (erf form: one ex2.approx,
+// one rcp.approx + Newton step and a degree-7 polynomial for erfc(x/sqrt2) exp(x^2/2); tanh form: __expf =
 // ex2.approx of a rounded argument, approximate division), in cancellation-free forms like the reference.
 // Emulating those instruction sequences (with ftz) on the CPU over every bf16 input, with ex2/rcp errors 4x
 // their 2 ulp / 1 ulp bounds, gives: absolute error <= 1.2e-6 everywhere (erf form <= 6.8e-7; eps_g = 1e-5

@@ -1,22 +1,23 @@
-// Tests for llmc/fp8/fp8_producers.cu: the fused FP8 producers (LayerNorm with optional residual add, GELU)
-// must write exactly the bytes of the shipped BF16 kernel followed by the shipped fp8_cast_transpose (run on
-// a second slot of the same scale state with the same scale), the same amax (= max |y| of the BF16 output,
-// bit for bit), residual / mean / rstd bit-identical to the BF16 kernel, scale_inv written, and the
-// transposed copy equal to the row-wise copy transposed; the row-wise-only GELU cast the same bytes as the
-// CPU quantization of the BF16 GELU. CPU references: LayerNorm replicates the kernel's
-// fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be replicated bit for bit),
-// so a few one-code differences are allowed there (bound derived below). Calibration: amax-only passes, then
-// fp8_calibrate_scales, then the fused kernel. Benchmarks (--bench) at GPT-1.5B sizes (N = B*T = 12288,
-// C = 1600, 4C = 6400), with the unfused sequences for comparison.
+// Tests for the fused FP8 producers (llmc/kernels/layernorm/layernorm_fp8.cu, llmc/kernels/gelu/gelu_fp8.cu)
+// (LayerNorm with optional residual add, GELU) must write exactly the bytes of the shipped BF16 kernel
+// followed by the shipped fp8_cast_transpose (run on a second slot of the same scale state with the same
+// scale), the same amax (= max |y| of the BF16 output, bit for bit), residual / mean / rstd bit-identical to
+// the BF16 kernel, scale_inv written, and the transposed copy equal to the row-wise copy transposed; the
+// row-wise-only GELU cast the same bytes as the CPU quantization of the BF16 GELU. CPU references: LayerNorm
+// replicates the kernel's fp32 formula (bit-exact bytes); GELU is evaluated in float64 (erfc / exp cannot be
+// replicated bit for bit), so a few one-code differences are allowed there (bound derived below).
+// Calibration: amax-only passes, then fp8_calibrate_scales, then the fused kernel. Benchmarks (--bench) at
+// GPT-1.5B sizes (N = B*T = 12288, C = 1600, 4C = 6400), with the unfused sequences for comparison.
 #include <cstring>
 
 #include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
 #include "dev/fp8_test_utils.h"
-#include "llmc/fp8/cast.cuh"
-#include "llmc/fp8/fp8_producers.cuh"
-#include "llmc/kernels/gelu.cuh"
-#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/cast/cast.cuh"
+#include "llmc/kernels/gelu/gelu.cuh"
+#include "llmc/kernels/gelu/gelu_fp8.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm_fp8.cuh"
 #include "test/reference/gelu.h"
 #include "test/reference/layernorm.h"
 
@@ -228,16 +229,16 @@ struct GeluCase {
     bool tanh_form, rowwise, saturate;
 };
 
-// Float64 CPU reference tolerance. The kernel's fp32 GELU (llmc/kernels/gelu_math.cuh; erf form: <= 4.3e-6
-// relative by an exhaustive CPU emulation over bf16 inputs, with ex2/rcp errors at 4x their bounds, for x >=
-// -13 and |x| > 2^-125, below which results are flushed; tanh form: __expf of -2|u| carries the fp32 rounding
-// of u and of the exponent, <= ~2e-5 relative for |2u| < 150, where it does not underflow) has relative error
-// delta <= 2e-5, far below bf16's 2^-8: the bf16 values agree to one bf16 ulp (rtol 2^-7, the ulp relative
-// to the binade's low end), atol 1e-35 covers the fp32 flush-to-zero region.
-// A byte then differs only when (a) the exact y lies within delta |y| of a bf16 rounding midpoint
-// (probability <= 2 delta / 2^-8 = 1e-2) AND (b) the two bf16 neighbours quantize to different FP8 codes
-// (a code midpoint between them: probability ~ 2^-8 / 2^-4 = 1/16 for E4M3, 1/32 for E5M2), so <= 6.4e-4 of
-// the elements, one code apart; allowed: 1e-3 of the elements + 4 (counting noise of the small cases).
+// Float64 CPU reference tolerance. The kernel's fp32 GELU (llmc/kernels/gelu/gelu_math.cuh; erf form:
+// <= 4.3e-6 relative by an exhaustive CPU emulation over bf16 inputs, with ex2/rcp errors at 4x their bounds,
+// for x >= -13 and |x| > 2^-125, below which results are flushed; tanh form: __expf of -2|u| carries the fp32
+// rounding of u and of the exponent, <= ~2e-5 relative for |2u| < 150, where it does not underflow) has
+// relative error delta <= 2e-5, far below bf16's 2^-8: the bf16 values agree to one bf16 ulp (rtol 2^-7, the
+// ulp relative to the binade's low end), atol 1e-35 covers the fp32 flush-to-zero region. A byte then differs
+// only when (a) the exact y lies within delta |y| of a bf16 rounding midpoint (probability <= 2 delta / 2^-8
+// = 1e-2) AND (b) the two bf16 neighbours quantize to different FP8 codes (a code midpoint between them:
+// probability ~ 2^-8 / 2^-4 = 1/16 for E4M3, 1/32 for E5M2), so <= 6.4e-4 of the elements, one code apart;
+// allowed: 1e-3 of the elements + 4 (counting noise of the small cases).
 void gelu_case(const GeluCase& k, bool cpu_float64) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;

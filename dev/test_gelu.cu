@@ -3,17 +3,17 @@
 #include <cstring>
 
 #include "dev/dev_utils.h"
-#include "llmc/kernels/gelu.cuh"
+#include "llmc/kernels/gelu/gelu.cuh"
 #include "test/reference/gelu.h"
 
 namespace {
 
 // rtol for a bf16 result computed in fp32: bf16 rounding (8 significant bits: up to 2^-8 relative, just
-// above a power of two) + the fp32 evaluation (llmc/kernels/gelu_math.cuh). The latter, from CPU emulations
-// of the compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with ex2/rcp errors
-// at 4x their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5, except gelu'
-// within 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form <= 1.2e-4; bf16
-// inputs keep |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
+// above a power of two) + the fp32 evaluation (llmc/kernels/gelu/gelu_math.cuh). The latter, from CPU
+// emulations of the compiled fast-math sequences (ex2.approx, rcp.approx, ftz) over every bf16 input with
+// ex2/rcp errors at 4x their bounds: erf form <= 4.3e-6 relative (value and derivative), tanh form <= 1.1e-5,
+// except gelu' within 0.05 of its root at -0.75 (two O(1) terms cancel: erf form <= 6.0e-5, tanh form
+// <= 1.2e-4; bf16 inputs keep |gelu'| >= 6.2e-4 there); 2^-12 = 2.4e-4 covers it.
 constexpr double kRtol = testing::kBf16Eps + 0x1p-12;
 // atol: only for results the fp32 flush-to-zero of --use_fast_math drops. Tanh form: exp(-2|u|) (x < -9.9)
 // is flushed once below 2^-126, so the lost forward values are |x| 2^-126 / (1 or 2) < 16 * 2^-126 =

@@ -2,7 +2,7 @@
 // references; benchmarks (--bench) at GPT-2 1.5B and small widths.
 #include "dev/byte_budget.h"
 #include "dev/dev_utils.h"
-#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
 #include "test/reference/layernorm.h"
 
 namespace {

@@ -1,8 +1,8 @@
-// Tests for llmc/kernels/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh random
-// inputs and compares with a float64 CPU reference computed from the very values the GPU reads (bf16-rounded
-// inputs, or the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness spot check of
-// every GEMM. Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad, GB/s of dbias,
-// at GPT-1.5B shapes.
+// Tests for llmc/kernels/gemm/matmul.cu (cuBLASLt GEMMs). Each case runs the shipped launchers on fresh
+// random inputs and compares with a float64 CPU reference computed from the very values the GPU reads
+// (bf16-rounded inputs, or the FP8 bytes times their scale_inv). Then GPT-1.5B shapes: a sampled correctness
+// spot check of every GEMM. Benchmarks (--bench): TFLOP/s of BF16 fwd/dgrad/wgrad and FP8 fwd/dgrad/wgrad,
+// GB/s of dbias, at GPT-1.5B shapes.
 //
 // Tolerances. Every check is elementwise |got - ref| <= rel * |ref| + tau * |a_i| |b_j| / sqrt(K), where a_i
 // and b_j are the two K-vectors whose dot product is the element, plus a normwise ||got - ref|| / ||ref|| <=
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
-#include "llmc/fp8/gemm.cuh"
 #include "llmc/gpu/context.h"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/gemm/gemm_fp8.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
 #include "test/reference/fp8.h"
 #include "test/reference/gemm.h"
 #include "test/require_gpu.h"

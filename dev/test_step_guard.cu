@@ -1,11 +1,11 @@
-// Tests for llmc/kernels/step_guard.cuh (a training step's device-side verdict): the loss summed over
+// Tests for llmc/gpu/step_guard.cuh (a training step's device-side verdict): the loss summed over
 // micro-steps (exact: the CPU sum of the same floats in the same order), the verdict for finite and
 // non-finite losses and norms against std::isfinite, and the conditional restore (bitwise: a copy or
 // nothing).
 #include <limits>
 
 #include "dev/dev_utils.h"
-#include "llmc/kernels/step_guard.cuh"
+#include "llmc/gpu/step_guard.cuh"
 
 namespace {
 

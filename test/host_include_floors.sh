@@ -10,7 +10,7 @@ source "$ROOT/test/lib_report.sh"  # pass, fail, skip
 LLMC=${1:-$ROOT/llmc}
 
 # Top floor first; the one place this order is written down.
-FLOORS=(run model fp8 kernels parallel gpu host formats)
+FLOORS=(run model kernels fp8 parallel gpu host formats)
 
 floor_of() {  # index of folder $1 in FLOORS, or nothing
     local i

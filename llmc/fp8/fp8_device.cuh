@@ -1,12 +1,14 @@
-// FP8 kernel helpers shared by llmc/fp8/cast.cu (the cast kernels) and llmc/fp8/fp8_producers.cu (the fused
-// producers), so that both quantize, reduce the amax and transpose with the very same instructions: the fused
-// producers are bit-identical to the BF16 kernels followed by fp8_cast_transpose by construction.
-// Internal to those two files (not a launcher header).
+// The device side of FP8 quantization, shared by every kernel that writes FP8 (the casts of
+// llmc/kernels/cast/cast.cu, the LayerNorm and GELU producers, the FP8 classifier, AdamW with the weight
+// cast), so that all quantize, reduce the amax and transpose with the very same instructions: a fused
+// producer is bit-identical to its BF16 kernel followed by fp8_cast_transpose by construction. For .cu files
+// of kernels, not a launcher header.
 #pragma once
 #include <cstdint>
 #include <type_traits>
 
-#include "llmc/fp8/cast.cuh"
+#include "llmc/fp8/fp8_tensor.h"
+#include "llmc/fp8/scale_state.cuh"
 #include "llmc/gpu/cuda_common.cuh"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -71,7 +73,7 @@ __device__ __forceinline__ void write_transposed_16x4(__nv_fp8_storage_t* out_T,
             make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
 }
 
-// ---- the 128 x 128 cast + transpose tile (fp8.cu's cast_transpose_kernel, fp8_producers.cu's GELU) ----
+// ---- the 128 x 128 cast + transpose tile (fp8.cu's cast_transpose_kernel, gelu_fp8.cu's GELU) ----
 // Tile of 128 rows x 128 columns per block of 256 threads. Phase 1: thread (rr = tid/16, cc = tid%16) handles
 // 8 columns [cc*8, cc*8+8) of rows rr + 16 i (i < 8) with 16-byte loads (all loads of a batch issued before
 // any math), quantizes them, stores 8 row-wise bytes per row and parks them in shared memory (128 rows x 33

@@ -1,5 +1,5 @@
-// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/fp8/cast.cu) and the host tests: per-tensor
-// formats, the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale,
+// FP8 delayed-scaling arithmetic shared by the GPU kernels (llmc/kernels/cast/cast.cu) and the host tests:
+// per-tensor formats, the amax combine rule, scale = (fp8_max / amax) / 2^margin and scale_inv = 1 / scale,
 // bit-identical on host and device, plus a host reference model of the whole amax-history/scale update
 // (the recipe: README.md, "How FP8 works"; the update rule: llmc/fp8/scale_state.cuh, fp8_update_scales).
 //

@@ -1,11 +1,11 @@
 // An FP8 tensor as its producer and the GEMMs that read it see it: the bytes (a row-wise copy [rows, cols]
 // and/or the transposed copy [cols, rows]), the scale_inv it was written with, and its slot in the FP8 scale
-// state (llmc/fp8/cast.cuh): a producer quantizes with the slot's current scale, max-es the tensor's amax
-// into the slot's staging amax and writes the slot's scale_inv next to the bytes; a GEMM dequantizes with
-// that scale_inv. It carries its shape and its format (E4M3 or E5M2): the format is decided once, from the
-// scale state's table of slot formats, when the tensor is bound to its slot (set_shape); from then on every
-// cast, producer and GEMM reads it from the tensor. Kernels and GEMMs take the tensor as one argument, so no
-// caller pairs buffers, scale_inv pointers, slot numbers and formats by hand.
+// state (llmc/kernels/cast/cast.cuh): a producer quantizes with the slot's current scale, max-es the tensor's
+// amax into the slot's staging amax and writes the slot's scale_inv next to the bytes; a GEMM dequantizes
+// with that scale_inv. It carries its shape and its format (E4M3 or E5M2): the format is decided once, from
+// the scale state's table of slot formats, when the tensor is bound to its slot (set_shape); from then on
+// every cast, producer and GEMM reads it from the tensor. Kernels and GEMMs take the tensor as one argument,
+// so no caller pairs buffers, scale_inv pointers, slot numbers and formats by hand.
 #pragma once
 #include <cuda_fp8.h>
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "llmc/fp8/recipe.h"
-#include "llmc/kernels/step_guard.cuh"
+#include "llmc/gpu/step_guard.cuh"
 
 DelayedScaling::DelayedScaling(const Fp8Config& cfg, const std::vector<Fp8Dtype>& dtypes, PhaseTimer* timer)
     : cfg_(cfg), timer_(timer), state_(fp8_scale_state_create(dtypes, cfg.history_len)) {

@@ -8,7 +8,8 @@
 //   - step-0 calibration: each tensor's amax is taken before its first cast (current scaling once);
 //   - health snapshots: staging amaxes and scales before the update, for the log;
 //   - weight freshness: whether the FP8 weight copies must be cast again before the next forward.
-// The casts themselves (llmc/fp8/cast.cuh) and the FP8 Linear (llmc/model/linear_fp8.h) read the state.
+// The casts themselves (llmc/kernels/cast/cast.cuh) and the FP8 Linear (llmc/model/linear_fp8.h) read the
+// state.
 #pragma once
 #include <functional>
 #include <memory>

@@ -1,7 +1,7 @@
 // The FP8 scale state of every scaled tensor ("slot"): amax history, scale, scale_inv and the format's max in
 // one device allocation, and the two updates of the delayed-scaling recipe (Transformer Engine semantics; the
-// recipe: README.md, "How FP8 works"). llmc/fp8/recipe.h decides when they run; llmc/fp8/cast.cuh reads the
-// scales and writes the staging amaxes.
+// recipe: README.md, "How FP8 works"). llmc/fp8/recipe.h decides when they run; llmc/kernels/cast/cast.cuh
+// reads the scales and writes the staging amaxes.
 #pragma once
 #include <vector>
 

@@ -1,9 +1,9 @@
 // A small on-disk table of tuned choices that several processes share (the GEMM algorithms the trainer timed,
-// llmc/kernels/matmul.cu): one text line per choice, "fingerprint<TAB>key<TAB>value", integers in decimal
-// (key) and hex (value). The fingerprint names what a choice is valid for (GPU, library versions); lines of
-// another fingerprint are kept but never returned. The first writer of a key wins: a process that tuned a key
-// another process stored meanwhile adopts the stored value, so runs that share the file make the same
-// choices (bitwise-reproducible training across processes). Reads and writes hold a flock on the file.
+// llmc/kernels/gemm/matmul.cu): one text line per choice, "fingerprint<TAB>key<TAB>value", integers in
+// decimal (key) and hex (value). The fingerprint names what a choice is valid for (GPU, library versions);
+// lines of another fingerprint are kept but never returned. The first writer of a key wins: a process that
+// tuned a key another process stored meanwhile adopts the stored value, so runs that share the file make the
+// same choices (bitwise-reproducible training across processes). Reads and writes hold a flock on the file.
 // Lines that do not parse are ignored. Host-only.
 #pragma once
 #include <cstdint>

@@ -22,23 +22,25 @@
 //     rows_per_split <= 2N; layernorm_backward_kernel: row + gridDim.x). Hence kMaxTokens = 2^30, which
 //     keeps every such sum below 2^31.
 //   - 1-D grids of 8-element x 256-thread blocks over N*4C elements: gelu_forward / gelu_backward_inplace
-//     (llmc/kernels/gelu.cu, which CHECKs grid.x <= 2^31-1) and encoder_forward (N*C elements, implied).
-//   - FP8 cast+transpose kernels (llmc/fp8/cast.cu launch_cast_transpose, llmc/fp8/fp8_producers.cu
+//     (llmc/kernels/gelu/gelu.cu, which CHECKs grid.x <= 2^31-1) and encoder_forward (N*C elements, implied).
+//   - FP8 cast+transpose kernels (llmc/kernels/cast/cast.cu launch_cast_transpose,
+//   llmc/kernels/gelu/gelu_fp8.cu
 //     fp8_gelu_cast_transpose) tile rows by 128 in grid.y, which is at most 65535.
 //   - cuDNN flash attention (llmc/kernels/attention.cu) gets int64 dims/strides, but flash-attention kernels
 //     commonly compute offsets in int32 and cuDNN documents no larger tensors: the packed qkv tensor
 //     (B*T*3C elements) and the softmax stats (B*H*T) are kept within 2^31-1 (conservative; unreachable
 //     within an H200's memory for the GPT-2 presets).
 //   - Channels: the LayerNorm kernels keep a row in registers, C <= kLayerNormMaxC = 8192
-//     (llmc/kernels/layernorm.cuh; checked by layernorm.cu check_c and fp8_producers.cu check_ln_shape).
+//     (llmc/kernels/layernorm/layernorm.cuh; checked by layernorm.cu check_c and layernorm_fp8.cu
+//     check_ln_shape).
 //   - FP8 scale state: update_scales_kernel walks the amax history in int steps of 64 rows
 //     (history <= 2^31 - 64); slots are int, 3 per Linear, 4 Linears per layer (12 L <= 2^31-1);
 //     fp8_update_scales/fp8_calibrate_scales CHECK margin <= 64.
 namespace {
 
-constexpr int64_t kIntMax = 2147483647;                  // INT32_MAX
-constexpr int kMaxChannels = 8192;                       // kLayerNormMaxC (llmc/kernels/layernorm.cuh)
-constexpr int64_t kMaxTokens = int64_t(1) << 30;         // int rows + one split of slack (see above)
+constexpr int64_t kIntMax = 2147483647;           // INT32_MAX
+constexpr int kMaxChannels = 8192;                // kLayerNormMaxC (llmc/kernels/layernorm/layernorm.cuh)
+constexpr int64_t kMaxTokens = int64_t(1) << 30;  // int rows + one split of slack (see above)
 constexpr int64_t kMaxGeluElements = 8 * 256 * kIntMax;  // gelu.cu: grid.x = ceil(n / 2048) <= 2^31-1
 constexpr int64_t kMaxFp8Tokens = 65535 * 128;           // fp8 cast-transpose: grid.y = ceil(N / 128)
 constexpr int kMaxFp8History = kIntMax - 63;             // update_scales_kernel: base += 64 stays an int

@@ -1,9 +1,9 @@
 // The activation table (llmc/model/activations.h).
 #include <algorithm>
 
+#include "llmc/kernels/gemm/matmul.cuh"
 #include "llmc/kernels/global_norm.cuh"
-#include "llmc/kernels/layernorm.cuh"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/model/activations.h"
 #include "llmc/model/layout.h"
 #include "llmc/model/step_runtime.h"

@@ -1,6 +1,6 @@
 // The BF16 block MLP (llmc/model/gelu_mlp.h): the GELU and its backward as separate kernels between the
 // Linears' GEMMs.
-#include "llmc/kernels/gelu.cuh"
+#include "llmc/kernels/gelu/gelu.cuh"
 #include "llmc/model/gelu_mlp.h"
 
 namespace {

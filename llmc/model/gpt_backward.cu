@@ -2,7 +2,7 @@
 // of a step reduce-scatters each layer's gradients as soon as they are final, while the layers below run.
 #include "llmc/kernels/attention.h"
 #include "llmc/kernels/encoder.cuh"
-#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/model/gpt_impl.cuh"
 
 // One block, from the gradient of its output (dres, the residual stream's) to that of its input (dres

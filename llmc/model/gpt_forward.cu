@@ -1,9 +1,9 @@
 // GptModel's forward pass (llmc/model/gpt_impl.cuh): the same text in both precisions; each Linear's input
 // is produced by the verb that says how (LayerNorm, GELU, or the attention output as given).
+#include "llmc/gpu/step_guard.cuh"
 #include "llmc/kernels/attention.h"
-#include "llmc/kernels/classifier.cuh"
+#include "llmc/kernels/classifier/classifier.cuh"
 #include "llmc/kernels/encoder.cuh"
-#include "llmc/kernels/step_guard.cuh"
 #include "llmc/model/gpt_impl.cuh"
 
 // The recipe's state for this pass: a training step's first micro-step snapshots it (a skipped step returns

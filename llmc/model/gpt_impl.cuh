@@ -13,7 +13,7 @@
 #include "llmc/gpu/context.h"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/kernels/attention.h"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
 #include "llmc/model/activations.h"
 #include "llmc/model/data_parallel.h"
 #include "llmc/model/gelu_mlp.h"

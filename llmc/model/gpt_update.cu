@@ -4,9 +4,9 @@
 // the weight copies cast from them. A skipped step changes nothing: AdamW does not run and the recipe
 // returns to its snapshot from the start of the step, all on the device. Ends with the step's scalars
 // copied to pinned memory.
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/gpu/step_guard.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
 #include "llmc/kernels/global_norm.cuh"
-#include "llmc/kernels/step_guard.cuh"
 #include "llmc/model/gpt_impl.cuh"
 
 // The global gradient norm and the clip factor into the step scalars: on several GPUs each rank's shards

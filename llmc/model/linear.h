@@ -12,7 +12,7 @@
 #include "llmc/gpu/cuda_common.cuh"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/config.h"
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
 #include "llmc/model/activations.h"
 #include "llmc/model/layout.h"
 

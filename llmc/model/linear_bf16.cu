@@ -3,9 +3,9 @@
 // recomputed: llmc/model/gelu_mlp_bf16.cu).
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/context.h"
-#include "llmc/kernels/classifier.cuh"
-#include "llmc/kernels/layernorm.cuh"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/classifier/classifier.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/model/gelu_mlp.h"
 #include "llmc/model/layout.h"
 #include "llmc/model/linear.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "llmc/fp8/cast.cuh"
+#include "llmc/kernels/cast/cast.cuh"
 #include "llmc/model/gelu_mlp.h"
 #include "llmc/model/linear_fp8.h"
 

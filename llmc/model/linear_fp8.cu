@@ -1,11 +1,12 @@
 // The FP8 Linear and the FP8 LM head (llmc/model/linear_fp8.h): producers, GEMMs and the casts around them.
-#include "llmc/fp8/adamw_fp8.cuh"
-#include "llmc/fp8/cast.cuh"
-#include "llmc/fp8/fp8_classifier.cuh"
-#include "llmc/fp8/fp8_producers.cuh"
-#include "llmc/fp8/gemm.cuh"
 #include "llmc/gpu/context.h"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/adamw/adamw_fp8.cuh"
+#include "llmc/kernels/cast/cast.cuh"
+#include "llmc/kernels/classifier/classifier_fp8.cuh"
+#include "llmc/kernels/gelu/gelu_fp8.cuh"
+#include "llmc/kernels/gemm/gemm_fp8.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
+#include "llmc/kernels/layernorm/layernorm_fp8.cuh"
 #include "llmc/model/linear_fp8.h"
 
 Fp8Linear::Fp8Linear(Fp8Shared* shared, const LinearRuntime* rt, int index, int in, int out, InputKeep keep)

@@ -4,7 +4,7 @@
 // copy X^T for the wgrad where InputKeep::Saved), with its amax in the same pass; Y = X W^T + b with
 // E4M3 x E4M3. Backward: dY is cast + transposed with dbias reduced in the same pass (dGELU fused for the fc
 // layer), then dgrad dX = dY W (W^T copy) and wgrad dW = dY^T X (X^T and dY^T copies), all TN, without fast
-// accumulation. The GEMMs and casts: llmc/kernels/matmul.cuh, llmc/fp8/cast.cuh. W and W^T are cast once
+// accumulation. The GEMMs and casts: llmc/kernels/gemm/matmul.cuh, llmc/fp8/cast.cuh. W and W^T are cast once
 // per optimizer step (with AdamW, fused, on one GPU).
 #pragma once
 #include <memory>

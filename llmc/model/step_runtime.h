@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
 
 // One micro-step's tokens on the device (and in pinned host memory on their way there): inputs, targets and
 // the embedding backward's token buckets (llmc/kernels/encoder.cuh), one block of token_slot_ints(N) ints.

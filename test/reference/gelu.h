@@ -1,6 +1,6 @@
 // GELU and its derivative in float64, exact erf form x Phi(x) and the tanh approximation 0.5 x (1 + tanh u),
 // u = sqrt(2/pi) (x + 0.044715 x^3), in forms without cancellation, accurate far into the left tail where
-// the kernels (llmc/kernels/gelu_math.cuh) keep relative accuracy: Phi(x) = 0.5 erfc(-x/sqrt2);
+// the kernels (llmc/kernels/gelu/gelu_math.cuh) keep relative accuracy: Phi(x) = 0.5 erfc(-x/sqrt2);
 // 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + exp(-2u)), whose s (1 - s) = (1 - tanh^2 u) / 4 is e / (1 + e)^2
 // with e = exp(-2|u|). (0.5 x (1 + tanh u) cancels to exactly 0 for x < -7.2 even in float64, while the
 // kernel correctly returns e.g. -1.0e-24 at x = -8.5.)

@@ -1,5 +1,6 @@
-// LayerNorm references (eps 1e-5, biased variance, as llmc/kernels/layernorm.cuh): the forward and backward
-// in float64, the kernel's exact fp32 output formula given its statistics, and the fused residual add.
+// LayerNorm references (eps 1e-5, biased variance, as llmc/kernels/layernorm/layernorm.cuh): the forward and
+// backward in float64, the kernel's exact fp32 output formula given its statistics, and the fused residual
+// add.
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-// The cuBLASLt plan cache (llmc/kernels/matmul_plan.cuh): descriptors, layouts and the algorithm of each
-// distinct GEMM, built once (the heuristic's first answer, or autotuned: llmc/kernels/matmul_autotune.h) and
-// run by every later call with only its pointers set.
+// The cuBLASLt plan cache (llmc/kernels/gemm/matmul_plan.cuh): descriptors, layouts and the algorithm of each
+// distinct GEMM, built once (the heuristic's first answer, or autotuned: llmc/kernels/gemm/matmul_autotune.h)
+// and run by every later call with only its pointers set.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "llmc/gpu/sanitizer_marks.h"
-#include "llmc/kernels/matmul_autotune.h"
-#include "llmc/kernels/matmul_plan.cuh"
+#include "llmc/kernels/gemm/matmul_autotune.h"
+#include "llmc/kernels/gemm/matmul_plan.cuh"
 
 namespace {
 

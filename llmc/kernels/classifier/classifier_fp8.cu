@@ -1,10 +1,11 @@
-// FP8 dlogits from the fused classifier (llmc/fp8/fp8_classifier.cuh). The row code is the BF16 kernel's
-// (llmc/kernels/classifier_row.cuh); the quantization and amax are the cast kernels' (fp8_device.cuh).
+// FP8 dlogits from the fused classifier (llmc/kernels/classifier/classifier_fp8.cuh). The row code is the
+// BF16 kernel's (llmc/kernels/classifier/classifier_row.cuh); the quantization and amax are the cast kernels'
+// (fp8_device.cuh).
 #include <cstdint>
 
-#include "llmc/fp8/fp8_classifier.cuh"
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/kernels/classifier_row.cuh"
+#include "llmc/kernels/classifier/classifier_fp8.cuh"
+#include "llmc/kernels/classifier/classifier_row.cuh"
 
 namespace {
 

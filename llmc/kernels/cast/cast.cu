@@ -1,10 +1,10 @@
 // FP8 casts: the amax-only passes of the step-0 calibration and the cast kernels (cast+transpose, +dbias,
-// +dGELU). See llmc/fp8/cast.cuh for the contracts.
+// +dGELU). See llmc/kernels/cast/cast.cuh for the contracts.
 #include <cstdint>
 
-#include "llmc/fp8/cast.cuh"
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/kernels/gelu_math.cuh"
+#include "llmc/kernels/cast/cast.cuh"
+#include "llmc/kernels/gelu/gelu_math.cuh"
 
 namespace {
 
@@ -12,9 +12,9 @@ namespace {
 // Kernels
 // ---------------------------------------------------------------------------------------------------------
 
-// d/dx GELU(x): gelu_erf_grad / gelu_tanh_grad of llmc/kernels/gelu_math.cuh, the very same code as the BF16
-// GELU backward (llmc/kernels/gelu.cu). Both keep full relative accuracy (erf form <= 4.3e-6, tanh form
-// ~1e-5, under
+// d/dx GELU(x): gelu_erf_grad / gelu_tanh_grad of llmc/kernels/gelu/gelu_math.cuh, the very same code as the
+// BF16 GELU backward (llmc/kernels/gelu/gelu.cu). Both keep full relative accuracy (erf form <= 4.3e-6, tanh
+// form ~1e-5, under
 // --use_fast_math) in the left tail where gelu'(x) -> 0, which matters here: E5M2 resolves |g| down to
 // 2^-17 / scale (a 2^-34 fraction of the amax at the usual scales), so a tail value computed as a difference
 // of O(1) terms (0.5 (1 + erf), 1 + tanh, 1 - tanh^2) would come out as rounding noise or 0, many codes away.
@@ -84,7 +84,7 @@ struct GeluOutT {
 // ---- cast + transpose (+ dbias partials, + dGELU, + the GELU output transposed) ----
 // The 128 x 128 tile of llmc/fp8/fp8_device.cuh (kCtTile), phase 2 by ct_tile_write_transposed; with DBIAS
 // the per-thread column sums of phase 1 go through shared memory and are added in a fixed order. GELU_T
-// (dGELU only): a second tile for y = gelu_bf16(pre), quantized exactly as fp8_producers.cu's GELU cast does
+// (dGELU only): a second tile for y = gelu_bf16(pre), quantized exactly as gelu_fp8.cu's GELU cast does
 // (the same function of the same bf16 input, the same to_fp8x8), so with the forward's scale the same bytes.
 // Blocks per SM: 2 (at most 128 registers) in general; 3 (at most 85) for the dGELU cast with the GELU
 // output, 8% faster at [12288, 6400] on the H200 with the same bytes (docs/performance.md, "byte budget");

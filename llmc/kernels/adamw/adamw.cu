@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "llmc/kernels/adamw.cuh"
-#include "llmc/kernels/adamw_math.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
+#include "llmc/kernels/adamw/adamw_math.cuh"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // here). Instead of AdamW writing the master and fp8_cast_transpose reading it back, one pass updates master,
 // m and v and quantizes the new weight into W and W^T.
 #pragma once
-#include "llmc/fp8/cast.cuh"
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
+#include "llmc/kernels/cast/cast.cuh"
 
 // For one Linear weight [OC, C] (OC and C multiples of 16, pointers 16-byte aligned): the AdamW update of
 // adamw_update (device step scalars, grad_scale, apply flag), then the new master weight cast into the FP8

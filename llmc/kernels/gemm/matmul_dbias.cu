@@ -1,8 +1,8 @@
-// The bias gradient of the GEMMs (llmc/kernels/matmul.cuh): dbias_OC = column sums of dout_NOC,
+// The bias gradient of the GEMMs (llmc/kernels/gemm/matmul.cuh): dbias_OC = column sums of dout_NOC,
 // deterministic.
 #include <algorithm>
 
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
 
 // dbias kernels: column sums of dout_NOC. Pass 1: a block of (32, 8) threads owns 256 columns (each thread 8
 // contiguous columns, one 16-byte load per row) and a slice of rows; threadIdx.y strides over the rows, the 8

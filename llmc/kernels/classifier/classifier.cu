@@ -1,10 +1,10 @@
 // Fused softmax / cross-entropy / dlogits (one block per row, two passes over the row: the second is served
-// mostly from L2; the row code and its numerics: llmc/kernels/classifier_row.cuh) and a deterministic mean
-// loss.
+// mostly from L2; the row code and its numerics: llmc/kernels/classifier/classifier_row.cuh) and a
+// deterministic mean loss.
 #include <cstdint>
 
-#include "llmc/kernels/classifier.cuh"
-#include "llmc/kernels/classifier_row.cuh"
+#include "llmc/kernels/classifier/classifier.cuh"
+#include "llmc/kernels/classifier/classifier_row.cuh"
 
 namespace {
 

@@ -1,10 +1,10 @@
 // The FP8 GEMMs of a Linear [OC, C] over N rows, with Fp8Tensor operands (llmc/fp8/fp8_tensor.h): each reads
 // the copy its role needs (row-wise `data` or transposed `data_T`), the tensor's scale_inv and its format;
-// the shapes come from the tensors. Adapters over matmul_gemm (llmc/kernels/matmul.cuh: plan cache, alignment
-// and size rules); D is BF16 in all three, D = scale_inv_A * scale_inv_B * (A B).
+// the shapes come from the tensors. Adapters over matmul_gemm (llmc/kernels/gemm/matmul.cuh: plan cache,
+// alignment and size rules); D is BF16 in all three, D = scale_inv_A * scale_inv_B * (A B).
 #pragma once
 #include "llmc/fp8/fp8_tensor.h"
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
 
 // out_NOC = x w^T + bias_OC (nullable): x.data [N, C], w.data [OC, C], both E4M3. Fast accumulation unless
 // GemmTuning says otherwise.

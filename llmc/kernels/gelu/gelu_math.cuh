@@ -1,6 +1,7 @@
-// GELU value and derivative, shared by every kernel that applies GELU (llmc/kernels/gelu.cu, the FP8 dGELU
-// cast in llmc/fp8/cast.cu, the fused FP8 GELU producer in llmc/fp8/fp8_producers.cu), so that all of them
-// evaluate the very same fp32 instructions: the fused producer is bit-identical to gelu_forward + cast.
+// GELU value and derivative, shared by every kernel that applies GELU (llmc/kernels/gelu/gelu.cu, the FP8
+// dGELU cast in llmc/kernels/cast/cast.cu, the fused FP8 GELU producer in llmc/kernels/gelu/gelu_fp8.cu), so
+// that all of them evaluate the very same fp32 instructions: the fused producer is bit-identical to
+// gelu_forward + cast.
 //
 // Exact (erf) form, as PyTorch's nn.GELU(): gelu(x) = x Phi(x), Phi(x) = 0.5 (1 + erf(x/sqrt2)), and
 // gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi). erfcf (~40 instructions, and a second
@@ -140,7 +141,7 @@ __device__ __forceinline__ float gelu_tanh_grad(float x) {
 }
 
 // y = bf16(gelu(x)) as gelu_forward stores it, back in fp32: the FP8 GELU producer's value, and the one the
-// dGELU cast rebuilds from the same x (llmc/fp8/cast.cu), so both quantize the same bits.
+// dGELU cast rebuilds from the same x (llmc/kernels/cast/cast.cu), so both quantize the same bits.
 template <bool kTanh>
 __device__ __forceinline__ float gelu_bf16(float x) {
     return __bfloat162float(__float2bfloat16(kTanh ? gelu_tanh(x) : gelu_erf(x)));

@@ -1,7 +1,8 @@
-// The per-row softmax / cross-entropy / dlogits of the fused classifier, shared by llmc/kernels/classifier.cu
-// (dlogits in BF16, in place) and llmc/fp8/fp8_classifier.cu (dlogits quantized to FP8). Both kernels inline
-// this code, so the loss and the fp32 value of every dlogit are the same bits in both: only the final
-// rounding (to BF16, or scaled to FP8) differs. Internal to those two files (not a launcher header).
+// The per-row softmax / cross-entropy / dlogits of the fused classifier, shared by
+// llmc/kernels/classifier/classifier.cu (dlogits in BF16, in place) and
+// llmc/kernels/classifier/classifier_fp8.cu (dlogits quantized to FP8). Both kernels inline this code, so the
+// loss and the fp32 value of every dlogit are the same bits in both: only the final rounding (to BF16, or
+// scaled to FP8) differs. Internal to those two files (not a launcher header).
 //
 // One block per row. Numerics: exponentials are taken base 2, exp(x - m) = exp2(x * log2e - m * log2e). The
 // row maximum enters only through the rounded product mL = fl(m * log2e) (formed with __fmul_rn so the

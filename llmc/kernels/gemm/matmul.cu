@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "llmc/kernels/matmul.cuh"
-#include "llmc/kernels/matmul_plan.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
+#include "llmc/kernels/gemm/matmul_plan.cuh"
 
 namespace {
 

@@ -1,8 +1,9 @@
-// The AdamW element update shared by the AdamW kernels (llmc/kernels/adamw.cu and the FP8-weight variant in
-// llmc/fp8/adamw_fp8.cu), so both compute bitwise the same master weights and moments. Internal to both.
+// The AdamW element update shared by the AdamW kernels (llmc/kernels/adamw/adamw.cu and the FP8-weight
+// variant in llmc/kernels/adamw/adamw_fp8.cu), so both compute bitwise the same master weights and moments.
+// Internal to both.
 #pragma once
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/kernels/adamw.cuh"
+#include "llmc/kernels/adamw/adamw.cuh"
 
 // The constants of a run; the per-step scalars (AdamWStepScalars) come by value or from device memory.
 struct AdamWCoefs {

@@ -1,5 +1,5 @@
-// The per-row LayerNorm forward shared by llmc/kernels/layernorm.cu (BF16 output) and
-// llmc/fp8/fp8_producers.cu (FP8 output). Both kernels inline this very code, so they evaluate the same fp32
+// The per-row LayerNorm forward shared by llmc/kernels/layernorm/layernorm.cu (BF16 output) and
+// layernorm_fp8.cu (FP8 output). Both kernels inline this very code, so they evaluate the same fp32
 // expressions in the same order with the same lane -> element assignment in the reductions: the FP8
 // producer's y (and mean, rstd, residual) is bit-identical to the BF16 kernel's by construction. Internal to
 // those two files (not a launcher header).
@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/kernels/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
 
 __device__ __forceinline__ x128 load128ldg(const bf16* p) {
     x128 r;
@@ -45,7 +45,7 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
 // not move a load above a store that may alias it, so each group is one dependent memory round trip: 1 is K
 // round trips per row, K is one round trip but K more live registers. Measured on the H200 at 12288 x 1600:
 // residual_layernorm_forward 0.0636 (1) -> 0.0548 ms (K). The FP8 producer, capped at 80 registers for three
-// blocks per SM, spills with the whole row (K = 7) in flight; it takes smaller groups (fp8_producers.cu). The
+// blocks per SM, spills with the whole row (K = 7) in flight; it takes smaller groups (layernorm_fp8.cu). The
 // bits are the same for every kInp2Batch.
 template <int K, bool kResidual, bool kStoreResidual, int kInp2Batch, class OnValue, class OnChunk>
 __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, bf16* residual,

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "llmc/kernels/layernorm.cuh"
-#include "llmc/kernels/layernorm_row.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm_row.cuh"
 
 namespace {
 
@@ -13,8 +13,8 @@ namespace {
 
 constexpr int kFwdBlock = 256;  // 8 warps = 8 rows per block
 
-// One warp per row (layernorm_row_forward, llmc/kernels/layernorm_row.cuh): the row is held in registers, K
-// 16-byte chunks per lane.
+// One warp per row (layernorm_row_forward, llmc/kernels/layernorm/layernorm_row.cuh): the row is held in
+// registers, K 16-byte chunks per lane.
 template <int K, bool kResidual>
 __global__ void __launch_bounds__(kFwdBlock)
     layernorm_forward_kernel(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* inp1,

@@ -1,4 +1,4 @@
-// GEMM algorithm autotuning (llmc/kernels/matmul_autotune.h): time the heuristic's best answers on the
+// GEMM algorithm autotuning (llmc/kernels/gemm/matmul_autotune.h): time the heuristic's best answers on the
 // call's operands, keep the fastest, and share the choice through the `--gemm-cache` file (ChoiceCache).
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "llmc/kernels/matmul_autotune.h"
+#include "llmc/kernels/gemm/matmul_autotune.h"
 
 namespace {
 

@@ -1,21 +1,19 @@
-// Fused FP8 producers: LayerNorm (+ residual add) and GELU writing FP8 row-wise + transposed copies with
-// amax. Kernels then launchers. See llmc/fp8/fp8_producers.cuh for the contracts.
+// LayerNorm (+ residual add) quantized to FP8 in the same pass, row-wise and transposed with its amax: the
+// producer of the qkv and fc inputs (and of the FP8 LM head's). Kernels then launchers; the contracts in
+// llmc/kernels/layernorm/layernorm_fp8.cuh.
 //
-// Bit-exactness with the BF16 kernels followed by fp8_cast_transpose rests on evaluating the very same fp32
+// Bit-exactness with layernorm_forward followed by fp8_cast_transpose rests on evaluating the very same fp32
 // expressions in the same order (so nvcc contracts the same multiply-adds into FMAs), with the same lane ->
-// element assignment wherever a reduction order matters (the LayerNorm row statistics), and on quantizing
-// the bf16-rounded value exactly as llmc/fp8/cast.cu does (float(y) * scale, then __nv_cvt_float2_to_fp8x2
-// with
-// __NV_SATFINITE). Both hold by construction: the per-row LayerNorm is llmc/kernels/layernorm_row.cuh
-// (inlined by llmc/kernels/layernorm.cu too), the quantization, amax and transposition helpers are
-// llmc/fp8/fp8_device.cuh (inlined by llmc/fp8/cast.cu too).
+// element assignment where the row statistics' reduction order matters, and on quantizing the bf16-rounded
+// value exactly as llmc/kernels/cast/cast.cu does: the per-row LayerNorm is layernorm_row.cuh (inlined by
+// layernorm.cu too), the quantization, amax and transposition helpers are llmc/fp8/fp8_device.cuh (inlined by
+// cast.cu too).
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/fp8/fp8_producers.cuh"
-#include "llmc/kernels/gelu_math.cuh"
-#include "llmc/kernels/layernorm.cuh"
-#include "llmc/kernels/layernorm_row.cuh"
+#include "llmc/kernels/layernorm/layernorm.cuh"
+#include "llmc/kernels/layernorm/layernorm_fp8.cuh"
+#include "llmc/kernels/layernorm/layernorm_row.cuh"
 
 namespace {
 
@@ -25,17 +23,17 @@ typedef __nv_fp8_storage_t fp8s;
 // LayerNorm -> FP8
 // ---------------------------------------------------------------------------------------------------------
 // Block of 8 warps for a tile of R = rows_per_block rows (32, or 16 for wide rows), warp w taking rows w,
-// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm.cu's forward (the same
-// layernorm_row_forward of llmc/kernels/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32, ...,
-// l+32(K-1) of the row in registers, two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any K >=
-// ceil(C / 256) gives the same bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp stores
-// 256 contiguous bytes) and the same 8 bytes into the shared tile [R][C/4 + 1 words] (odd pitch; the two
-// words are stored in an order that is bank-conflict free: lanes 0-15 hit even banks, lanes 16-31 odd ones).
-// After the block barrier (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block of tile
-// rows [16s, 16s+16) and columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch maps 16s to
-// a 16-bank shift), transposes it in registers and writes 16 bytes to each of 4 transposed rows; with R = 32
-// lane pairs (s = 0, 1) write the two halves of one 32-byte sector. kWrite = false: amax only (calibration),
-// nothing written, no shared tile.
+// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm/layernorm.cu's forward (the same
+// layernorm_row_forward of llmc/kernels/layernorm/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32,
+// ..., l+32(K-1) of the row in registers, two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any
+// K >= ceil(C / 256) gives the same bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp
+// stores 256 contiguous bytes) and the same 8 bytes into the shared tile [R][C/4 + 1 words] (odd pitch; the
+// two words are stored in an order that is bank-conflict free: lanes 0-15 hit even banks, lanes 16-31 odd
+// ones). After the block barrier (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block
+// of tile rows [16s, 16s+16) and columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch
+// maps 16s to a 16-bank shift), transposes it in registers and writes 16 bytes to each of 4 transposed rows;
+// with R = 32 lane pairs (s = 0, 1) write the two halves of one 32-byte sector. kWrite = false: amax only
+// (calibration), nothing written, no shared tile.
 constexpr int kLnThreads = 256;
 constexpr int kLnWarps = kLnThreads / 32;
 constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile), 16-row tiles above
@@ -126,76 +124,6 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// GELU -> FP8
-// ---------------------------------------------------------------------------------------------------------
-// GELU forward: gelu_bf16 of llmc/kernels/gelu_math.cuh, the very same code as llmc/kernels/gelu.cu's
-// gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward + fp8_cast_transpose).
-
-// Cast + transpose as llmc/fp8/cast.cu's cast_transpose_kernel (the 128 x 128 tile of
-// llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values; all 8 loads of a thread are issued before
-// any math.
-template <bool kTanh, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kCtThreads, 2)
-    fp8_gelu_cast_transpose_kernel(fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
-                                   float* __restrict__ out_scale_inv, float* staging,
-                                   const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
-                                   const float* __restrict__ scale_inv_ptr, int N, int C) {
-    __shared__ uint32_t tile[kCtTile * kCtTileWords];
-    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
-    ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
-
-    const float scale = *scale_ptr;
-    uint32_t amax_bits = 0;
-    x128 raw[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int n = n0 + rr + 16 * i;
-        if (col_ok && n < N) raw[i] = load128cs(pre_NC + (size_t)n * C + c);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int r = rr + 16 * i, n = n0 + r;
-        uint2 q = make_uint2(0, 0);
-        if (col_ok && n < N) {
-            float y[8];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
-                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
-            }
-            q = to_fp8x8<FMT>(y, scale);
-            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
-        }
-        ct_tile_park(tile, r, cc, q);
-    }
-    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
-    ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
-}
-
-// Element-wise (kEwThreads / kEwChunks of llmc/fp8/fp8_device.cuh): the amax only (calibration), or with
-// kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward, --recompute >= 1), each
-// element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
-
-template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
-__global__ void __launch_bounds__(kEwThreads)
-    fp8_gelu_rows_kernel(float* staging, const bf16* __restrict__ pre, long n,
-                         fp8s* __restrict__ out = nullptr, float* __restrict__ out_scale_inv = nullptr,
-                         const float* __restrict__ scale_ptr = nullptr,
-                         const float* __restrict__ scale_inv_ptr = nullptr) {
-    const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
-    const uint32_t amax_bits = ew_chunks<kWrite, FMT, x128>(
-        n, out, scale, [&](x128& raw, long idx) { raw = load128cs(pre + idx); },
-        [&](const x128& raw, float y[8], uint32_t& amax) {
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
-                amax = max(amax, fp8_abs_bits(y[k]));
-            }
-        });
-    block_amax_atomic(amax_bits, staging);
-}
-
-// ---------------------------------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
 
@@ -280,51 +208,4 @@ void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const 
           "fp8_layernorm_amax: tensors must be 16-byte aligned");
     launch_ln<false>(nullptr, nullptr, nullptr, nullptr, st, slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C,
                      stream);
-}
-
-void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
-                             bool gelu_tanh, cudaStream_t stream) {
-    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
-          "fp8_gelu_cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
-    CHECK(out.data_T != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
-    CHECK(aligned16(out.data) && aligned16(out.data_T) && aligned16(pre_NC),
-          "fp8_gelu_cast_transpose: pointers must be 16-byte aligned");
-    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
-    CHECK(grid.y <= 65535, "fp8_gelu_cast_transpose: N = %d too large", N);
-    fp8_dispatch_format(out, st, [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
-                                : fp8_gelu_cast_transpose_kernel<false, FMT>;
-        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv,
-                                                st->amax_history + out.slot, pre_NC, st->scale + out.slot,
-                                                st->scale_inv + out.slot, N, C);
-        CHECK_LAUNCH();
-    });
-}
-
-void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream) {
-    const long n = (long)N * C;
-    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
-    CHECK(out.data != nullptr && pre_NC != nullptr && aligned16(out.data) && aligned16(pre_NC),
-          "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
-    const auto kernel_for = [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        return gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
-    };
-    fp8_launch_elementwise(out, st, n, "fp8_gelu_cast", stream, kernel_for, pre_NC);
-}
-void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream) {
-    const long n = (long)N * C;
-    CHECK(N >= 0 && C >= 0 && n % 8 == 0, "fp8_gelu_amax: N * C = %ld must be a multiple of 8", n);
-    CHECK(pre_NC != nullptr && aligned16(pre_NC), "fp8_gelu_amax: pre must be non-null and 16-byte aligned");
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
-    if (n == 0) return;
-    const unsigned grid = ew_grid(n, "fp8_gelu_amax");
-    if (gelu_tanh)
-        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
-    else
-        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
-    CHECK_LAUNCH();
 }

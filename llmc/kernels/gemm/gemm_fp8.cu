@@ -1,5 +1,5 @@
-// The FP8 GEMMs over Fp8Tensor operands (llmc/fp8/gemm.cuh): a role and the copies it reads.
-#include "llmc/fp8/gemm.cuh"
+// The FP8 GEMMs over Fp8Tensor operands (llmc/kernels/gemm/gemm_fp8.cuh): a role and the copies it reads.
+#include "llmc/kernels/gemm/gemm_fp8.cuh"
 
 namespace {
 

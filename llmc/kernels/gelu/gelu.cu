@@ -1,9 +1,9 @@
 // GELU kernels then launchers. One thread per 8 elements (16-byte loads/stores). The GELU math (value and
-// derivative, both forms) lives in llmc/kernels/gelu_math.cuh, shared with the FP8 kernels.
+// derivative, both forms) lives in llmc/kernels/gelu/gelu_math.cuh, shared with the FP8 kernels.
 #include <cstdint>
 
-#include "llmc/kernels/gelu.cuh"
-#include "llmc/kernels/gelu_math.cuh"
+#include "llmc/kernels/gelu/gelu.cuh"
+#include "llmc/kernels/gelu/gelu_math.cuh"
 
 namespace {
 

@@ -1,13 +1,13 @@
-// The cuBLASLt plan cache behind llmc/kernels/matmul.cuh, internal to llmc/kernels/matmul*.cu: the key that
-// shapes a plan (also the key of a stored autotuning choice: the `--gemm-cache` file holds its 16 ints), the
-// pointers of one call, the plan, and the call that finds or builds a plan and runs it.
+// The cuBLASLt plan cache behind llmc/kernels/gemm/matmul.cuh, internal to llmc/kernels/matmul*.cu: the key
+// that shapes a plan (also the key of a stored autotuning choice: the `--gemm-cache` file holds its 16 ints),
+// the pointers of one call, the plan, and the call that finds or builds a plan and runs it.
 #pragma once
 #include <cublasLt.h>
 
 #include <cstdint>
 #include <string>
 
-#include "llmc/kernels/matmul.cuh"
+#include "llmc/kernels/gemm/matmul.cuh"
 
 // Everything that shapes a cuBLASLt plan. All int32 (no padding), so memcmp compares it exactly.
 struct GemmKey {

@@ -1,12 +1,12 @@
-// GEMM algorithm autotuning (GemmTuning in llmc/kernels/matmul.cuh), internal to llmc/kernels/matmul*.cu:
-// the heuristic's best answers are timed on the call's own operands and the fastest kept, or a choice stored
-// in the `--gemm-cache` file is taken instead.
+// GEMM algorithm autotuning (GemmTuning in llmc/kernels/gemm/matmul.cuh), internal to
+// llmc/kernels/matmul*.cu: the heuristic's best answers are timed on the call's own operands and the fastest
+// kept, or a choice stored in the `--gemm-cache` file is taken instead.
 #pragma once
 #include <cublasLt.h>
 
 #include <vector>
 
-#include "llmc/kernels/matmul_plan.cuh"
+#include "llmc/kernels/gemm/matmul_plan.cuh"
 
 constexpr int kGemmCandidates = 8;  // heuristic answers timed per GEMM when autotuning
 

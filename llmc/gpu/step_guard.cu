@@ -1,9 +1,9 @@
-// Step verdict kernels (llmc/kernels/step_guard.cuh): single-thread scalars, a grid-stride conditional copy.
+// Step verdict kernels (llmc/gpu/step_guard.cuh): single-thread scalars, a grid-stride conditional copy.
 #include <algorithm>
 
 #include "llmc/gpu/cuda_common.cuh"
+#include "llmc/gpu/step_guard.cuh"
 #include "llmc/host/check.h"
-#include "llmc/kernels/step_guard.cuh"
 
 namespace {
 

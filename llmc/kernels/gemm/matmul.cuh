@@ -95,8 +95,8 @@ void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* db
                   cudaStream_t stream, bool accumulate = false);
 
 // ---------------------------------------------------------------------------------------------------------
-// The one GEMM entry: the launchers above and the FP8 ones (llmc/fp8/gemm.cuh, over Fp8Tensor operands) are
-// adapters that name a role and its operands.
+// The one GEMM entry: the launchers above and the FP8 ones (llmc/kernels/gemm/gemm_fp8.cuh, over Fp8Tensor
+// operands) are adapters that name a role and its operands.
 
 // The six roles. The values are part of every plan key, so of the `--gemm-cache` file: never renumber.
 enum class GemmKind : int32_t { Forward, Dgrad, Wgrad, Fp8Forward, Fp8Dgrad, Fp8Wgrad };

@@ -1,9 +1,9 @@
-// AdamW + FP8 cast of a Linear weight (llmc/fp8/adamw_fp8.cuh): the 128 x 128 cast-transpose tile of
-// llmc/fp8/fp8_device.cuh, with the AdamW element update (llmc/kernels/adamw_math.cuh) applied to each
-// 8-column chunk before it is quantized.
-#include "llmc/fp8/adamw_fp8.cuh"
+// AdamW + FP8 cast of a Linear weight (llmc/kernels/adamw/adamw_fp8.cuh): the 128 x 128 cast-transpose tile
+// of llmc/fp8/fp8_device.cuh, with the AdamW element update (llmc/kernels/adamw/adamw_math.cuh) applied to
+// each 8-column chunk before it is quantized.
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/kernels/adamw_math.cuh"
+#include "llmc/kernels/adamw/adamw_fp8.cuh"
+#include "llmc/kernels/adamw/adamw_math.cuh"
 
 namespace {
 

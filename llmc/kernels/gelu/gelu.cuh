@@ -2,7 +2,8 @@
 // Default is the exact erf form used by PyTorch's nn.GELU(): gelu(x) = 0.5 x (1 + erf(x / sqrt(2)));
 // tanh_approx selects 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Math in fp32, one rounding to bf16.
 // Both forms are evaluated in cancellation-free ways (erfc, logistic of 2u) so the tails stay accurate in
-// relative terms even with --use_fast_math; the device math is llmc/kernels/gelu_math.cuh (shared with FP8).
+// relative terms even with --use_fast_math; the device math is llmc/kernels/gelu/gelu_math.cuh (shared with
+// FP8).
 #pragma once
 #include <cstddef>
 

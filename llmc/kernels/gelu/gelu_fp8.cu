@@ -1,0 +1,135 @@
+// GELU quantized to FP8 in the same pass (row-wise and/or transposed, with its amax): the producer of the
+// fc-projection's input. The contracts in llmc/kernels/gelu/gelu_fp8.cuh.
+//
+// Bit-exactness with gelu_forward followed by fp8_cast_transpose: GELU is gelu_math.cuh's gelu_bf16 (inlined
+// by gelu.cu too), the quantization, amax and tile transposition are llmc/fp8/fp8_device.cuh's (inlined by
+// llmc/kernels/cast/cast.cu too).
+#include <cstdint>
+
+#include "llmc/fp8/fp8_device.cuh"
+#include "llmc/kernels/gelu/gelu_fp8.cuh"
+#include "llmc/kernels/gelu/gelu_math.cuh"
+
+namespace {
+
+typedef __nv_fp8_storage_t fp8s;
+
+// ---------------------------------------------------------------------------------------------------------
+// GELU -> FP8
+// ---------------------------------------------------------------------------------------------------------
+// GELU forward: gelu_bf16 of llmc/kernels/gelu/gelu_math.cuh, the very same code as
+// llmc/kernels/gelu/gelu.cu's gelu_forward (dev/test_fp8_producers.cu checks bit equality with gelu_forward +
+// fp8_cast_transpose).
+
+// Cast + transpose as llmc/kernels/cast/cast.cu's cast_transpose_kernel (the 128 x 128 tile of
+// llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values; all 8 loads of a thread are issued before
+// any math.
+template <bool kTanh, __nv_fp8_interpretation_t FMT>
+__global__ void __launch_bounds__(kCtThreads, 2)
+    fp8_gelu_cast_transpose_kernel(fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
+                                   float* __restrict__ out_scale_inv, float* staging,
+                                   const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
+                                   const float* __restrict__ scale_inv_ptr, int N, int C) {
+    __shared__ uint32_t tile[kCtTile * kCtTileWords];
+    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
+
+    const float scale = *scale_ptr;
+    uint32_t amax_bits = 0;
+    x128 raw[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int n = n0 + rr + 16 * i;
+        if (col_ok && n < N) raw[i] = load128cs(pre_NC + (size_t)n * C + c);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = rr + 16 * i, n = n0 + r;
+        uint2 q = make_uint2(0, 0);
+        if (col_ok && n < N) {
+            float y[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
+                amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
+            }
+            q = to_fp8x8<FMT>(y, scale);
+            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
+        }
+        ct_tile_park(tile, r, cc, q);
+    }
+    block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
+    ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
+}
+
+// Element-wise (kEwThreads / kEwChunks of llmc/fp8/fp8_device.cuh): the amax only (calibration), or with
+// kWrite also the row-wise bytes only (the transposed copy is rebuilt in backward, --recompute >= 1), each
+// element quantized as the tile kernel does (same gelu_bf16, same to_fp8x8), so the same bytes and amax.
+
+template <bool kTanh, bool kWrite = false, __nv_fp8_interpretation_t FMT = __NV_E4M3>
+__global__ void __launch_bounds__(kEwThreads)
+    fp8_gelu_rows_kernel(float* staging, const bf16* __restrict__ pre, long n,
+                         fp8s* __restrict__ out = nullptr, float* __restrict__ out_scale_inv = nullptr,
+                         const float* __restrict__ scale_ptr = nullptr,
+                         const float* __restrict__ scale_inv_ptr = nullptr) {
+    const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
+    const uint32_t amax_bits = ew_chunks<kWrite, FMT, x128>(
+        n, out, scale, [&](x128& raw, long idx) { raw = load128cs(pre + idx); },
+        [&](const x128& raw, float y[8], uint32_t& amax) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
+                amax = max(amax, fp8_abs_bits(y[k]));
+            }
+        });
+    block_amax_atomic(amax_bits, staging);
+}
+
+}  // namespace
+
+void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
+                             bool gelu_tanh, cudaStream_t stream) {
+    CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
+          "fp8_gelu_cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
+    CHECK(out.data_T != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
+    CHECK(aligned16(out.data) && aligned16(out.data_T) && aligned16(pre_NC),
+          "fp8_gelu_cast_transpose: pointers must be 16-byte aligned");
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
+    CHECK(grid.y <= 65535, "fp8_gelu_cast_transpose: N = %d too large", N);
+    fp8_dispatch_format(out, st, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
+                                : fp8_gelu_cast_transpose_kernel<false, FMT>;
+        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv,
+                                                st->amax_history + out.slot, pre_NC, st->scale + out.slot,
+                                                st->scale_inv + out.slot, N, C);
+        CHECK_LAUNCH();
+    });
+}
+
+void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C, bool gelu_tanh,
+                   cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
+    CHECK(out.data != nullptr && pre_NC != nullptr && aligned16(out.data) && aligned16(pre_NC),
+          "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
+    const auto kernel_for = [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        return gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
+    };
+    fp8_launch_elementwise(out, st, n, "fp8_gelu_cast", stream, kernel_for, pre_NC);
+}
+void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
+                   cudaStream_t stream) {
+    const long n = (long)N * C;
+    CHECK(N >= 0 && C >= 0 && n % 8 == 0, "fp8_gelu_amax: N * C = %ld must be a multiple of 8", n);
+    CHECK(pre_NC != nullptr && aligned16(pre_NC), "fp8_gelu_amax: pre must be non-null and 16-byte aligned");
+    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    if (n == 0) return;
+    const unsigned grid = ew_grid(n, "fp8_gelu_amax");
+    if (gelu_tanh)
+        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+    else
+        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+    CHECK_LAUNCH();
+}
