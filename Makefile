@@ -92,10 +92,13 @@ $(TESTING_LIB): $(BUILD)/test/gpt_testing.o
 	@rm -f $@
 	ar rcs $@ $^
 
-# The same driver object with the fault hooks (test/train_gpt_faults.cpp, for test/gpu_lifecycle.sh and
-# test/gpu_multi.sh) linked ahead of the library, replacing its default driver_hooks().
-$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/train_gpt.o $(BUILD)/build_commit.o \
-                                $(TESTING_LIB) $(BUILD)/libllmc.a
+# The same driver with the fault hooks (test/train_gpt_faults.cpp, for test/gpu_lifecycle.sh and
+# test/gpu_multi.sh): train_gpt.cu compiled without its main, which train_gpt_faults.cpp provides.
+$(BUILD)/test/train_gpt_driver.o: train_gpt.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_NO_MAIN $(DEPFLAGS) -c $< -o $@
+$(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/test/train_gpt_driver.o \
+                                $(BUILD)/build_commit.o $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)

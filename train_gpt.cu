@@ -59,13 +59,14 @@ struct NvtxRange {
 // waited for. A non-finite loss or gradient norm skips the step on the device (every rank sees the same
 // all-reduced values, so all skip together). first_step: this process's first, which also builds the
 // cuBLASLt/cuDNN plans (a longer wait is normal).
-StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSettings& adamw, int opt_step,
-                       int step, Fp8Health* health, Communicator* comm, bool first_step) {
+StepOutcome train_step(const DriverHooks& hooks, GptModel* model, const GlobalBatch& batch,
+                       const AdamWSettings& adamw, int opt_step, int step, Fp8Health* health,
+                       Communicator* comm, bool first_step) {
     NvtxRange range("step");
     for (int k = 0; k < batch.micro_steps(); k++)
         model->stage_micro_batch(k, batch.inputs_of(k), batch.targets_of(k));
     comm->arm(comm->timeout_s() + (first_step ? 300 : 0), "a training step's collectives");
-    driver_hooks().launch_step(*model, adamw, opt_step, step);
+    hooks.launch_step(*model, adamw, opt_step, step);
     const StepOutcome r = model->wait_step(health);
     comm->disarm();
     return r;
@@ -74,15 +75,15 @@ StepOutcome train_step(GptModel* model, const GlobalBatch& batch, const AdamWSet
 // Runs extra steps with per-phase GPU timing and prints the average breakdown of 3 (not part of the median).
 // With CUDA graphs (the default) the first is uncaptured (it creates the timer's events) and not counted; the
 // 3 replay a capture of the step with its phase marks, so the phases add up to the step the loop replays.
-void profile_steps(const TrainConfig& cfg, GptModel* model, TokenSource* data, GlobalBatch* batch,
-                   Communicator* comm, RunLogger* logger) {
+void profile_steps(const DriverHooks& hooks, const TrainConfig& cfg, GptModel* model, TokenSource* data,
+                   GlobalBatch* batch, Communicator* comm, RunLogger* logger) {
     const int steps = 3, warmup = cfg.cuda_graph ? 1 : 0;
     int replayed = 0;  // of the 3 (a step the recipe cannot capture runs uncaptured)
     std::vector<double> total(kNumPhases, 0.0);
     model->set_profiling(true);
     for (int i = 0; i < warmup + steps; i++) {
         batch->next(data);
-        train_step(model, *batch,
+        train_step(hooks, model, *batch,
                    {learning_rate(cfg, cfg.steps - 1), cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.weight_decay,
                     cfg.grad_clip},
                    cfg.steps + i + 1, false, nullptr, comm, /*first_step=*/false);
@@ -198,7 +199,7 @@ uint32_t fp8_state_hash(const GptModel& model, const Fp8Health& health) {
 // log; each part of the driver is one method. Only rank 0 prints and logs; errors come from every rank.
 class Run {
   public:
-    Run(const TrainConfig& cfg, RunPlan* plan);
+    Run(const TrainConfig& cfg, RunPlan* plan, const DriverHooks& hooks);
     ~Run();
     Run(const Run&) = delete;
     Run& operator=(const Run&) = delete;
@@ -226,6 +227,7 @@ class Run {
 
     const TrainConfig& cfg_;
     RunPlan& plan_;
+    const DriverHooks& hooks_;
     const int rank_, world_;
     const std::string ckpt_dir_;
     GlobalBatch batch_, val_batch_;
@@ -238,9 +240,10 @@ class Run {
     std::unique_ptr<RunLogger> logger_;
 };
 
-Run::Run(const TrainConfig& cfg, RunPlan* plan)
+Run::Run(const TrainConfig& cfg, RunPlan* plan, const DriverHooks& hooks)
     : cfg_(cfg),
       plan_(*plan),
+      hooks_(hooks),
       rank_(plan->launch.rank),
       world_(plan->launch.world_size),
       ckpt_dir_(checkpoint_dir_of(cfg)),
@@ -465,7 +468,7 @@ int Run::train(double start_s) {
         const AdamWSettings adamw{
             lr, cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay, cfg_.grad_clip};
         const StepOutcome r =
-            train_step(model_.get(), batch_, adamw, (int)state_->progress.opt_step + 1, step,
+            train_step(hooks_, model_.get(), batch_, adamw, (int)state_->progress.opt_step + 1, step,
                        fp8_health ? &health : nullptr, comm_.get(), step == first_step);
         state_->progress.step = step + 1;
         if (r.applied) state_->progress.opt_step++;
@@ -496,7 +499,8 @@ int Run::train(double start_s) {
     if (cfg_.export_at_end) export_now();
     if (plan_.hellaswag) eval_hellaswag(cfg_.steps);  // the trained model, after the checkpoint is safe
     if (cfg_.profile)
-        profile_steps(cfg_, model_.get(), plan_.train_data.get(), &batch_, comm_.get(), logger_.get());
+        profile_steps(hooks_, cfg_, model_.get(), plan_.train_data.get(), &batch_, comm_.get(),
+                      logger_.get());
     print_summary(std::move(step_ms), warmup_steps_skipped, start_s);
     return 0;
 }
@@ -531,8 +535,8 @@ void Run::print_summary(std::vector<double> step_ms, int warmup_steps_skipped, d
 }  // namespace
 
 // Flags, then everything checkable without a GPU (exit 2 on a mistake, before any CUDA call), then the
-// summary, then the run.
-int main(int argc, char** argv) {
+// summary, then the run, through `hooks` (llmc/run/driver_hooks.h).
+int train_main(int argc, char** argv, const DriverHooks& hooks) {
     const double start_s = now_s();
     TrainConfig cfg;
     const CliResult cli = parse_cli(argc, argv, &cfg);
@@ -546,7 +550,7 @@ int main(int argc, char** argv) {
     }
     resolve_resume_if_present(&cfg, !list_checkpoints(cfg.resume_if_present).empty());
     RunPlan plan;
-    if (std::string e = check_before_gpu(cfg, driver_hooks().allow_export_of_init(), &plan); !e.empty())
+    if (std::string e = check_before_gpu(cfg, hooks.allow_export_of_init(), &plan); !e.empty())
         fatal_usage("%s", e.c_str());
     if (plan.launch.rank == 0)
         for (const std::string& w : plan.warnings) fprintf(stderr, "warning: %s\n", w.c_str());
@@ -563,9 +567,15 @@ int main(int argc, char** argv) {
           stdout);
     fflush(stdout);
     try {
-        Run run(cfg, &plan);
+        Run run(cfg, &plan, hooks);
         return export_only(cfg) ? run.export_without_training() : run.train(start_s);
     } catch (const std::exception& e) {  // e.g. a shard that changed while training: one line naming it
         fatal("%s", e.what());
     }
 }
+
+// The program: the default hooks. The test build of this driver (build/test/train_gpt_faults, compiled with
+// TRAIN_GPT_NO_MAIN) calls train_main with its fault hooks instead.
+#ifndef TRAIN_GPT_NO_MAIN
+int main(int argc, char** argv) { return train_main(argc, argv, DriverHooks()); }
+#endif

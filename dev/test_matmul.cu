@@ -547,6 +547,54 @@ const Layer kLayers[] = {{"qkv", 1600, 4800, true, true},
 
 std::string layer_shape(const Layer& L) { return bench::fmt("%s,N=%d,C=%d,OC=%d", L.name, kN, L.C, L.OC); }
 
+// The FP8 GEMMs of layer L in the hybrid format (E4M3 activations and weights, E5M2 gradients): forward
+// into y (with bias b), dgrad and wgrad, each spot-checked against the CPU.
+void fp8_spot_checks(MatmulPlanCache* cache_ptr, GpuContext* ctx, const Layer& L, bf16* y, const bf16* b,
+                     const Mat& b_host, uint64_t seed) {
+    MatmulPlanCache& cache = *cache_ptr;
+    const int N = kN, C = L.C, OC = L.OC;
+    auto no_extra = [](int, int) { return 0.0; };
+    const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
+    uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
+    uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
+    uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+    uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
+    uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+    uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+    bf16* dx2 = dev::device_alloc<bf16>((size_t)N * C);
+    bf16* dw2 = dev::device_alloc<bf16>((size_t)OC * C);
+    const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
+    fill_fp8(xT8, N, C, true, seed + 5, e4);
+    const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
+    fill_fp8(wT8, OC, C, true, seed + 6, e4);
+    const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
+    fill_fp8(dyT8, N, OC, true, seed + 7, e5);
+    float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
+    const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
+    const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
+    auto row8 = [](const uint8_t* m, int ld, cudaDataType_t t, float si) {
+        return [=](int i) { return fetch_fp8(m + (size_t)i * ld, ld, 1, t, si); };
+    };
+    auto col8 = [](const uint8_t* m, int rows, int ld, cudaDataType_t t, float si) {
+        return [=](int j) { return fetch_fp8(m + j, rows, ld, t, si); };
+    };
+    matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    spot_check(
+        "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
+        [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
+    matmul_fp8_dgrad(&cache, ctx, dx2, dy, w, kStream);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
+               fp8_tol());
+    matmul_fp8_wgrad(&cache, ctx, dw2, dy, x, false, kStream);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs), no_extra,
+               fp8_tol());
+    cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(dx2),
+        cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+}
+
 }  // namespace
 
 TEST(gpt15b_spot_check) {
@@ -605,47 +653,7 @@ TEST(gpt15b_spot_check) {
         }
         cudaFree(x), cudaFree(w), cudaFree(dy), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(scratch);
 
-        if (L.fp8) {  // hybrid format: E4M3 activations and weights, E5M2 gradients
-            const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
-            uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
-            uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
-            uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-            uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-            uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
-            uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
-            bf16* dx2 = dev::device_alloc<bf16>((size_t)N * C);
-            bf16* dw2 = dev::device_alloc<bf16>((size_t)OC * C);
-            const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
-            fill_fp8(xT8, N, C, true, seed + 5, e4);
-            const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
-            fill_fp8(wT8, OC, C, true, seed + 6, e4);
-            const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
-            fill_fp8(dyT8, N, OC, true, seed + 7, e5);
-            float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
-            const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
-            const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
-            auto row8 = [](const uint8_t* m, int ld, cudaDataType_t t, float si) {
-                return [=](int i) { return fetch_fp8(m + (size_t)i * ld, ld, 1, t, si); };
-            };
-            auto col8 = [](const uint8_t* m, int rows, int ld, cudaDataType_t t, float si) {
-                return [=](int j) { return fetch_fp8(m + j, rows, ld, t, si); };
-            };
-            matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream);
-            CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check(
-                "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
-                [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
-            matmul_fp8_dgrad(&cache, ctx, dx2, dy, w, kStream);
-            CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
-                       fp8_tol());
-            matmul_fp8_wgrad(&cache, ctx, dw2, dy, x, false, kStream);
-            CHECK_CUDA(cudaDeviceSynchronize());
-            spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs),
-                       no_extra, fp8_tol());
-            cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8),
-                cudaFree(dx2), cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
-        }
+        if (L.fp8) fp8_spot_checks(&cache, ctx, L, y, b, b_host, seed);
         cudaFree(y), cudaFree(b);
     }
     printf("  plans cached: %zu\n", cache.size());

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_temp_dir.h"
+#include "fuzz/fuzz_harness.h"
 #include "llmc/formats/checkpoint.h"
 #include "llmc/formats/safetensors.h"
 
@@ -28,7 +28,7 @@ struct Paths {
 };
 const Paths& paths() {
     static const Paths* p = [] {
-        const std::string base = fuzz_temp_dir() + "/fuzz_checkpoint_" + std::to_string(getpid());
+        const std::string base = fuzz_temp_path("checkpoint", "");
         auto* q = new Paths{base + ".safetensors", base + ".d"};
         atexit([] {
             std::remove(paths().file.c_str());
@@ -40,22 +40,7 @@ const Paths& paths() {
     return *p;
 }
 
-void write_file(const std::string& path, const uint8_t* data, size_t size) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) {
-        perror("fuzz_checkpoint: cannot create the temporary file");
-        abort();
-    }
-    if ((size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
-        perror("fuzz_checkpoint: cannot write the temporary file");
-        abort();
-    }
-}
-
-[[noreturn]] void finding(const char* what) {
-    fprintf(stderr, "fuzz_checkpoint: invariant violated: %s\n", what);
-    abort();
-}
+[[noreturn]] void finding(const char* what) { fuzz_finding("checkpoint", what); }
 
 CheckpointMeta expected() {
     CheckpointMeta m;
@@ -87,7 +72,7 @@ bool same_meta(const CheckpointMeta& a, const CheckpointMeta& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Paths& p = paths();
-    write_file(p.file, data, size);
+    fuzz_write_file("checkpoint", p.file, data, size);
     const CheckpointMeta expect = expected();
     State s;
     std::vector<HostTensor> views = s.views();

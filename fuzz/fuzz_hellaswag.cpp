@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_temp_dir.h"
+#include "fuzz/fuzz_harness.h"
 #include "llmc/formats/hellaswag.h"
 
 namespace {
@@ -27,25 +27,14 @@ constexpr int kVocab = 300;
 // Never destroyed, so the atexit handler that removes the file may still use it.
 const std::string& file_path() {
     static const std::string* path = [] {
-        auto* p = new std::string(fuzz_temp_dir() + "/fuzz_hellaswag_" + std::to_string(getpid()) + ".bin");
+        auto* p = new std::string(fuzz_temp_path("hellaswag", ".bin"));
         atexit([] { std::remove(file_path().c_str()); });
         return p;
     }();
     return *path;
 }
 
-void write_file(const std::string& path, const uint8_t* data, size_t size) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
-        perror("fuzz_hellaswag: cannot write the temporary file");
-        abort();
-    }
-}
-
-[[noreturn]] void finding(const char* what) {
-    fprintf(stderr, "fuzz_hellaswag: invariant violated: %s\n", what);
-    abort();
-}
+[[noreturn]] void finding(const char* what) { fuzz_finding("hellaswag", what); }
 
 uint32_t le32(const uint8_t* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -116,7 +105,7 @@ void check_layout(const HellaSwagExample& ex, int T) {
 HellaSwagSet read(const uint8_t* data, size_t size) {
     static unsigned calls = 0;
     if (++calls % 16 == 0) {  // the file path now and then: the same answer
-        write_file(file_path(), data, size);
+        fuzz_write_file("hellaswag", file_path(), data, size);
         return read_hellaswag(file_path(), kVocab);
     }
     return parse_hellaswag(data, size, "fuzz.bin", kVocab);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_temp_dir.h"
+#include "fuzz/fuzz_harness.h"
 #include "llmc/formats/dataloader.h"
 
 namespace {
@@ -26,23 +26,11 @@ constexpr size_t kBT = (size_t)kB * kT;
 // Never destroyed, so the atexit handler that removes the file may still use it.
 const std::string& shard_path() {
     static const std::string* path = [] {
-        auto* p = new std::string(fuzz_temp_dir() + "/fuzz_shard_" + std::to_string(getpid()) + ".bin");
+        auto* p = new std::string(fuzz_temp_path("shard", ".bin"));
         atexit([] { std::remove(shard_path().c_str()); });
         return p;
     }();
     return *path;
-}
-
-void write_file(const std::string& path, const uint8_t* data, size_t size) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) {
-        perror("fuzz_shard: cannot create the temporary shard");
-        abort();
-    }
-    if ((size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
-        perror("fuzz_shard: cannot write the temporary shard");
-        abort();
-    }
 }
 
 int32_t le32(const uint8_t* p) {
@@ -56,10 +44,7 @@ struct Batch {
     }
 };
 
-[[noreturn]] void finding(const char* what) {
-    fprintf(stderr, "fuzz_shard: invariant violated: %s\n", what);
-    abort();
-}
+[[noreturn]] void finding(const char* what) { fuzz_finding("shard", what); }
 
 // The format's own answer: the file's tokens if it is a valid shard for this loader, else false.
 bool oracle(const uint8_t* data, size_t size, std::vector<uint16_t>* tok) {
@@ -79,7 +64,7 @@ bool oracle(const uint8_t* data, size_t size, std::vector<uint16_t>* tok) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = shard_path();
-    write_file(path, data, size);
+    fuzz_write_file("shard", path, data, size);
     std::vector<uint16_t> tok;
     const bool valid = oracle(data, size, &tok);
 

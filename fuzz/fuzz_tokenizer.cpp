@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_temp_dir.h"
+#include "fuzz/fuzz_harness.h"
 #include "llmc/formats/file_bytes.h"
 #include "llmc/formats/tokenizer.h"
 
@@ -28,7 +28,7 @@ struct Paths {
 };
 const Paths& paths() {
     static const Paths* p = [] {
-        const std::string base = fuzz_temp_dir() + "/fuzz_tokenizer_" + std::to_string(getpid());
+        const std::string base = fuzz_temp_path("tokenizer", "");
         auto* q = new Paths{base + ".bin", base + ".saved.bin"};
         atexit([] {
             std::remove(paths().in.c_str());
@@ -40,22 +40,7 @@ const Paths& paths() {
     return *p;
 }
 
-void write_file(const std::string& path, const uint8_t* data, size_t size) {
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) {
-        perror("fuzz_tokenizer: cannot create the temporary file");
-        abort();
-    }
-    if ((size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
-        perror("fuzz_tokenizer: cannot write the temporary file");
-        abort();
-    }
-}
-
-[[noreturn]] void finding(const char* what) {
-    fprintf(stderr, "fuzz_tokenizer: invariant violated: %s\n", what);
-    abort();
-}
+[[noreturn]] void finding(const char* what) { fuzz_finding("tokenizer", what); }
 
 uint32_t le32(const uint8_t* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -118,7 +103,7 @@ void check_encode(const Tokenizer& t, const std::string& text, bool every_byte) 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Paths& p = paths();
-    write_file(p.in, data, size);
+    fuzz_write_file("tokenizer", p.in, data, size);
     std::vector<std::string> tokens;
     int eot = -1;
     uint32_t kind = 0;

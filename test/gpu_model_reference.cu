@@ -240,6 +240,56 @@ bool load_reference(const RefConfig& cfg, Reference* ref) {
     return true;
 }
 
+// Step-0 gradients, per tensor, against the reference's.
+void check_gradients(const std::vector<ParamTensorInfo>& table, const std::vector<float>& grads,
+                     const Reference& ref) {
+    EXPECT_EQ(grads.size(), ref.grads.size());
+    if (grads.size() == ref.grads.size()) {
+        printf("  %-10s %12s %12s %12s %12s\n", "gradient", "numel", "|g_ref|", "rel err", "max |diff|");
+        for (const ParamTensorInfo& p : table) {
+            const float *g = grads.data() + p.offset, *g_ref = ref.grads.data() + p.offset;
+            double rel = rel_l2_error(g, g_ref, p.numel), mx = testing::max_abs_error(g, g_ref, p.numel);
+            double gn = 0;
+            for (size_t i = 0; i < p.numel; i++)
+                gn += (double)ref.grads[p.offset + i] * ref.grads[p.offset + i];
+            bool ok = rel <= kGradRtol;
+            printf("  %-10s %12zu %12.4e %12.3e %12.3e%s\n", p.name.c_str(), p.numel, std::sqrt(gn), rel, mx,
+                   ok ? "" : "  <-- exceeds tol");
+            if (!ok)
+                testing::fail(__FILE__, __LINE__,
+                              "gradient of " + p.name + ": normwise rel error " + std::to_string(rel) +
+                                  " > " + std::to_string(kGradRtol));
+        }
+        printf("  (gradient tol %.1e normwise per tensor)\n", kGradRtol);
+    }
+}
+
+// The training trajectory: every step's loss and grad norm against the reference's.
+void check_trajectory(const RefConfig& cfg, const std::vector<float>& losses, const std::vector<float>& norms,
+                      const Reference& ref) {
+    printf("  %4s %12s %12s %10s %12s %12s %10s\n", "step", "loss", "ref loss", "rel", "grad norm",
+           "ref norm", "rel");
+    for (int s = 0; s < ref.steps; s++) {
+        double lr = rel_error(losses[s], ref.losses[s]), nr = rel_error(norms[s], ref.grad_norms[s]);
+        double ltol = s == 0 ? cfg.loss0_rtol * ref.losses[s] : kLossRtol * ref.losses[s] + kLossAtol;
+        double ntol = s == 0 ? kNorm1Rtol * ref.grad_norms[s]
+                             : kNormRtol * ref.grad_norms[s] + kNormAtolOfFirst * ref.grad_norms[0];
+        bool lok = std::fabs((double)losses[s] - ref.losses[s]) <= ltol;  // false for NaN too
+        bool nok = std::fabs((double)norms[s] - ref.grad_norms[s]) <= ntol;
+        printf("  %4d %12.6f %12.6f %10.2e %12.6f %12.6f %10.2e%s\n", s + 1, losses[s], ref.losses[s], lr,
+               norms[s], ref.grad_norms[s], nr, lok && nok ? "" : "  <-- exceeds tol");
+        if (!lok)
+            testing::fail(__FILE__, __LINE__,
+                          "loss at step " + std::to_string(s + 1) + ": " + std::to_string(losses[s]) +
+                              " vs " + std::to_string(ref.losses[s]) + " (tol " + std::to_string(ltol) + ")");
+        if (!nok)
+            testing::fail(__FILE__, __LINE__,
+                          "grad norm at step " + std::to_string(s + 1) + ": " + std::to_string(norms[s]) +
+                              " vs " + std::to_string(ref.grad_norms[s]) + " (tol " + std::to_string(ntol) +
+                              ")");
+    }
+}
+
 void run_reference_test(const RefConfig& cfg) {
     Reference ref;
     if (!load_reference(cfg, &ref)) return;
@@ -300,49 +350,8 @@ void run_reference_test(const RefConfig& cfg) {
     EXPECT_EQ(logits.size(), (size_t)k * V);
     EXPECT_TRUE(lrel <= kLogitsRtol);
 
-    // Step-0 gradients, per tensor.
-    EXPECT_EQ(grads.size(), ref.grads.size());
-    if (grads.size() == ref.grads.size()) {
-        printf("  %-10s %12s %12s %12s %12s\n", "gradient", "numel", "|g_ref|", "rel err", "max |diff|");
-        for (const ParamTensorInfo& p : table) {
-            const float *g = grads.data() + p.offset, *g_ref = ref.grads.data() + p.offset;
-            double rel = rel_l2_error(g, g_ref, p.numel), mx = testing::max_abs_error(g, g_ref, p.numel);
-            double gn = 0;
-            for (size_t i = 0; i < p.numel; i++)
-                gn += (double)ref.grads[p.offset + i] * ref.grads[p.offset + i];
-            bool ok = rel <= kGradRtol;
-            printf("  %-10s %12zu %12.4e %12.3e %12.3e%s\n", p.name.c_str(), p.numel, std::sqrt(gn), rel, mx,
-                   ok ? "" : "  <-- exceeds tol");
-            if (!ok)
-                testing::fail(__FILE__, __LINE__,
-                              "gradient of " + p.name + ": normwise rel error " + std::to_string(rel) +
-                                  " > " + std::to_string(kGradRtol));
-        }
-        printf("  (gradient tol %.1e normwise per tensor)\n", kGradRtol);
-    }
-
-    // The training trajectory.
-    printf("  %4s %12s %12s %10s %12s %12s %10s\n", "step", "loss", "ref loss", "rel", "grad norm",
-           "ref norm", "rel");
-    for (int s = 0; s < ref.steps; s++) {
-        double lr = rel_error(losses[s], ref.losses[s]), nr = rel_error(norms[s], ref.grad_norms[s]);
-        double ltol = s == 0 ? cfg.loss0_rtol * ref.losses[s] : kLossRtol * ref.losses[s] + kLossAtol;
-        double ntol = s == 0 ? kNorm1Rtol * ref.grad_norms[s]
-                             : kNormRtol * ref.grad_norms[s] + kNormAtolOfFirst * ref.grad_norms[0];
-        bool lok = std::fabs((double)losses[s] - ref.losses[s]) <= ltol;  // false for NaN too
-        bool nok = std::fabs((double)norms[s] - ref.grad_norms[s]) <= ntol;
-        printf("  %4d %12.6f %12.6f %10.2e %12.6f %12.6f %10.2e%s\n", s + 1, losses[s], ref.losses[s], lr,
-               norms[s], ref.grad_norms[s], nr, lok && nok ? "" : "  <-- exceeds tol");
-        if (!lok)
-            testing::fail(__FILE__, __LINE__,
-                          "loss at step " + std::to_string(s + 1) + ": " + std::to_string(losses[s]) +
-                              " vs " + std::to_string(ref.losses[s]) + " (tol " + std::to_string(ltol) + ")");
-        if (!nok)
-            testing::fail(__FILE__, __LINE__,
-                          "grad norm at step " + std::to_string(s + 1) + ": " + std::to_string(norms[s]) +
-                              " vs " + std::to_string(ref.grad_norms[s]) + " (tol " + std::to_string(ntol) +
-                              ")");
-    }
+    check_gradients(table, grads, ref);
+    check_trajectory(cfg, losses, norms, ref);
     printf(
         "  (step 1: loss tol %.0e x loss, grad norm %.0e x norm; later: loss %.0e x loss + %.0e, grad norm "
         "%.0e x norm + %.0e x step-1 norm)\n",

@@ -243,8 +243,9 @@ struct Case {
 };
 
 // clang-format off
-std::vector<Case> cases() {
-    const Model D = Model::Default, S = Model::Small;
+// Flags and their combinations (no file involved).
+std::vector<Case> flag_cases() {
+    const Model D = Model::Default;
     return {
         {"unknown precision", {"--precision", "fp9"}, D, 2, "--precision: 'fp9' is not one of bf16, fp8"},
         {"unknown model", {"--model", "7b"}, D, 2, "--model: '7b' is not one of 124m, 350m, 774m, 1.5b"},
@@ -268,6 +269,13 @@ std::vector<Case> cases() {
         {"--export without weights", {"--export", "w.safetensors"}, D, 2,
          "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write the random "
          "initialization), or --export-at-end to export after training"},
+    };
+}
+
+// Files and folders the flags name (the fixture's).
+std::vector<Case> file_cases() {
+    const Model D = Model::Default, S = Model::Small;
+    return {
         {"--init-from an empty file", {"--init-from", "empty.safetensors"}, S, 2,
          "--init-from: empty.safetensors: file is 0 bytes, too short for a safetensors file (8-byte header length "
          "missing)"},
@@ -359,6 +367,12 @@ std::vector<Case> cases() {
          "--warmup 100 exceeds --steps 50: the learning rate would never reach --lr (both count the whole run's "
          "optimizer steps)"},
     };
+}
+
+std::vector<Case> cases() {
+    std::vector<Case> all = flag_cases();
+    for (Case& c : file_cases()) all.push_back(std::move(c));
+    return all;
 }
 // clang-format on
 

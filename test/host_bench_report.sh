@@ -8,12 +8,8 @@
 #   no_results_one_line: an empty folder: "bench: no results" last, status 1; bad arguments (no folder, a size
 #     that is not a benchmark's, a folder that does not exist): one line each, status 2.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" bench_report python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 REPORT="$ROOT/scripts/bench/bench_report.py"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_bench_report_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip bench_report "python3 not found"; exit 0; fi
 
 python3 - "$WORK/full" <<'PY'
 import json, os, sys

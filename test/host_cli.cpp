@@ -1,11 +1,14 @@
 // Host tests for llmc/host/cli: defaults, every flag, presets and overrides, --help, one-line usage errors.
 #include <cstdlib>
 #include <functional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "llmc/host/cli.h"
 #include "llmc/host/config.h"
+#include "llmc/host/settings.h"
 #include "test/testing.h"
 
 namespace {
@@ -78,13 +81,54 @@ TEST(defaults) {
     EXPECT_EQ(cfg.adam_eps, def.adam_eps);
 }
 
-TEST(each_flag_sets_its_field) {
-    struct Case {
-        std::vector<std::string> args;
-        std::function<bool(const TrainConfig&)> check;
-    };
-    // Values differ from the defaults so a flag that is ignored fails its check.
-    const std::vector<Case> cases = {
+namespace {
+
+// A flag and the check that it landed in its field; values differ from the defaults so a flag that is
+// ignored fails its check.
+struct FlagCase {
+    std::vector<std::string> args;
+    std::function<bool(const TrainConfig&)> check;
+};
+
+void expect_each_sets_its_field(const std::vector<FlagCase>& cases) {
+    for (const FlagCase& k : cases) {
+        TrainConfig cfg;
+        CliResult r = parse(k.args, &cfg);
+        if (!r.run) {
+            testing::fail(__FILE__, __LINE__, "'" + joined(k.args) + "' was rejected: " + r.message);
+            continue;
+        }
+        if (!k.check(cfg))
+            testing::fail(__FILE__, __LINE__, "'" + joined(k.args) + "' did not set its field");
+    }
+}
+
+}  // namespace
+
+// Every row of the settings table with a flag is a flag of the help (the table is what the CLI registers),
+// and every long flag of the help is a row's or one of the CLI's own (--print-config, --version, --help).
+TEST(settings_table_is_the_cli) {
+    TrainConfig cfg;
+    const CliResult r = parse({"--help"}, &cfg);
+    std::set<std::string> rows;
+    for (const Setting& s : settings()) {
+        if (!s.flags) continue;
+        rows.insert(s.long_name());
+        if (r.message.find(s.long_name()) == std::string::npos)
+            testing::fail(__FILE__, __LINE__, s.long_name() + " of the settings table is not in the help");
+    }
+    std::istringstream help(r.message);
+    for (std::string line; std::getline(help, line);) {
+        if (line.rfind("  --", 0) != 0) continue;  // an option's line (descriptions are indented further)
+        const std::string flag = line.substr(2, line.find_first_of(" =,", 2) - 2);
+        if (!rows.count(flag) && flag != "--print-config" && flag != "--version" && flag != "--help")
+            testing::fail(__FILE__, __LINE__, "the help's " + flag + " is not a row of the settings table");
+    }
+    EXPECT_TRUE(rows.size() >= 60);
+}
+
+TEST(model_and_training_flags_set_their_fields) {
+    expect_each_sets_its_field({
         {{"--precision", "fp8"}, [](const TrainConfig& c) { return c.precision == Precision::FP8; }},
         {{"--precision", "bf16"}, [](const TrainConfig& c) { return c.precision == Precision::BF16; }},
         {{"--gelu", "tanh"}, [](const TrainConfig& c) { return c.model.gelu_tanh; }},
@@ -119,6 +163,11 @@ TEST(each_flag_sets_its_field) {
         {{"--beta1", "0.8"}, [](const TrainConfig& c) { return c.beta1 == 0.8f; }},
         {{"--beta2", "0.99"}, [](const TrainConfig& c) { return c.beta2 == 0.99f; }},
         {{"--seed", "12345678901234"}, [](const TrainConfig& c) { return c.seed == 12345678901234ull; }},
+    });
+}
+
+TEST(run_flags_set_their_fields) {
+    expect_each_sets_its_field({
         {{"--log-dir", "/tmp/runs/a"}, [](const TrainConfig& c) { return c.log_dir == "/tmp/runs/a"; }},
         {{"--log-every", "10"}, [](const TrainConfig& c) { return c.log_every == 10; }},
         {{"--fp8-format", "e4m3", "--precision", "fp8"},
@@ -172,18 +221,11 @@ TEST(each_flag_sets_its_field) {
          [](const TrainConfig& c) { return c.gemm_cache == "g.tsv"; }},
         {{"--max-seq", "2048", "--seq", "2048"},
          [](const TrainConfig& c) { return c.model.max_seq_len == 2048 && c.seq == 2048; }},
-    };
-    for (const Case& k : cases) {
-        TrainConfig cfg;
-        CliResult r = parse(k.args, &cfg);
-        if (!r.run) {
-            testing::fail(__FILE__, __LINE__, "'" + joined(k.args) + "' was rejected: " + r.message);
-            continue;
-        }
-        if (!k.check(cfg))
-            testing::fail(__FILE__, __LINE__, "'" + joined(k.args) + "' did not set its field");
-    }
-    // Several flags together, each still lands in its own field.
+    });
+}
+
+TEST(several_flags_together) {
+    // each still lands in its own field
     TrainConfig cfg;
     CliResult r = parse({"--precision", "fp8", "-b", "16", "-t", "128", "-n", "3", "--lr", "0.001",
                          "--warmup", "2", "--fp8-history", "8", "--seed", "7"},

@@ -15,12 +15,8 @@
 #   figure_panels: with matplotlib, the drawn figure: log-scale loss, the ratio panel, tokens/s from step 3
 #     on with the speedup in the title.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" compare python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CMP="$ROOT/scripts/compare.py"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_compare_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip compare "python3 not found"; exit 0; fi
 
 python3 - "$WORK" <<'PY'
 import json, os, sys

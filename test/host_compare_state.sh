@@ -7,12 +7,8 @@
 #     and fails at 0.5%.
 #   mismatched_files: a missing tensor or another shape is a failure (status 1), an unknown group a usage error.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" compare_state python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CMP="$ROOT/scripts/check/compare_state.py"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_compare_state_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 > /dev/null 2>&1; then skip compare_state "python3 not found"; exit 0; fi
 
 # base, b = base + change, a = base + 1.01 x change, c = b with one float one ulp up, d = b at another step,
 # e = b without one tensor

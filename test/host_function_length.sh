@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# No function (kernels and methods included) over 100 lines in llmc/ or train_gpt.cu
+# No function (kernels and methods included) over 100 lines in llmc/, train_gpt.cu, test/, dev/ or fuzz/
 # (scripts/check/check_function_length.py). Part of `make test`; python3 only. One [PASS]/[FAIL]/[SKIP] line per case.
 #   checker_catches: the checker flags a generated 102-line kernel (its template line counts) and a 101-line method and passes a 100-line function,
 #     so the tree case can fail.
-#   tree: the repository's llmc/ and train_gpt.cu.
+#   tree: the repository's llmc/, train_gpt.cu and its tests (test/, dev/, fuzz/).
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" function_length python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CHECK="$ROOT/scripts/check/check_function_length.py"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_function_length_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip function_length "python3 not found"; exit 0; fi
 
 # body LINES: a function body of LINES - 2 statements (with its signature line and closing brace: LINES).
 body() { for ((i = 0; i < $1 - 2; i++)); do echo "    x += $i;  // {"; done; }
@@ -32,5 +28,5 @@ else
   fail checker_catches "expected long_kernel (102 lines with its template line) and method (101) only, status 1; got status $rc: $out"
 fi
 
-out=$(cd "$ROOT" && python3 "$CHECK" llmc train_gpt.cu)
+out=$(cd "$ROOT" && python3 "$CHECK" llmc train_gpt.cu test dev fuzz)
 if [ $? = 0 ]; then pass tree; else fail tree "$(printf '%s\n' "$out" | head -5 | tr '\n' ' ')"; fi

@@ -6,12 +6,8 @@
 # the script's through its own rows. Then the comparison must fail for each bug it exists to catch.
 # One [PASS]/[FAIL]/[SKIP] line per case (part of `make test`; needs python3).
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" hellaswag_reference python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 EVAL=${HELLASWAG_EVAL:-$ROOT/build/test/host_hellaswag_eval}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_hellaswag_reference_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip hellaswag_reference "python3 not found"; exit 0; fi
 if [ ! -x "$EVAL" ]; then skip hellaswag_reference "$EVAL not built (make all)"; exit 0; fi
 
 python3 "$ROOT/test/hellaswag_fixture.py" "$WORK/hs.jsonl" 40 7 &&

@@ -5,10 +5,7 @@
 #     one line naming the target and the missing GPU (skipped where a GPU is present: they would run).
 #   fuzz_without_clang: `make fuzz` with CLANGXX naming no compiler says how to get clang, in one line.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_make_targets_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
+source "$(dirname "$0")/lib_host.sh" make_targets  # ROOT, WORK, pass/fail/skip
 mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS timeout 60 make --no-print-directory -C "$ROOT" "$@"; }
 
 if nvidia-smi -L >/dev/null 2>&1; then

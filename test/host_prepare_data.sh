@@ -20,12 +20,8 @@
 #   hellaswag_script: scripts/data/prepare_hellaswag.py --gpt2-ranks FILE offline gives the downloaded encoding's
 #     file; its --help says each default once; a FIFO --input and bad JSON are one-line errors.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" prepare_data python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 PREP="$ROOT/scripts/data/prepare_data.py"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_prepare_data_XXXXXX")
-trap 'chmod -R u+rwx "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip prepare_data "python3 not found"; exit 0; fi
 
 # The stand-in for tiktoken (PYTHONPATH=$WORK/fake): the real vocabulary size and eot id.
 mkdir -p "$WORK/fake/tiktoken"

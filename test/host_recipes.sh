@@ -12,12 +12,8 @@
 #     the warm-up's step_ms, a failed run retried (RETRIES=1), DONE after the last step's checkpoint, and the
 #     same command afterwards does not train again.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/lib_host.sh" recipes python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 RECIPE="$ROOT/scripts/recipes/gpt2.sh"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_recipes_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip recipes "python3 not found"; exit 0; fi
 if [ ! -x "$ROOT/train_gpt" ]; then skip recipes "./train_gpt is not built (make train_gpt)"; exit 0; fi
 
 # json KEY FILE: the value of a top-level member of config.json (as Python prints it)

@@ -7,11 +7,7 @@
 #     can fail).
 #   walkthroughs: the two READMEs of this checkout.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/host_walkthrough_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-source "$ROOT/test/lib_report.sh"  # pass, fail, skip
-if ! command -v python3 >/dev/null 2>&1; then skip walkthrough "python3 not found"; exit 0; fi
+source "$(dirname "$0")/lib_host.sh" walkthrough python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 if [ ! -x "$ROOT/train_gpt" ]; then skip walkthrough "./train_gpt is not built (make train_gpt)"; exit 0; fi
 CHECK="$ROOT/scripts/check/check_walkthrough.py"
 

@@ -1,5 +1,5 @@
-// The fault hooks of build/test/train_gpt_faults: the trainer's own driver object (train_gpt.o) linked with
-// this one ahead of the library, whose default driver_hooks() it replaces (llmc/run/driver_hooks.h).
+// build/test/train_gpt_faults: the trainer's own driver (train_gpt.cu without its main) run with these fault
+// hooks at its seams (llmc/run/driver_hooks.h).
 //   TRAIN_GPT_TEST_POISON_STEP=k  launches step k with NaN gradients (test/gpu_lifecycle.sh)
 //   TRAIN_GPT_TEST_EXPORT_INIT=1  lets --export write the initial weights (test/gpu_multi.sh checks that the
 //                                 sharded initialization gathers to the one-GPU weights; for users that is
@@ -28,7 +28,4 @@ struct FaultHooks final : DriverHooks {
 
 }  // namespace
 
-const DriverHooks& driver_hooks() {
-    static const FaultHooks hooks;
-    return hooks;
-}
+int main(int argc, char** argv) { return train_main(argc, argv, FaultHooks()); }

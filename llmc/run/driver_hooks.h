@@ -1,7 +1,6 @@
-// The driver's two seams (train_gpt.cu): how it launches a training step, and whether --export may write
-// the initial weights. The trainer gets the defaults (a plain launch_step; no). The test build of the same
-// driver (build/test/train_gpt_faults) links an object defining driver_hooks() ahead of the library, so the
-// library's member that defines it (driver_hooks.cpp, nothing else in it) is never taken.
+// The driver's two seams: how it launches a training step, and whether --export may write the initial
+// weights. train_gpt's main passes the defaults (a plain launch_step; no) to train_main; the test build of
+// the same driver (build/test/train_gpt_faults, test/train_gpt_faults.cpp) passes its fault hooks.
 #pragma once
 #include "llmc/model/gpt.h"
 
@@ -15,4 +14,5 @@ struct DriverHooks {
     virtual bool allow_export_of_init() const { return false; }
 };
 
-const DriverHooks& driver_hooks();
+// The driver (train_gpt.cu): the whole program, with `hooks` at its seams. Returns the exit code.
+int train_main(int argc, char** argv, const DriverHooks& hooks);
