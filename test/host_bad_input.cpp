@@ -507,7 +507,7 @@ TEST(help_fits_120_columns_and_says_what_each_flag_takes) {
                               " columns: " + o.out.substr(b, e - b));
         b = e + 1;
     }
-    EXPECT_CONTAINS(o.out, "--recompute INT=2 (fp8, 774m and up), 0 ");
+    EXPECT_CONTAINS(o.out, "--recompute INT=0 (fp8 from 774m: 2) ");
     EXPECT_CONTAINS(o.out, "bf16: 4 bytes less memory per parameter");
     for (const char* label : {"--train-data GLOB=random ", "--val-data GLOB ", "--eval-hellaswag FILE ",
                               "--eval-hellaswag-dump FILE ", "--log-dir DIR=logs ", "--checkpoint-dir DIR ",

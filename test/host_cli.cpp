@@ -617,6 +617,11 @@ TEST(value_that_looks_like_a_flag) {
     EXPECT_CONTAINS(r.message, "--train-data: expected a value, got the flag --");
     r = parse({"--steps", "3", "--log-dir"}, &cfg);
     EXPECT_TRUE(r.message == "error: --log-dir: expected a value after it\n");
+    // an empty value of a number (CLI11 says "1 required INT missing")
+    r = parse({"--steps="}, &cfg);
+    EXPECT_TRUE(r.message == "error: --steps: expected a value after it (got an empty one)\n");
+    r = parse({"--lr="}, &cfg);
+    EXPECT_TRUE(r.message == "error: --lr: expected a value after it (got an empty one)\n");
     EXPECT_TRUE(parse({"--sample-every", "1", "--prompt=-x"}, &cfg).run);
     EXPECT_TRUE(cfg.prompt == "-x");
 }
@@ -696,9 +701,16 @@ TEST(help_shows_real_defaults) {
          {"--deterministic,--no-deterministic=on", "--cuda-graph,--no-cuda-graph=on", "--profile=off",
           "--print-config=off", "--export-at-end=off", "--checkpoint-required=off", "-n,--steps INT=50",
           "--log-dir DIR=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error",
-          "--recompute INT=2 (fp8, 774m and up), 0", "--train-data GLOB=random", "--init-from FILE|DIR"})
+          "--recompute INT=0 (fp8 from 774m: 2)", "--train-data GLOB=random", "--init-from FILE|DIR"})
         EXPECT_CONTAINS(help, s);
     EXPECT_TRUE(help.find('{') == std::string::npos);
+    // every flag's name and default end two spaces before the description column (44): the two never run
+    // together
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("  -", 0) == 0 && line.size() > 44 && !(line[42] == ' ' && line[43] == ' '))
+            testing::fail(__FILE__, __LINE__,
+                          "a flag's name runs into its description: " + line.substr(0, 60));
     // no line wider than 120 columns: descriptions wrap in their column
     for (size_t b = 0; b < help.size();) {
         const size_t e = std::min(help.find('\n', b), help.size());

@@ -57,6 +57,11 @@ TEST(num_parameters_presets) {
     ModelConfig m;
     EXPECT_TRUE(model_preset("1.5b", &m));
     EXPECT_EQ(num_parameters(m), (size_t)1557686400);  // the spec's count for GPT-2 1.5B with V = 50304
+    ModelConfig alias;                                 // llm.c's name for it
+    EXPECT_TRUE(model_preset("1558m", &alias));
+    EXPECT_TRUE(alias.num_layers == m.num_layers && alias.channels == m.channels &&
+                alias.num_heads == m.num_heads);
+    EXPECT_TRUE(!model_preset("1558", &alias) && !model_preset("1.5B", &alias));
     EXPECT_EQ(num_parameters(m), count_from_shapes(48, 1600, 50304, 1024));
     EXPECT_TRUE(model_preset("124m", &m));
     EXPECT_EQ(num_parameters(m), count_from_shapes(12, 768, 50304, 1024));

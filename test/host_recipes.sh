@@ -58,7 +58,15 @@ GPUS=8 BATCH=48 DRY_RUN=1 OUT="$WORK/b48" bash "$RECIPE" 124m > "$WORK/b48.out" 
 bash "$RECIPE" 7b > "$WORK/7b.out" 2> "$WORK/7b.err"
 [ $? = 2 ] && [ "$(cat "$WORK/7b.err")" = "error: usage: bash scripts/recipes/gpt2.sh 124m|350m|774m|1558m [extra train_gpt flags...] (got '7b')" ] ||
   why="$why unknown size: $(cat "$WORK/7b.err");"
-if [ -z "$why" ]; then pass "dry_run_overrides (bf16, 8 GPUs, a batch that does not divide, an unknown size)"; else fail dry_run_overrides "$why"; fi
+# the real data: named missing (with the trainer's name of the size, 1.5b), counted where it is (the dry run's own)
+DRY_RUN=1 OUT="$WORK/alias" DATA="$WORK/nodata" bash "$RECIPE" 1.5b > "$WORK/alias.log" 2>&1 &&
+  grep -q "^real data: missing (0 shards match TRAIN_DATA='$WORK/nodata/fineweb_train_\*.bin'" "$WORK/alias.log" &&
+  grep -q "^would run: .*--model 1.5b " "$WORK/alias.log" || why="$why 1.5b without data: $(tail -2 "$WORK/alias.log" | head -1);"
+DRY_RUN=1 OUT="$WORK/withdata" DATA="$WORK/124m/dry_run/data" HELLASWAG="$WORK/124m/dry_run/hellaswag.bin" \
+  bash "$RECIPE" 124m > "$WORK/withdata.log" 2>&1 &&
+  grep -qE "^real data: [1-9][0-9]* train and [1-9][0-9]* val shards, HellaSwag " "$WORK/withdata.log" ||
+  why="$why with data: $(grep '^real data' "$WORK/withdata.log");"
+if [ -z "$why" ]; then pass "dry_run_overrides (bf16, 8 GPUs, a batch that does not divide, an unknown size, 1.5b for 1558m, the real data missing and present)"; else fail dry_run_overrides "$why"; fi
 
 # --resume-if-present, through the binary's checks before the GPU.
 why=""

@@ -104,7 +104,7 @@ CliSpec::CliSpec(TrainConfig* cfg, const char* argv0)
           argv0),
       c_(*cfg) {
     app.formatter(std::make_shared<HelpFormatter>());
-    app.get_formatter()->column_width(42);
+    app.get_formatter()->column_width(44);  // the longest flag and default, plus two spaces
     app.option_defaults()->always_capture_default();
     // A flag given twice: the last one wins ("train_gpt $BASE_FLAGS --steps 10"), as in most tools.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -264,6 +264,16 @@ std::string CliSpec::flag_without_effect() const {
     return "";
 }
 
+// CLI11's "--steps: 1 required INT missing" (an empty value, "--steps=") in our words; other messages as
+// they are.
+std::string in_our_words(const std::string& msg) {
+    const size_t colon = msg.find(": ");
+    if (colon != std::string::npos && msg.find(" required ", colon) != std::string::npos && msg.size() > 8 &&
+        msg.compare(msg.size() - 8, 8, " missing") == 0)
+        return msg.substr(0, colon) + ": expected a value after it (got an empty one)";
+    return msg;
+}
+
 // CLI11's "The following argument was not expected: x" in our words: an unknown flag or a stray value.
 std::string unexpected_arguments(const CLI::App& app) {
     const std::vector<std::string> rest = app.remaining();
@@ -290,7 +300,7 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     } catch (const CLI::ExtrasError&) {
         return usage_error(unexpected_arguments(spec.app));
     } catch (const CLI::ParseError& e) {
-        return usage_error(e.what());
+        return usage_error(in_our_words(e.what()));
     }
     if (spec.version) {  // whatever else is given
         CliResult r;

@@ -10,9 +10,12 @@ constexpr Preset kPresets[] = {
     {"124m", 12, 768, 12}, {"350m", 24, 1024, 16}, {"774m", 36, 1280, 20}, {"1.5b", 48, 1600, 25}};
 }  // namespace
 
+// llm.c's name of the largest size (its scripts say 1558M), taken for ours.
+constexpr const char* kAliasOf1p5b = "1558m";
+
 bool model_preset(const std::string& name, ModelConfig* out) {
     for (const Preset& p : kPresets) {
-        if (name == p.name) {
+        if (name == p.name || (name == kAliasOf1p5b && std::string(p.name) == "1.5b")) {
             out->num_layers = p.L;
             out->channels = p.C;
             out->num_heads = p.H;

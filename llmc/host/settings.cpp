@@ -28,8 +28,10 @@ void model_settings(std::vector<Setting>* rows) {
         {choice("--precision", "GEMM precision: bf16, or fp8 with delayed scaling (see the FP8 flags)",
                 precision_names(), FIELD(precision))
              .key("precision"),
-         setting("--model", "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq)",
-                 FIELD(model_name))
+         setting(
+             "--model",
+             "GPT-2 size preset (sets layers, channels, heads, vocab, max-seq; 1558m, llm.c's name, is 1.5b)",
+             FIELD(model_name))
              .value(preset_choices())
              .key("model"),
          setting("--layers", "override the preset's number of layers L", FIELD(model.num_layers))
@@ -104,7 +106,7 @@ void step_settings(std::vector<Setting>* rows) {
              "of backward; 2 (fp8): also the attention projection's (FP8 then needs less memory than BF16; "
              "the default from 774m, where it costs about nothing; README lists the cost)",
              FIELD(recompute))
-             .shown_default("2 (fp8, 774m and up), 0")
+             .shown_default("0 (fp8 from 774m: 2)")
              .key("recompute"),
          setting("--deterministic,!--no-deterministic",
                  "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics",

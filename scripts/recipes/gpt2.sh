@@ -51,7 +51,7 @@ case "$SIZE" in
     DEFAULT_DATA=data/fineweb100B ;;
   774m) DEFAULT_STEPS=286102 LR=0.00025 FINAL_LR_FRAC=0.0 TOTAL_BATCH=524288 CKPT_EVERY=4000 MICRO=32 MODEL=774m
     DEFAULT_DATA=data/fineweb100B ;;
-  1558m) DEFAULT_STEPS=32000 LR=0.0006 FINAL_LR_FRAC=0.1 TOTAL_BATCH=1048576 CKPT_EVERY=2000 MICRO=16 MODEL=1.5b
+  1558m | 1.5b) SIZE=1558m DEFAULT_STEPS=32000 LR=0.0006 FINAL_LR_FRAC=0.1 TOTAL_BATCH=1048576 CKPT_EVERY=2000 MICRO=16 MODEL=1.5b
     DEFAULT_DATA=data/edu_fineweb100B ;;
   *) die "usage: bash scripts/recipes/gpt2.sh 124m|350m|774m|1558m [extra train_gpt flags...] (got '${SIZE}')" ;;
 esac
@@ -223,6 +223,16 @@ PY
     die "train_gpt --print-config refused the recipe's flags: $(tail -1 "$dry/print_config.err")"
   print_plan "" 0
   echo "dry run: data and HellaSwag prepared in $dry, the flags checked (resolved: $dry/config.json)"
+  # the real run's files: present, or what to prepare first
+  local train_n val_n
+  train_n=$({ compgen -G "$TRAIN_DATA" || true; } | wc -l) val_n=$({ compgen -G "$VAL_DATA" || true; } | wc -l)
+  if [ "$train_n" -gt 0 ] && [ "$val_n" -gt 0 ] && [ -f "$HELLASWAG" ]; then
+    echo "real data: $train_n train and $val_n val shards, HellaSwag $HELLASWAG"
+  else
+    echo "real data: missing ($train_n shards match TRAIN_DATA='$TRAIN_DATA', $val_n match VAL_DATA='$VAL_DATA'," \
+      "HellaSwag '$HELLASWAG' $([ -f "$HELLASWAG" ] && echo present || echo absent)): prepare them first" \
+      "(scripts/recipes/README.md), or set DATA / TRAIN_DATA / VAL_DATA / HELLASWAG"
+  fi
   recipe_flags "$TRAIN_DATA" "$VAL_DATA" "$HELLASWAG"
   echo "would run: $(printf '%q ' "${LAUNCH[@]}" "$TRAIN_GPT" "${FLAGS[@]}" "$@")"
 }
