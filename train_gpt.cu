@@ -396,9 +396,8 @@ void Run::export_now() {
     const std::vector<float> weights = model_->weights_to_host();   // collective; re-arms per tensor
     comm_->arm(kCheckpointTimeoutS, "rank 0 to write the export");  // however long the disk takes
     if (rank_ == 0) {
-        export_weights(cfg_.export_path, cfg_.export_hf ? ExportFormat::HF : ExportFormat::Seed, cfg_.model,
-                       weights);
-        printf("exported the weights (%s layout) to %s\n", cfg_.export_hf ? "Hugging Face GPT-2" : "seed",
+        export_weights(cfg_.export_path, cfg_.export_format, cfg_.model, weights);
+        printf("exported the weights (%s layout) to %s\n", export_format_description(cfg_.export_format),
                cfg_.export_path.c_str());
     }
     comm_->barrier(comm_->stream(), kCheckpointTimeoutS, "rank 0 to write the export");

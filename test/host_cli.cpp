@@ -201,7 +201,7 @@ TEST(run_flags_set_their_fields) {
         {{"--resume", "ck", "--checkpoint-every", "7"},
          [](const TrainConfig& c) { return c.checkpoint_every == 7; }},
         {{"--export", "w.safetensors", "--export-format", "hf"},
-         [](const TrainConfig& c) { return c.export_hf; }},
+         [](const TrainConfig& c) { return c.export_format == ExportFormat::HF; }},
         {{"--log-dir=--steps"}, [](const TrainConfig& c) { return c.log_dir == "--steps"; }},
         {{"--log-dir", "-"}, [](const TrainConfig& c) { return c.log_dir == "-"; }},
         {{"--layers", "6"}, [](const TrainConfig& c) { return c.model.num_layers == 6; }},
@@ -704,11 +704,11 @@ TEST(help_shows_real_defaults) {
           "--recompute INT=0 (fp8 from 774m: 2)", "--train-data GLOB=random", "--init-from FILE|DIR"})
         EXPECT_CONTAINS(help, s);
     EXPECT_TRUE(help.find('{') == std::string::npos);
-    // every flag's name and default end two spaces before the description column (44): the two never run
+    // every flag's name and default end two spaces before the description column (47): the two never run
     // together
     std::istringstream lines(help);
     for (std::string line; std::getline(lines, line);)
-        if (line.rfind("  -", 0) == 0 && line.size() > 44 && !(line[42] == ' ' && line[43] == ' '))
+        if (line.rfind("  -", 0) == 0 && line.size() > 47 && !(line[45] == ' ' && line[46] == ' '))
             testing::fail(__FILE__, __LINE__,
                           "a flag's name runs into its description: " + line.substr(0, 60));
     // no line wider than 120 columns: descriptions wrap in their column

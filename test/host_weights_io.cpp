@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -602,6 +603,142 @@ TEST(export_destination_checks) {
         EXPECT_CONTAINS(check_export_destination("/proc/x/hf", ExportFormat::HF),
                         "cannot create a file in '/proc'");
     }
+}
+
+// ---- llm.c's model files (llmc/model/weights_llmc.h) ----
+
+std::vector<int32_t> llmc_header(const std::string& path) {
+    std::vector<int32_t> h(256);
+    std::ifstream f(path, std::ios::binary);
+    f.read(reinterpret_cast<char*>(h.data()), 1024);
+    return h;
+}
+
+uint16_t bf16_rne(float f) {  // the test's own float -> bfloat16, round to nearest even
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint32_t lsb = (u >> 16) & 1u;
+    return (uint16_t)((u + 0x7FFFu + lsb) >> 16);
+}
+
+// The header llm.c documents (train_gpt2.py's write_model), then the parameters: float32 or bfloat16 round
+// trips (bitwise; bfloat16 as rounded to nearest even), and the file's size.
+TEST(llmc_export_header_and_roundtrip) {
+    TempDir dir{"weights_io"};
+    const ModelConfig m = small_model();
+    const std::vector<float> p = random_params(m, 21);
+    export_weights(dir.file("m.bin"), ExportFormat::Llmc, m, p);
+    const std::vector<int32_t> h = llmc_header(dir.file("m.bin"));
+    const std::vector<int32_t> want = {20240326,     3,           m.max_seq_len, m.vocab_size,
+                                       m.num_layers, m.num_heads, m.channels,    m.vocab_size};
+    EXPECT_TRUE(std::vector<int32_t>(h.begin(), h.begin() + 8) == want);
+    EXPECT_TRUE(std::all_of(h.begin() + 8, h.end(), [](int32_t v) { return v == 0; }));
+    struct stat st;
+    EXPECT_TRUE(stat(dir.file("m.bin").c_str(), &st) == 0 && (size_t)st.st_size == 1024 + p.size() * 4);
+    const std::vector<float> back = import_weights(dir.file("m.bin"), m);
+    EXPECT_TRUE(back.size() == p.size() && std::memcmp(back.data(), p.data(), p.size() * 4) == 0);
+
+    export_weights(dir.file("m16.bin"), ExportFormat::LlmcBf16, m, p);
+    EXPECT_EQ(llmc_header(dir.file("m16.bin"))[1], 5);
+    EXPECT_TRUE(stat(dir.file("m16.bin").c_str(), &st) == 0 && (size_t)st.st_size == 1024 + p.size() * 2);
+    const std::vector<float> back16 = import_weights(dir.file("m16.bin"), m);
+    size_t wrong = 0;
+    for (size_t i = 0; i < p.size(); i++) {
+        const uint32_t u = (uint32_t)bf16_rne(p[i]) << 16;
+        float want_f;
+        std::memcpy(&want_f, &u, 4);
+        wrong += std::memcmp(&back16[i], &want_f, 4) != 0;
+    }
+    EXPECT_EQ(wrong, (size_t)0);
+    // GPT-2's padded vocabulary: vocab_size 50257 in the header, 50304 rows written
+    const ModelConfig g = padded_model();
+    export_weights(dir.file("g.bin"), ExportFormat::Llmc, g, random_params(g, 22));
+    const std::vector<int32_t> hg = llmc_header(dir.file("g.bin"));
+    EXPECT_TRUE(hg[3] == 50257 && hg[7] == 50304);
+}
+
+// A file built here from llm.c's documented order (tensor by tensor, each filled with its own values), with
+// a padded vocabulary smaller than the model's: every tensor lands under its name, the extra vocabulary rows
+// are zero.
+TEST(llmc_file_in_llmc_order_loads) {
+    TempDir dir{"weights_io"};
+    const ModelConfig m = small_model();  // V = 96
+    const int L = m.num_layers, C = m.channels, T = m.max_seq_len, Vp = 80, V = 77;
+    const std::vector<std::pair<std::string, size_t>> order = {{"wte", (size_t)Vp * C},
+                                                               {"wpe", (size_t)T * C},
+                                                               {"ln1w", (size_t)L * C},
+                                                               {"ln1b", (size_t)L * C},
+                                                               {"qkvw", (size_t)L * 3 * C * C},
+                                                               {"qkvb", (size_t)L * 3 * C},
+                                                               {"attprojw", (size_t)L * C * C},
+                                                               {"attprojb", (size_t)L * C},
+                                                               {"ln2w", (size_t)L * C},
+                                                               {"ln2b", (size_t)L * C},
+                                                               {"fcw", (size_t)L * 4 * C * C},
+                                                               {"fcb", (size_t)L * 4 * C},
+                                                               {"fcprojw", (size_t)L * C * 4 * C},
+                                                               {"fcprojb", (size_t)L * C},
+                                                               {"lnfw", (size_t)C},
+                                                               {"lnfb", (size_t)C}};
+    std::vector<int32_t> header(256, 0);
+    const int32_t fields[8] = {20240326, 3, T, V, L, m.num_heads, C, Vp};
+    std::copy(fields, fields + 8, header.begin());
+    std::string bytes(reinterpret_cast<const char*>(header.data()), 1024);
+    std::map<std::string, std::vector<float>> written;
+    for (size_t k = 0; k < order.size(); k++) {
+        std::vector<float>& v = written[order[k].first];
+        v.resize(order[k].second);
+        for (size_t i = 0; i < v.size(); i++) v[i] = (float)(k + 1) + (float)(i % 1000) * 1e-3f;
+        bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+    }
+    std::ofstream(dir.file("llmc.bin"), std::ios::binary) << bytes;
+    const std::vector<float> p = import_weights(dir.file("llmc.bin"), m);
+    for (const auto& kv : written) {
+        size_t n = 0;
+        const float* got = slice(m, p, kv.first, -1, &n);
+        const size_t cmp = kv.first == "wte" ? kv.second.size() : n;
+        if (!got || cmp > n || std::memcmp(got, kv.second.data(), cmp * 4) != 0)
+            testing::fail(__FILE__, __LINE__, kv.first + " is not the file's " + kv.first);
+        if (kv.first == "wte" && got && std::any_of(got + cmp, got + n, [](float x) { return x != 0.0f; }))
+            testing::fail(__FILE__, __LINE__, "the vocabulary rows past the file's are not zero");
+    }
+}
+
+// Every header problem is one line naming the file, from check_import (the checks before the GPU) as from
+// import_weights.
+TEST(llmc_header_errors) {
+    TempDir dir{"weights_io"};
+    const ModelConfig m = small_model();
+    export_weights(dir.file("good.bin"), ExportFormat::Llmc, m, random_params(m, 23));
+    std::string good;
+    {
+        std::ifstream f(dir.file("good.bin"), std::ios::binary);
+        good.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    }
+    auto variant = [&](const std::string& name, int field, int32_t value, size_t size) {
+        std::string b = good.substr(0, size);
+        if (field >= 0) std::memcpy(&b[field * 4], &value, 4);
+        std::ofstream(dir.file(name), std::ios::binary) << b;
+        return dir.file(name);
+    };
+    const struct {
+        std::string file, message;
+    } cases[] = {
+        {variant("v4.bin", 1, 4, good.size()), "llm.c model version 4"},
+        {variant("layers.bin", 4, 3, good.size()), "a model of 3 layers, this one has 2"},
+        {variant("heads.bin", 5, 8, good.size()), "a model of 8 heads, this one has 4"},
+        {variant("vp.bin", 7, 128, good.size()), "a padded vocabulary of 128 rows, larger than this model's"},
+        {variant("short.bin", -1, 0, good.size() - 10), "the header's shape needs"},
+        {variant("tiny.bin", -1, 0, 512), "shorter than llm.c's 1024-byte header"},
+    };
+    for (const auto& c : cases) {
+        const std::string from_check = error_of([&] { check_import(c.file, m); });
+        const std::string from_import = error_of([&] { import_weights(c.file, m); });
+        if (from_check.find(c.message) == std::string::npos || from_check.find(c.file) != 0 ||
+            from_check != from_import || from_check.find('\n') != std::string::npos)
+            testing::fail(__FILE__, __LINE__, c.file + ": '" + from_check + "' / '" + from_import + "'");
+    }
+    EXPECT_CONTAINS(check_export_destination(dir.path, ExportFormat::Llmc), "is a folder");
 }
 
 TEST_MAIN()

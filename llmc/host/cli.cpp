@@ -104,7 +104,7 @@ CliSpec::CliSpec(TrainConfig* cfg, const char* argv0)
           argv0),
       c_(*cfg) {
     app.formatter(std::make_shared<HelpFormatter>());
-    app.get_formatter()->column_width(44);  // the longest flag and default, plus two spaces
+    app.get_formatter()->column_width(47);  // the longest flag and default, plus two spaces
     app.option_defaults()->always_capture_default();
     // A flag given twice: the last one wins ("train_gpt $BASE_FLAGS --steps 10"), as in most tools.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

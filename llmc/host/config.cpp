@@ -23,13 +23,30 @@ const ChoiceNames<bool>& gelu_names() {
     static const ChoiceNames<bool> names = {{"erf", false}, {"tanh", true}};
     return names;
 }
-const ChoiceNames<bool>& export_format_names() {
-    static const ChoiceNames<bool> names = {{"seed", false}, {"hf", true}};
+const ChoiceNames<ExportFormat>& export_format_names() {
+    static const ChoiceNames<ExportFormat> names = {{"seed", ExportFormat::Seed},
+                                                    {"hf", ExportFormat::HF},
+                                                    {"llmc", ExportFormat::Llmc},
+                                                    {"llmc-bf16", ExportFormat::LlmcBf16}};
     return names;
 }
 const ChoiceNames<bool>& adam_moments_names() {
     static const ChoiceNames<bool> names = {{"fp32", false}, {"bf16", true}};
     return names;
+}
+
+const char* export_format_description(ExportFormat f) {
+    switch (f) {
+        case ExportFormat::HF:
+            return "Hugging Face GPT-2";
+        case ExportFormat::Llmc:
+            return "llm.c float32";
+        case ExportFormat::LlmcBf16:
+            return "llm.c bfloat16";
+        case ExportFormat::Seed:
+            break;
+    }
+    return "seed";
 }
 
 const char* to_string(Precision p) { return choice_name(precision_names(), p); }

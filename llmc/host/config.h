@@ -22,6 +22,9 @@ enum class Precision { BF16, FP8 };
 enum class LrSchedule { Cosine, Constant };
 enum class Fp8Format { Hybrid, E4M3 };  // hybrid: E4M3 forward, E5M2 gradients
 enum class AmaxAlgo { Max, MostRecent };
+// Where --export writes the weights (llmc/model/weights_io.h): the seed script's safetensors file, a Hugging
+// Face GPT-2 folder, or an llm.c model file in float32 or bfloat16 (llmc/model/weights_llmc.h).
+enum class ExportFormat { Seed, HF, Llmc, LlmcBf16 };
 
 struct Fp8Config {
     Fp8Format format = Fp8Format::Hybrid;  // Transformer Engine defaults
@@ -117,7 +120,7 @@ struct TrainConfig {
     // Weights in and out (llmc/model/weights_io.h).
     std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)
     std::string export_path;  // write the weights here: without --export-at-end instead of training
-    bool export_hf = false;   // --export-format hf (a folder) instead of seed (one file)
+    ExportFormat export_format = ExportFormat::Seed;
     bool export_at_end = false;
 };
 
@@ -168,9 +171,11 @@ const ChoiceNames<Precision>& precision_names();
 const ChoiceNames<LrSchedule>& schedule_names();
 const ChoiceNames<Fp8Format>& fp8_format_names();
 const ChoiceNames<AmaxAlgo>& amax_algo_names();
-const ChoiceNames<bool>& gelu_names();           // ModelConfig::gelu_tanh: erf, tanh
-const ChoiceNames<bool>& export_format_names();  // TrainConfig::export_hf: seed, hf
-const ChoiceNames<bool>& adam_moments_names();   // TrainConfig::adam_bf16_moments: fp32, bf16
+const ChoiceNames<bool>& gelu_names();                   // ModelConfig::gelu_tanh: erf, tanh
+const ChoiceNames<ExportFormat>& export_format_names();  // seed, hf, llmc, llmc-bf16
+// The layout in words, for people: "seed", "Hugging Face GPT-2", "llm.c float32", "llm.c bfloat16".
+const char* export_format_description(ExportFormat f);
+const ChoiceNames<bool>& adam_moments_names();  // TrainConfig::adam_bf16_moments: fp32, bf16
 // v's name in `names` (the first one's if v has none).
 template <typename E>
 const char* choice_name(const ChoiceNames<E>& names, E v) {

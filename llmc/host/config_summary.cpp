@@ -103,7 +103,7 @@ std::string output_lines(const TrainConfig& c) {
         s += "  resume       none: no checkpoint in " + c.resume_if_present + " yet, starting fresh\n";
     if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
     if (!c.export_path.empty())
-        s += "  export       " + c.export_path + " (" + (c.export_hf ? "Hugging Face GPT-2" : "seed") +
+        s += "  export       " + c.export_path + " (" + export_format_description(c.export_format) +
              " layout) " + (export_only(c) ? "and exit, no training" : "after the last step") + "\n";
     return s;
 }

@@ -294,8 +294,8 @@ void gpu_and_sampling_settings(std::vector<Setting>* rows) {
 void weights_settings(std::vector<Setting>* rows) {
     add(rows, "Weights",
         {setting("--init-from",
-                 "start from these weights: a seed-layout .safetensors (our export) or a Hugging Face GPT-2 "
-                 "model.safetensors / folder (vocabulary padded with zero rows)",
+                 "start from these weights: a seed-layout .safetensors (our export), a Hugging Face GPT-2 "
+                 "model.safetensors / folder, or an llm.c model file (vocabulary padded with zero rows)",
                  FIELD(init_from))
              .value("FILE|DIR")
              .key("init_from"),
@@ -307,8 +307,8 @@ void weights_settings(std::vector<Setting>* rows) {
              .key("export"),
          choice("--export-format",
                 "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
-                "(model.safetensors + config.json)",
-                export_format_names(), FIELD(export_hf))
+                "(model.safetensors + config.json); llmc, llmc-bf16: llm.c's model file (float32, bfloat16)",
+                export_format_names(), FIELD(export_format))
              .key("export_format"),
          setting("--export-at-end", "export after the last step", FIELD(export_at_end))
              .key("export_at_end")});

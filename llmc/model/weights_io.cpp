@@ -17,9 +17,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "llmc/formats/file_bytes.h"
 #include "llmc/formats/file_checks.h"
 #include "llmc/formats/json.h"
 #include "llmc/formats/safetensors.h"
+#include "llmc/model/weights_llmc.h"
 
 int hf_vocab_size(int V) { return (V >= kGpt2Vocab && V <= kGpt2PaddedVocab) ? kGpt2Vocab : V; }
 
@@ -143,44 +145,6 @@ std::string parent_dir(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-[[noreturn]] void io_fail(const std::string& path, const std::string& what, int err) {
-    throw std::runtime_error(path + ": " + what + ": " + std::strerror(err));
-}
-
-// Writes `text` to `path` crash-safely (temporary file, fsync, rename, fsync of the directory).
-void write_text_atomic(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp." + std::to_string((long)getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) io_fail(path, "cannot create " + tmp, errno);
-    size_t done = 0;
-    while (done < text.size()) {
-        ssize_t w = write(fd, text.data() + done, text.size() - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int err = w < 0 ? errno : EIO;
-            close(fd);
-            unlink(tmp.c_str());
-            io_fail(path, "writing " + tmp, err);
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int err = errno;
-        unlink(tmp.c_str());
-        io_fail(path, "fsync/close of " + tmp, err);
-    }
-    if (rename(tmp.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        unlink(tmp.c_str());
-        io_fail(path, "renaming " + tmp + " over it", err);
-    }
-    int dfd = open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-}
-
 std::string seed_metadata_config(const ModelConfig& m) {
     json::Value o = json::Value::object();
     o.set("n_layer", json::Value::integer(m.num_layers));
@@ -256,6 +220,10 @@ void export_weights(const std::string& path_or_dir, ExportFormat fmt, const Mode
     if (params.size() != total)
         throw std::invalid_argument("export_weights: " + std::to_string(params.size()) +
                                     " parameters given, the model has " + std::to_string(total));
+    if (fmt == ExportFormat::Llmc || fmt == ExportFormat::LlmcBf16) {
+        export_llmc(path_or_dir, m, params, fmt == ExportFormat::LlmcBf16);
+        return;
+    }
     const Layout layout = fmt == ExportFormat::Seed ? Layout::Seed : Layout::HF;
     const std::vector<Entry> entries = layout_entries(layout, m);
     SafetensorsWriter w;
@@ -294,7 +262,8 @@ void export_weights(const std::string& path_or_dir, ExportFormat fmt, const Mode
         throw std::runtime_error(path_or_dir + ": cannot create the export directory" +
                                  (ec ? ": " + ec.message() : std::string(" (a file of that name exists)")));
     w.write_atomic(path_or_dir + "/model.safetensors");
-    write_text_atomic(path_or_dir + "/config.json", hf_config_json(m));
+    const std::string config = hf_config_json(m);
+    write_file_atomic(path_or_dir + "/config.json", {{config.data(), config.size()}});
 }
 
 // A folder that export_weights can create files in: "" or why not. A file is really created there (and
@@ -304,9 +273,11 @@ std::string writable_folder(const std::string& dir) { return file_creatable_in(d
 std::string check_export_destination(const std::string& path_or_dir, ExportFormat fmt) {
     const std::string what = "--export '" + path_or_dir + "': ";
     if (path_or_dir.empty()) return what + "empty path";
-    if (fmt == ExportFormat::Seed) {
+    if (fmt != ExportFormat::HF) {
         if (is_dir(path_or_dir))
-            return what + "is a folder (the seed layout is one file; --export-format hf writes a folder)";
+            return what +
+                   "is a folder (the seed and llm.c layouts are one file; --export-format hf writes a "
+                   "folder)";
         const std::string why = writable_folder(parent_dir(path_or_dir));
         return why.empty() ? "" : what + why;
     }
@@ -478,9 +449,13 @@ void check_lm_head_tied(const ImportPlan& plan, const std::vector<float>& params
 
 }  // namespace
 
-void check_import(const std::string& path, const ModelConfig& m) { plan_import(path, m); }
+void check_import(const std::string& path, const ModelConfig& m) {
+    if (!is_dir(path) && is_llmc_model_file(path)) return check_import_llmc(path, m);
+    plan_import(path, m);
+}
 
 std::vector<float> import_weights(const std::string& path, const ModelConfig& m) {
+    if (!is_dir(path) && is_llmc_model_file(path)) return import_llmc(path, m);
     const ImportPlan plan = plan_import(path, m);
     // The vocabulary rows past the file's (50257..50303 for GPT-2) stay zero: those padded token ids never
     // occur in the data, so the rows only ever see weight decay; llm.c pads the same way.

@@ -37,10 +37,8 @@ constexpr int kGpt2PaddedVocab = 50304;  // padded to a multiple of 128 (llm.c, 
 // 50304: the rows past 50256 are padding that no token id reaches), else V itself.
 int hf_vocab_size(int V);
 
-enum class ExportFormat { Seed, HF };
-
 // Writes `params` (canonical order, num_parameters(m) floats, else std::invalid_argument).
-//   Seed: `path_or_dir` is the .safetensors file.
+//   Seed: `path_or_dir` is the .safetensors file. Llmc, LlmcBf16: the llm.c model file (weights_llmc.h).
 //   HF:   `path_or_dir` is a directory (created with its parents if needed) that receives model.safetensors
 //         and config.json.
 // Every file is written atomically (temporary file, fsync, rename). Errors: std::runtime_error, one line.
@@ -55,7 +53,8 @@ std::string check_export_destination(const std::string& path_or_dir, ExportForma
 std::string hf_config_json(const ModelConfig& m);
 
 // Reads the weights of model `m` from `path`: a seed-layout file, an HF file (model.safetensors, names with
-// or without the "transformer." prefix), or a directory holding model.safetensors. The layout is detected
+// or without the "transformer." prefix), a directory holding model.safetensors, or an llm.c model file
+// (recognized by its magic; llmc/model/weights_llmc.h). The layout is detected
 // from the names. Accepted and ignored: HF's causal-mask buffers h.N.attn.bias / h.N.attn.masked_bias, and
 // an lm_head.weight equal to wte (one that differs: "untied lm_head is not supported"). Tensors may be F32,
 // F16 or BF16 (converted to float). A file vocabulary smaller than m.vocab_size (50257 vs 50304) is padded

@@ -59,9 +59,7 @@ std::string check_weight_files(const TrainConfig& cfg) {
         } catch (const std::exception& e) {
             return about("--resume", e.what());
         }
-    if (!cfg.export_path.empty())
-        return check_export_destination(cfg.export_path,
-                                        cfg.export_hf ? ExportFormat::HF : ExportFormat::Seed);
+    if (!cfg.export_path.empty()) return check_export_destination(cfg.export_path, cfg.export_format);
     return "";
 }
 
