@@ -66,7 +66,11 @@ DRY_RUN=1 OUT="$WORK/withdata" DATA="$WORK/124m/dry_run/data" HELLASWAG="$WORK/1
   bash "$RECIPE" 124m > "$WORK/withdata.log" 2>&1 &&
   grep -qE "^real data: [1-9][0-9]* train and [1-9][0-9]* val shards, HellaSwag " "$WORK/withdata.log" ||
   why="$why with data: $(grep '^real data' "$WORK/withdata.log");"
-if [ -z "$why" ]; then pass "dry_run_overrides (bf16, 8 GPUs, a batch that does not divide, an unknown size, 1.5b for 1558m, the real data missing and present)"; else fail dry_run_overrides "$why"; fi
+# the plan from the final flags: the user's extra flags win, and the plan says so
+DRY_RUN=1 OUT="$WORK/extra" bash "$RECIPE" 124m --precision bf16 --lr 1e-3 --checkpoint-every 10 > "$WORK/extra.log" 2>&1 &&
+  grep -q "^plan: GPT-2 124m (124m), bf16, " "$WORK/extra.log" && grep -q "^  schedule    lr 0.001, " "$WORK/extra.log" &&
+  grep -q "checkpoints every 10 steps" "$WORK/extra.log" || why="$why extra flags: $(grep -E '^plan|lr|checkpoints' "$WORK/extra.log" | tr '\n' ' ');"
+if [ -z "$why" ]; then pass "dry_run_overrides (bf16, 8 GPUs, a batch that does not divide, an unknown size, 1.5b for 1558m, the real data missing and present, the plan from the extra flags)"; else fail dry_run_overrides "$why"; fi
 
 # --resume-if-present, through the binary's checks before the GPU.
 why=""
@@ -87,6 +91,11 @@ if [ -z "$why" ]; then pass "resume_if_present (fresh without a checkpoint, resu
 # run fails once (the file 'crashed' remembers it), then writes the last step's checkpoint.
 cat > "$WORK/stand_in.sh" <<'SH'
 #!/usr/bin/env bash
+for a in "$@"; do  # the recipe's plan reads the resolved configuration: the 124m recipe's
+  [ "$a" = --print-config ] && { echo '{"model": "124m", "precision": "fp8", "steps": 18865, "total_batch": 524288,
+    "lr": 0.0006, "warmup": 700, "schedule": "cosine", "final_lr_frac": 0, "weight_decay": 0.1,
+    "checkpoint_every": 5000, "batch": 64, "seq": 1024}'; exit 0; }
+done
 log="" steps="" ckpt=""
 while [ $# -gt 0 ]; do
   case "$1" in --log-dir) log=$2 ;; --steps) steps=$2 ;; --resume-if-present) ckpt=$2 ;; esac

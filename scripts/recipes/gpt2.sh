@@ -121,22 +121,45 @@ human_time() {  # seconds -> "3 h 12 min"
     else if (s >= 60) printf "%d min", m; else printf "%d s", s + 0.5 }'
 }
 
-print_plan() {  # ms-per-step ("" when not measured) first-step
-  local tokens
-  tokens=$(awk -v s="$STEPS" -v b="$TOTAL_BATCH" 'BEGIN { printf "%.2fB", s * b / 1e9 }')
-  echo "plan: GPT-2 $SIZE ($MODEL), $PRECISION, $GPUS GPU(s), micro-batch $BATCH x $SEQ"
-  echo "  tokens      $tokens = $STEPS steps x $TOTAL_BATCH tokens$([ "$STEPS" = "$DEFAULT_STEPS" ] && echo " (llm.c's)")"
-  echo "  schedule    lr $LR, $WARMUP warmup steps, cosine to $FINAL_LR_FRAC x lr, weight decay 0.1"
-  echo "  evaluation  validation and HellaSwag every 250 steps; checkpoints every $CKPT_EVERY steps in $CKPT"
+# The plan from the resolved configuration (train_gpt --print-config of the recipe's flags and the user's
+# extra ones, which win), so it says what will run.
+print_plan() {  # ms-per-step ("" when not measured) first-step config.json
+  local model precision steps total lr warmup schedule final wd every batch seq tokens
+  read -r model precision steps total lr warmup schedule final wd every batch seq < <(python3 - "$3" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+print(*(c[k] for k in ("model", "precision", "steps", "total_batch", "lr", "warmup", "schedule", "final_lr_frac",
+                       "weight_decay", "checkpoint_every", "batch", "seq")))
+PY
+)
+  tokens=$(awk -v s="$steps" -v b="$total" 'BEGIN { printf "%.2fB", s * b / 1e9 }')
+  local decay="constant"
+  [ "$schedule" = cosine ] && decay="cosine to $final x lr"
+  echo "plan: GPT-2 $SIZE ($model), $precision, $GPUS GPU(s), micro-batch $batch x $seq"
+  echo "  tokens      $tokens = $steps steps x $total tokens$([ "$steps" = "$DEFAULT_STEPS" ] && [ "$total" = "$TOTAL_BATCH" ] && echo " (llm.c's)")"
+  echo "  schedule    lr $lr, $warmup warmup steps, $decay, weight decay $wd"
+  echo "  evaluation  validation and HellaSwag every 250 steps; checkpoints every $every steps in $CKPT"
   [ "$2" -gt 0 ] && echo "  resume      from step $2 (the newest checkpoint in $CKPT)"
   if [ -n "$1" ]; then
-    local left=$((STEPS - $2))
+    local left=$((steps - $2))
     echo "  time        $(human_time "$(awk -v ms="$1" -v n="$left" 'BEGIN { print ms * n / 1000 }')") projected for" \
-      "$left steps at the warm-up's $1 ms per step ($(awk -v ms="$1" -v b="$TOTAL_BATCH" \
+      "$left steps at the warm-up's $1 ms per step ($(awk -v ms="$1" -v b="$total" \
         'BEGIN { printf "%.0f", b / (ms / 1000) }') tokens/s), evaluations not included"
   else
     echo "  time        not measured (WARMUP_STEPS=0 or a dry run)"
   fi
+}
+
+# train_gpt --print-config of the recipe's flags and "$@" into $1 (as rank 0 of GPUS ranks, so the
+# accumulation is checked for this many GPUs); the one-line error and exit 2 when train_gpt refuses them.
+resolve_config() {  # out.json train-glob val-glob hellaswag-file [extra flags...]
+  local out=$1 ranks=()
+  shift
+  recipe_flags "$1" "$2" "$3"
+  shift 3
+  [ "$GPUS" -gt 1 ] && ranks=(RANK=0 LOCAL_RANK=0 WORLD_SIZE="$GPUS" MASTER_ADDR=localhost MASTER_PORT=29500)
+  env "${ranks[@]}" "$TRAIN_GPT" "${FLAGS[@]}" "$@" --print-config > "$out" 2> "$out.err" ||
+    die "train_gpt --print-config refused the recipe's flags: $(tail -1 "$out.err")"
 }
 
 newest_step() {  # the step of the newest checkpoint in $CKPT, 0 without one
@@ -215,13 +238,8 @@ PY
   python3 "$ROOT/scripts/data/prepare_hellaswag.py" --tokenizer bytes --input "$dry/hellaswag.jsonl" \
     --out "$dry/hellaswag.bin" > "$dry/prepare_hellaswag.txt" 2>&1 ||
     die "scripts/data/prepare_hellaswag.py failed: $(tail -1 "$dry/prepare_hellaswag.txt")"
-  local ranks=()
-  # as rank 0 of GPUS ranks (torchrun's variables), so the accumulation is checked for this many GPUs
-  [ "$GPUS" -gt 1 ] && ranks=(RANK=0 LOCAL_RANK=0 WORLD_SIZE="$GPUS" MASTER_ADDR=localhost MASTER_PORT=29500)
-  recipe_flags "$dry/data/fineweb_train_*.bin" "$dry/data/fineweb_val_*.bin" "$dry/hellaswag.bin"
-  env "${ranks[@]}" "$TRAIN_GPT" "${FLAGS[@]}" "$@" --print-config > "$dry/config.json" 2> "$dry/print_config.err" ||
-    die "train_gpt --print-config refused the recipe's flags: $(tail -1 "$dry/print_config.err")"
-  print_plan "" 0
+  resolve_config "$dry/config.json" "$dry/data/fineweb_train_*.bin" "$dry/data/fineweb_val_*.bin" "$dry/hellaswag.bin" "$@"
+  print_plan "" 0 "$dry/config.json"
   echo "dry run: data and HellaSwag prepared in $dry, the flags checked (resolved: $dry/config.json)"
   # the real run's files: present, or what to prepare first
   local train_n val_n
@@ -249,8 +267,8 @@ fi
 mkdir -p "$OUT"
 ms=""
 if [ "$WARMUP_STEPS" -gt 0 ] && ! ms=$(measure_step_ms "$@"); then exit 2; fi
-print_plan "$ms" "$(newest_step)"
-recipe_flags "$TRAIN_DATA" "$VAL_DATA" "$HELLASWAG"
+resolve_config "$OUT/plan_config.json" "$TRAIN_DATA" "$VAL_DATA" "$HELLASWAG" "$@"
+print_plan "$ms" "$(newest_step)" "$OUT/plan_config.json"
 
 attempt=0
 while true; do
