@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -223,9 +224,36 @@ std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, 
     return e;
 }
 
+namespace {
+
+// A fresh run (not --resume) into a log folder that holds an earlier run's train.jsonl: that log and its
+// config.json move to train.jsonl.N / config.json.N (the first N free), so nothing is overwritten, and a
+// warning says where they went. "" or the one-line error.
+std::string keep_earlier_logs(const std::string& dir) {
+    struct stat st;
+    const std::string log = dir + "/train.jsonl";
+    if (stat(log.c_str(), &st) != 0 || st.st_size == 0) return "";
+    int n = 1;
+    while (access((log + "." + std::to_string(n)).c_str(), F_OK) == 0 && n < 1000000) n++;
+    const std::string suffix = "." + std::to_string(n);
+    if (rename(log.c_str(), (log + suffix).c_str()) != 0)
+        return "--log-dir: cannot move the earlier run's " + log + " aside: " + strerror(errno);
+    const std::string cfg = dir + "/config.json";
+    if (access(cfg.c_str(), F_OK) == 0) rename(cfg.c_str(), (cfg + suffix).c_str());
+    fprintf(
+        stderr,
+        "warning: %s held an earlier run's log: moved to train.jsonl%s (--log-dir DIR keeps runs apart)\n",
+        dir.c_str(), suffix.c_str());
+    return "";
+}
+
+}  // namespace
+
 std::string prepare_output_dirs(const TrainConfig& cfg, int rank) {
     if (rank != 0) return "";  // rank 0 writes the logs and the checkpoints
     if (std::string e = prepare_writable_dir(cfg.log_dir, "--log-dir"); !e.empty()) return e;
+    if (cfg.resume.empty())  // a resumed run appends to its log
+        if (std::string e = keep_earlier_logs(cfg.log_dir); !e.empty()) return e;
     const std::string ckpt = checkpoint_dir_of(cfg);
     if (ckpt.empty()) return "";
     return prepare_writable_dir(ckpt, cfg.checkpoint_dir.empty() ? "--resume" : "--checkpoint-dir");
