@@ -143,8 +143,12 @@ fi
 # A directory (walked in sorted order; a hidden file skipped) and a quoted glob; --workers 2.
 touch "$WORK/txt/.hidden"
 if prep dir --tokenizer bytes --workers 2 "$WORK/txt" && prep glob --tokenizer bytes --workers 2 "$WORK/txt/doc_*.txt"; then
-  if same_output txt_bytes dir && same_output txt_bytes glob && grep -q "tokenized $NDOCS file(s)" "$WORK/dir.log"; then
-    pass "dir_and_glob_inputs ($NDOCS files, sorted, same shards as the file list)"
+  # without --prefix the shards are named after the glob's folder, not its first file
+  PYTHONPATH="$(pythonpath)" python3 "$PREP" --tokenizer bytes --val-fraction 0.1 --out-dir "$WORK/out_glob_name" \
+    "$WORK/txt/doc_*.txt" > "$WORK/glob_name.log" 2>&1
+  if same_output txt_bytes dir && same_output txt_bytes glob && grep -q "tokenized $NDOCS file(s)" "$WORK/dir.log" &&
+    [ -n "$(ls "$WORK"/out_glob_name/txt_train_*.bin 2>/dev/null)" ]; then
+    pass "dir_and_glob_inputs ($NDOCS files, sorted, same shards as the file list; a glob's shards named after its folder)"
   else
     fail dir_and_glob_inputs "the shards differ from the file list's: $(grep tokenized "$WORK/dir.log" "$WORK/glob.log" | tr '\n' ' ')"
   fi

@@ -841,8 +841,16 @@ def parse_args(argv):
 
 
 def default_prefix(first_arg, files):
-    name = os.path.basename(os.path.normpath(first_arg)) if os.path.isdir(first_arg) else \
-        os.path.splitext(os.path.basename(files[0][0]))[0]
+    """The first input's name: a directory's, a glob's folder ('lib/*.py' -> 'lib', not its first file's), else
+    the file's without its extension; characters other than letters, digits, '_', '.', '-' become '_'."""
+    if os.path.isdir(first_arg):
+        name = os.path.basename(os.path.normpath(first_arg))
+    elif any(c in first_arg for c in "*?[") and not os.path.exists(first_arg):
+        parts = os.path.normpath(first_arg).split(os.sep)
+        fixed = next((i for i, p in enumerate(parts) if any(c in p for c in "*?[")), len(parts))
+        name = parts[fixed - 1] if fixed > 0 else ""
+    else:
+        name = os.path.splitext(os.path.basename(files[0][0]))[0]
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "data"
 
 
