@@ -437,8 +437,6 @@ void Run::on_skipped_step(int step, const StepOutcome& r, int bad_in_a_row) {
 void Run::after_applied_step(int step, const Fp8Health* health) {
     const bool last = step == cfg_.steps - 1;
     if (health && comm_->active()) {
-        // the state's copy to the host waits for the GPU too, which a dead rank's collective can hold
-        comm_->arm(comm_->timeout_s(), "the FP8 scale check");
         if (!comm_->identical_on_all_ranks(fp8_state_hash(*model_, *health), comm_->timeout_s()))
             fatal("rank %d: the FP8 scale state or health differs between ranks at step %d", rank_, step);
         printf("step %5d | fp8 scales and health identical on all %d ranks\n", step, world_);

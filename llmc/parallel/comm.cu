@@ -1,7 +1,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -38,9 +37,7 @@ Communicator::Communicator(const LaunchInfo& launch, const Rendezvous& rendezvou
     ncclUniqueId id;
     if (rank_ == 0) CHECK_NCCL(ncclGetUniqueId(&id));
     bootstrap_broadcast(rendezvous, rank_, world_, &id, sizeof(id), timeout_s_);  // bounded; may throw
-    // from here on every wait is bounded by the watchdogs
-    deadline_watchdog_ = std::thread([this] { watch_deadline(); });
-    nccl_watchdog_ = std::thread([this] { watch_nccl_errors(); });
+    watchdog_ = std::thread([this] { watch(); });  // from here on every wait is bounded by the watchdog
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&scratch_, kScratchFloats * sizeof(float)));
     CHECK_CUDA(cudaMemset(scratch_, 0, kScratchFloats * sizeof(float)));
@@ -54,8 +51,7 @@ Communicator::Communicator(const LaunchInfo& launch, const Rendezvous& rendezvou
 Communicator::~Communicator() {
     if (!active()) return;
     stop_ = true;
-    for (std::thread* t : {&deadline_watchdog_, &nccl_watchdog_})
-        if (t->joinable()) t->join();
+    if (watchdog_.joinable()) watchdog_.join();
     if (nccl_) ncclCommDestroy(nccl_);
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -70,22 +66,22 @@ void Communicator::arm(double seconds, const char* what) {
 void Communicator::disarm() { deadline_ = 0; }
 
 void Communicator::die(const std::string& why) {
-    if (dying_.exchange(true)) {  // the other watchdog is already reporting and exiting
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-    char msg[512];
-    const int n = snprintf(msg, sizeof msg, "error: rank %d of %d: %s; stopping this rank\n", rank_, world_,
-                           why.c_str());
-    // write(2), not stdio: another thread may hold stdio's lock while it is stuck
-    if (write(STDERR_FILENO, msg, (size_t)std::min(n, (int)sizeof msg - 1)) < 0) {
-    }
+    fprintf(stderr, "error: rank %d of %d: %s; stopping this rank\n", rank_, world_, why.c_str());
+    fflush(stderr);
     fflush(stdout);
     _exit(1);  // the GPU may be blocked in a collective that will never finish: no orderly teardown
 }
 
-void Communicator::watch_deadline() {
+void Communicator::watch() {
     while (!stop_) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (nccl_ready_) {
+            ncclResult_t async = ncclSuccess;
+            if (ncclCommGetAsyncError(nccl_, &async) == ncclSuccess && async != ncclSuccess &&
+                async != ncclInProgress)
+                die(std::string("NCCL error: ") + ncclGetErrorString(async) + " (" +
+                    (ncclGetLastError(nccl_) ? ncclGetLastError(nccl_) : "") + ")");
+        }
         const double deadline = deadline_;
         if (deadline > 0 && now_s() > deadline) {
             char msg[256];
@@ -95,18 +91,6 @@ void Communicator::watch_deadline() {
                      waiting_for_.load(), timeout_s_);
             die(msg);
         }
-    }
-}
-
-void Communicator::watch_nccl_errors() {
-    while (!stop_) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (!nccl_ready_) continue;
-        ncclResult_t async = ncclSuccess;
-        if (ncclCommGetAsyncError(nccl_, &async) == ncclSuccess && async != ncclSuccess &&
-            async != ncclInProgress)
-            die(std::string("NCCL error: ") + ncclGetErrorString(async) + " (" +
-                (ncclGetLastError(nccl_) ? ncclGetLastError(nccl_) : "") + ")");
     }
 }
 

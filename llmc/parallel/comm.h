@@ -5,12 +5,10 @@
 // communication stream so the gradient reduce-scatter overlaps the backward pass; ordering with the compute
 // stream goes through events (the caller records/waits them).
 //
-// Failure handling: a deadline the driver arms around every region that may wait on another rank (a step, a
-// checkpoint), and NCCL's asynchronous error state. A rank that dies leaves the others blocked inside a
-// collective forever; a watchdog turns that into a one-line message naming this rank and what it was waiting
-// for, then exits the process (the blocked GPU work cannot be cancelled). The deadline has a thread of its
-// own that calls no library, so that no library call that might block behind a stuck collective (NCCL's
-// error query) can hold it up.
+// Failure handling: a watchdog thread checks NCCL's asynchronous error state, and a deadline the driver arms
+// around every region that may wait on another rank (a step, a checkpoint). A rank that dies leaves the
+// others blocked inside a collective forever; the watchdog turns that into a one-line message naming this
+// rank and what it was waiting for, then exits the process (the blocked GPU work cannot be cancelled).
 // With one process (world 1) nothing is created and every call is a no-op.
 #pragma once
 #include <cuda_runtime.h>
@@ -68,8 +66,7 @@ class Communicator {
     bool identical_on_all_ranks(uint32_t value, double seconds);
 
   private:
-    void watch_deadline();
-    void watch_nccl_errors();
+    void watch();
     [[noreturn]] void die(const std::string& why);
 
     int rank_ = 0, world_ = 1;
@@ -85,6 +82,5 @@ class Communicator {
     std::atomic<double> deadline_{0};  // steady-clock seconds; 0: disarmed
     std::atomic<const char*> waiting_for_{""};
     std::atomic<bool> nccl_ready_{false}, stop_{false};
-    std::atomic<bool> dying_{false};  // the first die() reports, any other waits for the exit
-    std::thread deadline_watchdog_, nccl_watchdog_;
+    std::thread watchdog_;
 };
