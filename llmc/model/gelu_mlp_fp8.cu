@@ -4,7 +4,7 @@
 #include "llmc/model/gelu_mlp.h"
 #include "llmc/model/linear_fp8.h"
 
-namespace {
+// Named (not in an anonymous namespace): the FP8 Linear's MLP verbs are private to it and this unit.
 class Fp8GeluMlp : public GeluMlp {
   public:
     Fp8GeluMlp(std::unique_ptr<Fp8Linear> fc, std::unique_ptr<Fp8Linear> fc_proj)
@@ -37,7 +37,6 @@ class Fp8GeluMlp : public GeluMlp {
   private:
     std::unique_ptr<Fp8Linear> fc_, fc_proj_;
 };
-}  // namespace
 
 std::unique_ptr<GeluMlp> make_fp8_gelu_mlp(std::unique_ptr<Fp8Linear> fc,
                                            std::unique_ptr<Fp8Linear> fc_proj) {

@@ -25,7 +25,7 @@ GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, con
     CHECK(accum_steps >= 1, "grad_accum_steps = %d", accum_steps);
 }
 
-static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool fp8) {
+static ActivationShape activation_shape(const GptModel::Impl& s, int batch) {
     const ModelConfig& m = s.cfg;
     return {(size_t)batch,
             (size_t)s.T,
@@ -34,14 +34,14 @@ static ActivationShape activation_shape(const GptModel::Impl& s, int batch, bool
             (size_t)m.num_heads,
             (size_t)m.vocab_size,
             s.accum_steps,
-            /*bf16_inputs=*/!fp8,
-            /*bf16_lm_head=*/!(fp8 && s.fp8_lm_head)};
+            s.linear_factory->reads_bf16_block_inputs(),
+            s.linear_factory->reads_bf16_lm_head_input()};
 }
 
 // Before allocating: if parameters + activations (+ a reserve for library workspaces) exceed the free GPU
 // memory, print the plan and exit with the largest --batch that would fit. Activation bytes (the model's
 // tensors and what the Linears reserve per batch) are affine in B.
-static void check_memory_plan(GptModel::Impl& s, bool fp8) {
+static void check_memory_plan(GptModel::Impl& s) {
     constexpr size_t kReserve = size_t(1) << 30;  // cuBLASLt/cuDNN workspaces, FP8 scale state, fragmentation
     size_t free_b = 0, total_b = 0;
     CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
@@ -51,7 +51,7 @@ static void check_memory_plan(GptModel::Impl& s, bool fp8) {
     auto activation_bytes_at = [&](int batch) {
         Arena unused_params, probe;  // never allocated: only size the plan
         Activations a;
-        a.plan(activation_shape(s, batch, fp8), &probe);
+        a.plan(activation_shape(s, batch), &probe);
         s.linear_factory->plan(&unused_params, &probe, batch * s.T);
         return probe.planned_bytes();
     };
@@ -101,7 +101,6 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     Impl& s = *impl_;
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     if (!use_fp8) s.options.fc_proj_input = s.options.att_proj_input = InputKeep::Saved;
-    s.fp8_lm_head = fp8.lm_head && use_fp8;
     s.matmul_plans.tuning = {options.gemm_autotune, options.gemm_cache_path, fp8.fast_accum};
     const LinearLayout layout = {m, s.options.fc_proj_input, s.options.att_proj_input, s.dp.sharded()};
     if (use_fp8)
@@ -113,9 +112,9 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
         s.recipe->set_all_reduce_max([&dp = s.dp](float* x, size_t n) { dp.all_reduce(x, n, ncclMax); });
 
     s.params.plan(&s.param_arena);
-    s.act.plan(activation_shape(s, B, use_fp8), &s.act_arena);
+    s.act.plan(activation_shape(s, B), &s.act_arena);
     s.linear_factory->plan(&s.param_arena, &s.act_arena, B * T);
-    check_memory_plan(s, use_fp8);
+    check_memory_plan(s);
     const size_t param_bytes = s.param_arena.allocate("parameters");
     s.param_arena.print_plan();
     const size_t act_bytes = s.act_arena.allocate("activations");
@@ -125,14 +124,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
 
     s.linear_runtime = {ctx, &s.matmul_plans, &s.timer, s.act.f32(Act::ReduceScratch), m.gelu_tanh};
     build_layers(s);
-    const int num_fp8_linears = m.num_layers * kLinearsPerLayer + (s.fp8_lm_head ? 1 : 0);
-    if (use_fp8)
-        printf(
-            "fp8: %d scaled tensors (X, W, dY of %d Linears%s), %s, history %d, amax %s, margin %d, forward "
-            "accumulation %s\n",
-            num_fp8_linears * kFp8RolesPerLinear, num_fp8_linears, s.fp8_lm_head ? " with the LM head" : "",
-            to_string(fp8.format), fp8.history_len, to_string(fp8.amax_algo), fp8.margin,
-            fp8.fast_accum ? "fast" : "fp32");
+    const std::string summary = s.linear_factory->summary();
+    if (!summary.empty()) printf("%s\n", summary.c_str());
 }
 
 GptModel::~GptModel() { delete impl_; }
@@ -141,6 +134,7 @@ void GptModel::Impl::cast_stale_weights() {
     if (!recipe->weights_stale()) return;
     mark(kPhaseCast);
     for_each_linear([](Linear& lin) { lin.cast_weight(); });
+    lm_head->cast_weight();
     recipe->set_weights_stale(false);
 }
 

@@ -49,7 +49,7 @@ void backward_pass(GptModel::Impl& s) {
     CHECK_CUDA(cudaMemsetAsync(dres, 0, (size_t)N * C * sizeof(bf16), st));
 
     // LM head (tied): dwte is overwritten here, the encoder backward adds the embedding part at the end.
-    s.lm_head->backward(a.bf(Act::GradNC), a.bf(Act::Logits), accumulate);
+    s.lm_head->backward(a.bf(Act::GradNC), accumulate);
     s.mark(kPhaseOther);
     layernorm_backward(dres, p.grad(kLnfw), p.grad(kLnfb), a.f32(Act::ReduceScratch), a.bf(Act::GradNC),
                        a.bf(Act::Residual, L), p.param(kLnfw), a.f32(Act::LnfMean), a.f32(Act::LnfRstd), N, C,

@@ -54,7 +54,7 @@ static void blocks_forward(GptModel::Impl& s) {
 }
 
 void forward_pass(GptModel::Impl& s, int k, bool training, bool with_targets) {
-    const int N = s.B * s.T, V = s.cfg.vocab_size;
+    const int N = s.B * s.T;
     cudaStream_t st = s.ctx->stream;
     const TokenSlot tokens = s.runtime.slot(k);
     begin_forward(s, k, training);
@@ -71,11 +71,8 @@ void forward_pass(GptModel::Impl& s, int k, bool training, bool with_targets) {
     // gradients are summed (accumulation, then the reduce-scatter).
     const float dloss = 1.0f / ((float)N * s.accum_steps * s.dp.world());
     float* loss = s.act.f32(Act::LossScalar);
-    if (training)  // the loss and the LM head's dY
-        s.lm_head->loss_and_dlogits(s.act.bf(Act::Logits), s.act.f32(Act::Losses), tokens.targets, dloss);
-    else
-        fused_classifier(s.act.bf(Act::Logits), s.act.f32(Act::Losses), tokens.targets, dloss, N, V,
-                         /*write_dlogits=*/false, st);
+    // the loss, and in training the LM head's dY
+    s.lm_head->loss(s.act.bf(Act::Logits), s.act.f32(Act::Losses), tokens.targets, dloss, training);
     mean_loss(loss, s.act.f32(Act::Losses), N, st);
     if (s.dp.sharded()) s.dp.all_reduce(loss, 1, ncclSum);  // summed here, divided on the host
     if (training) step_loss_accumulate(&s.step_scalars()->loss_sum, loss, k == 0, st);

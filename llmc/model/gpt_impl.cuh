@@ -19,6 +19,7 @@
 #include "llmc/model/gelu_mlp.h"
 #include "llmc/model/gpt.h"
 #include "llmc/model/linear.h"
+#include "llmc/model/lm_head.h"
 #include "llmc/model/params.h"
 #include "llmc/model/step_runtime.h"
 
@@ -64,15 +65,15 @@ struct GptModel::Impl {
         std::unique_ptr<GeluMlp> mlp;  // fc, GELU, fc-proj
     };
     std::vector<Block> blocks;
-    std::unique_ptr<Linear> lm_head;
-    bool fp8_lm_head = false;  // lm_head is an FP8 Linear (the recipe's last slots)
+    std::unique_ptr<LmHead> lm_head;
 
     int micro = 0;  // backward passes since the last update
     bool have_targets = false;
     size_t peak_bytes = 0;
     const StepTestHooks* test_hooks = nullptr;  // null but in tests
 
-    // Block l's Linear of LinearKind `kind`; fn(linear) for every Linear in slot order (the LM head last).
+    // Block l's Linear of LinearKind `kind`; fn(linear) for every block Linear in slot order (the LM head,
+    // a unit of its own, comes after them).
     Linear& linear(int l, int kind) {
         Block& b = blocks[l];
         return kind == kQkv       ? *b.qkv
@@ -84,7 +85,6 @@ struct GptModel::Impl {
     void for_each_linear(Fn fn) {
         for (int l = 0; l < cfg.num_layers; l++)
             for (int kind = 0; kind < kLinearsPerLayer; kind++) fn(linear(l, kind));
-        fn(*lm_head);
     }
     LayerNormParams layernorm_params(int l) const {
         return {params.slice(params.params, kLn1w, l), params.slice(params.params, kLn1b, l),

@@ -94,6 +94,7 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     // new BF16 weights, with the just-updated weight scales (a skipped step: the restored scales and
     // unchanged weights, so the same bytes as before)
     s.for_each_linear([](Linear& lin) { lin.weights_gathered(); });
+    s.lm_head->weights_gathered();
     s.mark(kPhaseOther);
     s.have_targets = false;
     CHECK_CUDA(cudaMemcpyAsync(s.runtime.readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));

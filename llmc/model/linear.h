@@ -7,6 +7,7 @@
 // precisions.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "llmc/gpu/arena.h"
 #include "llmc/gpu/cuda_common.cuh"
@@ -20,6 +21,7 @@ struct GpuContext;
 struct MatmulPlanCache;
 class ScalingRecipe;
 class GeluMlp;
+class LmHead;
 
 // Where a Linear's parameters and gradients live (the model's flat buffers) and its shape.
 struct LinearParams {
@@ -63,11 +65,6 @@ class Linear {
                                       const bf16* ln_bias_I) = 0;
     virtual void input_from(const bf16* x_NI) = 0;  // kept (not copied) until the backward
     virtual void forward(bf16* out_NO) = 0;
-    // The LM head: its output logits_NO feeds the softmax cross-entropy. losses_N[n] = the row's loss; the
-    // gradient (softmax - onehot) * dloss becomes this Linear's dY in the form its backward reads: BF16 in
-    // place over the logits, or (the FP8 LM head) quantized with dY's scale. backward() is then called with
-    // dout_NO = logits_NO.
-    virtual void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) = 0;
     // dinp_NI = dY W (null: not needed), dW = dY^T x, db = sum dY (accumulate: += for gradient accumulation).
     virtual void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) = 0;
 
@@ -103,10 +100,18 @@ class LinearFactory {
   public:
     virtual ~LinearFactory() = default;
     virtual void plan(Arena* params, Arena* activations, int N) = 0;
-    // Layer l's qkv or attn-proj (LinearKind `kind`), its MLP, the LM head.
+    // Layer l's qkv or attn-proj (LinearKind `kind`), its MLP, the LM head (llmc/model/lm_head.h).
     virtual std::unique_ptr<Linear> make_linear(int l, int kind, const LinearParams& p) = 0;
     virtual std::unique_ptr<GeluMlp> make_mlp(int l, const LinearParams& fc, const LinearParams& fc_proj) = 0;
-    virtual std::unique_ptr<Linear> make_lm_head(const LinearParams& p) = 0;
+    virtual std::unique_ptr<LmHead> make_lm_head(const LinearParams& p) = 0;
+
+    // What the model's activation table keeps for these layers (llmc/model/activations.h): the BF16 inputs
+    // of the block Linears (ln1, ln2, the GELU output) and of the LM head (lnf), which BF16 layers read in
+    // backward and FP8 layers keep as FP8 copies of their own.
+    virtual bool reads_bf16_block_inputs() const = 0;
+    virtual bool reads_bf16_lm_head_input() const = 0;
+    // One line on what was built, printed once the layers are (empty: nothing to say).
+    virtual std::string summary() const { return ""; }
 };
 
 // BF16: the input each Linear keeps for its backward is a model tensor of `act` (the LayerNorm outputs
@@ -117,3 +122,5 @@ std::unique_ptr<LinearFactory> make_bf16_linear_factory(const LinearRuntime* rt,
 // One BF16 Linear; input_buffer_NI: where its LayerNorm producer writes (null: given by input_from).
 std::unique_ptr<Linear> make_bf16_linear(const LinearParams& p, const LinearRuntime* rt,
                                          bf16* input_buffer_NI);
+// The BF16 LM head (llmc/model/lm_head_bf16.cu); its LayerNorm writes lnf_NC.
+std::unique_ptr<LmHead> make_bf16_lm_head(const LinearParams& p, const LinearRuntime* rt, bf16* lnf_NC);

@@ -3,12 +3,12 @@
 // recomputed: llmc/model/gelu_mlp_bf16.cu).
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/context.h"
-#include "llmc/kernels/classifier/classifier.cuh"
 #include "llmc/kernels/gemm/matmul.cuh"
 #include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/model/gelu_mlp.h"
 #include "llmc/model/layout.h"
 #include "llmc/model/linear.h"
+#include "llmc/model/lm_head.h"
 
 void LinearRuntime::mark(Phase p) const { timer->mark(p, ctx->stream); }
 cudaStream_t LinearRuntime::stream() const { return ctx->stream; }
@@ -36,10 +36,6 @@ class Bf16Linear : public Linear {
                        stream());
     }
 
-    // dlogits in BF16, in place over the logits.
-    void loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) override {
-        fused_classifier(logits, losses, targets, dloss, p_.N, p_.out, /*write_dlogits=*/true, stream());
-    }
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {
         rt_->mark(kPhaseGemm);
         matmul_backward(rt_->plans, rt_->ctx, dinp, p_.dweight_OI, p_.dbias_O, dout, input_, p_.weight_OI,
@@ -66,9 +62,11 @@ class Bf16LinearFactory : public LinearFactory {
                                   std::make_unique<Bf16Linear>(fc_proj, rt_, nullptr), act_->bf(Act::GeluOut),
                                   (size_t)fc_proj.N * fc_proj.in, rt_);
     }
-    std::unique_ptr<Linear> make_lm_head(const LinearParams& p) override {
-        return std::make_unique<Bf16Linear>(p, rt_, act_->bf(Act::Lnf));
+    std::unique_ptr<LmHead> make_lm_head(const LinearParams& p) override {
+        return make_bf16_lm_head(p, rt_, act_->bf(Act::Lnf));
     }
+    bool reads_bf16_block_inputs() const override { return true; }
+    bool reads_bf16_lm_head_input() const override { return true; }
 
   private:
     const LinearRuntime* rt_;

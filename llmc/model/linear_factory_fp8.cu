@@ -1,6 +1,8 @@
 // The FP8 model's Linears (llmc/model/linear_fp8.h): the recipe, the scratch the Linears share, the X^T
 // buffers shared by the layers whose input is rebuilt in backward, and where each Linear's W and W^T live.
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "llmc/kernels/cast/cast.cuh"
@@ -20,9 +22,9 @@ static __nv_fp8_storage_t* fp8_weights_in_bf16_copy(bf16* weight_OI) {
 namespace {
 class Fp8LinearFactory : public LinearFactory {
   public:
-    Fp8LinearFactory(const LinearLayout& layout, DelayedScaling& recipe, const LinearRuntime* rt,
-                     const Activations* act, bool fp8_lm_head)
-        : layout_(layout), shared_(recipe), rt_(rt), act_(act) {
+    Fp8LinearFactory(const LinearLayout& layout, const Fp8Config& fp8, DelayedScaling& recipe,
+                     const LinearRuntime* rt, const Activations* act)
+        : layout_(layout), fp8_(fp8), shared_(recipe), rt_(rt), act_(act) {
         const ModelConfig& m = layout.model;
         for (int l = 0; l < m.num_layers; l++)
             for (int kind = 0; kind < kLinearsPerLayer; kind++) {
@@ -31,9 +33,9 @@ class Fp8LinearFactory : public LinearFactory {
                     &shared_, rt, kLinearsPerLayer * l + kind, (int)dim_size(spec.in, m),
                     (int)dim_size(spec.out, m), layout.input_keep(kind)));
             }
-        if (fp8_lm_head)  // the recipe's last slots
+        if (fp8.lm_head)  // the recipe's last slots
             lm_head_ = std::make_unique<Fp8LmHead>(&shared_, rt, m.num_layers * kLinearsPerLayer, m.channels,
-                                                   m.vocab_size, InputKeep::Saved);
+                                                   m.vocab_size);
     }
 
     void plan(Arena* params, Arena* acts, int N) override {
@@ -50,9 +52,7 @@ class Fp8LinearFactory : public LinearFactory {
             acts->add("fp8 fc-proj dY^T (kept)", &kept_dy_.data_T_ON, N * C);
             acts->add("fp8 fc-proj dY^T (kept)", &kept_dy_.scale_inv, 1);
         }
-        // the LM head's W and W^T always have their own bytes: the encoder reads the tied embedding's BF16
-        // copy
-        if (lm_head_) lm_head_->plan(params, acts, N, /*own_weight_bytes=*/true);
+        if (lm_head_) lm_head_->plan(params, acts, N);
         for (auto& lin : block_) lin->plan(params, acts, N, /*own_weight_bytes=*/layout_.sharded);
     }
 
@@ -62,13 +62,24 @@ class Fp8LinearFactory : public LinearFactory {
     std::unique_ptr<GeluMlp> make_mlp(int l, const LinearParams& fc, const LinearParams& fc_proj) override {
         return make_fp8_gelu_mlp(bound_block(l, kFc, fc), bound_block(l, kFcProj, fc_proj));
     }
-    // Its master is the tied embedding's, updated by the plain AdamW: W and W^T are cast from the BF16 copy.
-    std::unique_ptr<Linear> make_lm_head(const LinearParams& p) override {
-        if (!lm_head_) return make_bf16_linear(p, rt_, act_->bf(Act::Lnf));
-        LinearParams head = p;
-        head.master_OI = nullptr;
-        lm_head_->bind(head, nullptr, nullptr, Fp8KeptDy{});
+    std::unique_ptr<LmHead> make_lm_head(const LinearParams& p) override {
+        if (!fp8_.lm_head) return make_bf16_lm_head(p, rt_, act_->bf(Act::Lnf));
+        CHECK(lm_head_ != nullptr, "FP8 LM head made twice");
+        lm_head_->bind(p);
         return std::move(lm_head_);
+    }
+    bool reads_bf16_block_inputs() const override { return false; }
+    bool reads_bf16_lm_head_input() const override { return !fp8_.lm_head; }
+    std::string summary() const override {
+        const int linears = layout_.model.num_layers * kLinearsPerLayer + (fp8_.lm_head ? 1 : 0);
+        char line[256];
+        snprintf(line, sizeof line,
+                 "fp8: %d scaled tensors (X, W, dY of %d Linears%s), %s, history %d, amax %s, margin %d, "
+                 "forward accumulation %s",
+                 linears * kFp8RolesPerLinear, linears, fp8_.lm_head ? " with the LM head" : "",
+                 to_string(fp8_.format), fp8_.history_len, to_string(fp8_.amax_algo), fp8_.margin,
+                 fp8_.fast_accum ? "fast" : "fp32");
+        return line;
     }
 
   private:
@@ -85,6 +96,7 @@ class Fp8LinearFactory : public LinearFactory {
     }
 
     LinearLayout layout_;
+    Fp8Config fp8_;
     Fp8Shared shared_;
     const LinearRuntime* rt_;
     const Activations* act_;
@@ -105,7 +117,7 @@ std::unique_ptr<LinearFactory> make_fp8_linear_factory(const LinearLayout& layou
     const int num_linears = layout.model.num_layers * kLinearsPerLayer + (fp8.lm_head ? 1 : 0);
     auto scaling =
         std::make_unique<DelayedScaling>(fp8, fp8_linear_slot_dtypes(fp8.format, num_linears), timer);
-    auto factory = std::make_unique<Fp8LinearFactory>(layout, *scaling, rt, act, fp8.lm_head);
+    auto factory = std::make_unique<Fp8LinearFactory>(layout, fp8, *scaling, rt, act);
     *recipe = std::move(scaling);
     return factory;
 }

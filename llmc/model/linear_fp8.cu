@@ -1,8 +1,7 @@
-// The FP8 Linear and the FP8 LM head (llmc/model/linear_fp8.h): producers, GEMMs and the casts around them.
+// The FP8 Linear (llmc/model/linear_fp8.h): producers, GEMMs and the casts around them.
 #include "llmc/gpu/context.h"
 #include "llmc/kernels/adamw/adamw_fp8.cuh"
 #include "llmc/kernels/cast/cast.cuh"
-#include "llmc/kernels/classifier/classifier_fp8.cuh"
 #include "llmc/kernels/gelu/gelu_fp8.cuh"
 #include "llmc/kernels/gemm/gemm_fp8.cuh"
 #include "llmc/kernels/gemm/matmul.cuh"
@@ -49,14 +48,6 @@ void Fp8Linear::bind(const LinearParams& p, __nv_fp8_storage_t* weight_bytes, __
 
 cudaStream_t Fp8Linear::stream() const { return rt_->stream(); }
 
-// Step 0 (the recipe calibrates): the amax of tensor `t` first (amax_pass), then its slot's scale from it.
-template <class AmaxPass>
-void Fp8Linear::calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass) {
-    if (!shared_->recipe.calibrating()) return;
-    amax_pass();
-    shared_->recipe.calibrate(t.slot, stream());
-}
-
 void Fp8Linear::input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,
                                      const bf16* inp2, const bf16* w, const bf16* b) {
     rt_->mark(kPhaseOther);
@@ -91,10 +82,6 @@ void Fp8Linear::forward(bf16* out) {
     CHECK(x_.rows == p_.N && x_.cols == p_.in && w_.rows == p_.out, "fp8_linear_forward: shape mismatch");
     rt_->mark(kPhaseGemm);
     matmul_fp8_forward(rt_->plans, rt_->ctx, out, x_, w_, p_.bias_O, stream());
-}
-
-void Fp8Linear::loss_and_dlogits(bf16*, float*, const int*, float) {
-    fatal("FP8 Linear slot %d: built as a block Linear, not as the LM head (Fp8LmHead)", x_.slot);
 }
 
 // dinp = dY W (null: skipped) from dY's row-wise copy; dW (+)= dY^T X from the transposed copies.
@@ -198,27 +185,4 @@ void Fp8Linear::optimizer_step(const LinearAdamW& a) {
     else
         adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
                                 a.eps, a.step, a.grad_scale, a.apply, w_, scales(), stream());
-}
-
-// dlogits quantized by the classifier itself (calibrated first on step 0, like every producer), straight
-// into dY's row-wise scratch.
-void Fp8LmHead::loss_and_dlogits(bf16* logits, float* losses, const int* targets, float dloss) {
-    rt_->mark(kPhaseOther);
-    calibrate_if_needed(dy_, [&] {
-        fp8_fused_classifier_amax(scales(), dy_.slot, logits, losses, targets, dloss, p_.N, p_.out, stream());
-    });
-    fp8_fused_classifier(dy_, scales(), logits, losses, targets, dloss, stream());
-    spent_logits_ = logits;
-}
-
-// dY is quantized already: its transpose goes over the logits it came from.
-void Fp8LmHead::backward(bf16* dinp, const bf16* dout, bool accumulate) {
-    CHECK(dout != nullptr && dout == spent_logits_, "FP8 LM head: backward() without loss_and_dlogits()");
-    check_backward_shape(dy_, w_, p_);
-    Fp8Tensor dy = dy_;
-    dy.data_T = reinterpret_cast<__nv_fp8_storage_t*>(spent_logits_);
-    rt_->mark(kPhaseCast);
-    fp8_transpose(dy, stream());
-    dgrad_gemm(dy, dinp);
-    wgrad_gemm(dy, accumulate);
 }

@@ -13,6 +13,7 @@
 #include "llmc/fp8/recipe.h"
 #include "llmc/gpu/arena.h"
 #include "llmc/model/linear.h"
+#include "llmc/model/lm_head.h"
 
 // What the FP8 Linears of a model share, reserved by their factory: the recipe (scale state, step-0
 // calibration, margin) and the scratch one call uses and consumes.
@@ -34,6 +35,9 @@ struct Fp8KeptDy {
     float* scale_inv = nullptr;
 };
 
+class Fp8GeluMlp;
+class Fp8LmHead;
+
 class Fp8Linear : public Linear {
   public:
     // FP8 Linear number `index` (its scale slots X, W, dY) [out, in], keeping `keep` of its input.
@@ -50,14 +54,19 @@ class Fp8Linear : public Linear {
                               const bf16* inp2_NI, const bf16* ln_weight_I, const bf16* ln_bias_I) override;
     void input_from(const bf16* x_NI) override;
     void forward(bf16* out_NO) override;
-    void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) override;
     void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) override;
     void cast_weight() override;
     void weights_gathered() override;
     void optimizer_step(const LinearAdamW& a) override;
 
-    // The MLP's verbs (llmc/model/gelu_mlp_fp8.cu). The input quantized from gelu(pre_gelu_NI): row-wise only
-    // with InputKeep::FromGelu (the fc's dGELU cast writes X^T in backward).
+  private:
+    // The two units built over FP8 Linears use the verbs below: the MLP (the GELU fused into its casts) and
+    // the LM head (its dY quantized by the loss).
+    friend class Fp8GeluMlp;
+    friend class Fp8LmHead;
+
+    // The input quantized from gelu(pre_gelu_NI): row-wise only with InputKeep::FromGelu (the fc's dGELU
+    // cast writes X^T in backward).
     void input_from_gelu(const bf16* pre_gelu_NI);
     // backward() with dY = dout_NO * gelu'(pre_gelu_NO). rebuilt_input (null: none): the next Linear's
     // transposed input, gelu(pre_gelu_NO) with its scale, written by the same cast.
@@ -70,11 +79,16 @@ class Fp8Linear : public Linear {
     const Fp8Tensor& input() const { return x_; }
     InputKeep keep() const { return keep_; }
 
-  protected:
     cudaStream_t stream() const;
     Fp8ScaleState* scales() const { return shared_->recipe.scales(); }
+    // Step 0 (the recipe calibrates): the amax of tensor `t` first (amax_pass), then its slot's scale from
+    // it.
     template <class AmaxPass>
-    void calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass);
+    void calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass) {
+        if (!shared_->recipe.calibrating()) return;
+        amax_pass();
+        shared_->recipe.calibrate(t.slot, stream());
+    }
     void cast_dy(const Fp8Tensor& dy, const bf16* dout_NO, const bf16* pre_gelu_NO, bool accumulate,
                  const Fp8Tensor* rebuilt_input);
     void dgrad_gemm(const Fp8Tensor& dy, bf16* dinp_NI);
@@ -92,17 +106,26 @@ class Fp8Linear : public Linear {
     Fp8KeptDy kept_;                 // InputKeep::FromGelu: dY^T and its scale_inv for the deferred wgrad
 };
 
-// The LM head (--fp8-lm-head): no bias, its dY quantized by the loss itself (loss_and_dlogits) and
-// transposed over the spent logits (the shared dY^T scratch need not hold N x V); W and W^T cast from the
-// tied embedding's BF16 weight after every update (the embedding's AdamW is the plain one: the encoder reads
-// its BF16 copy).
-class Fp8LmHead : public Fp8Linear {
+// The FP8 LM head (--fp8-lm-head, llmc/model/lm_head.h; built in llmc/model/lm_head_fp8.cu): an FP8 Linear
+// [V, C] without bias whose dY the loss kernel quantizes itself, transposed over the spent logits (the shared
+// dY^T scratch need not hold N x V); W and W^T cast from the tied embedding's BF16 weight after every update.
+class Fp8LmHead : public LmHead {
   public:
-    using Fp8Linear::Fp8Linear;
-    void loss_and_dlogits(bf16* logits_NO, float* losses_N, const int* targets_N, float dloss) override;
-    void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) override;
+    // `index`: its Linear's number in the recipe (the last slots).
+    Fp8LmHead(Fp8Shared* shared, const LinearRuntime* rt, int index, int C, int V);
+    void plan(Arena* params, Arena* activations, int N);  // its W, W^T (own bytes) and X^T
+    void bind(const LinearParams& p);                     // the tied embedding's BF16 weight
+
+    void input_from_layernorm(bf16* residual_out_NC, float* mean_N, float* rstd_N, const bf16* inp1_NC,
+                              const bf16* inp2_NC, const bf16* ln_weight_C, const bf16* ln_bias_C) override;
+    void forward(bf16* logits_NV) override;
+    void loss(bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, bool training) override;
+    void backward(bf16* dinp_NC, bool accumulate) override;
+    void cast_weight() override;
+    void weights_gathered() override;
 
   private:
+    Fp8Linear linear_;
     bf16* spent_logits_ = nullptr;  // the logits its dY came from, then dY^T's bytes
 };
 
