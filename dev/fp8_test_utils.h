@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dev/dev_utils.h"
+#include "llmc/fp8/scale_state.cuh"
 #include "llmc/kernels/cast/cast.cuh"
 #include "test/reference/fp8.h"
 
@@ -15,16 +16,22 @@ namespace fp8_test {
 
 typedef __nv_fp8_storage_t fp8b;
 
-// The casts' output over test buffers: a [rows, cols] tensor in format d, slot `slot` (data or data_T may be
-// null where that copy is not written).
-inline Fp8Tensor tensor(fp8b* data, fp8b* data_T, float* scale_inv, int slot, int rows, int cols,
-                        Fp8Dtype d) {
+// The casts' output over test buffers: a [rows, cols] tensor bound to slot `slot` of `st`, in format d (the
+// slot's, or another on purpose; data or data_T may be null where that copy is not written).
+inline Fp8Tensor tensor(const Fp8ScaleState& st, fp8b* data, fp8b* data_T, float* scale_inv, int slot,
+                        int rows, int cols, Fp8Dtype d) {
     Fp8Tensor t;
+    fp8_bind(&t, st, slot, rows, cols);
     t.data = data;
     t.data_T = data_T;
     t.scale_inv = scale_inv;
-    t.slot = slot;
-    t.set_shape(rows, cols, d);
+    t.format = d;
+    return t;
+}
+// The tensor an amax-only pass measures: slot `slot`, rows x cols elements, no bytes.
+inline Fp8Tensor amax_tensor(const Fp8ScaleState& st, int slot, int rows, int cols) {
+    Fp8Tensor t;
+    fp8_bind(&t, st, slot, rows, cols);
     return t;
 }
 

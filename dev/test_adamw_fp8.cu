@@ -19,8 +19,8 @@ using namespace fp8_test;
 namespace {
 
 // The weight's FP8 tensor: W [OC, C] and W^T [C, OC], E4M3 (the weights' format), slot `slot`.
-Fp8Tensor w_tensor(fp8b* w, fp8b* wT, float* scale_inv, int slot, int OC, int C) {
-    return tensor(w, wT, scale_inv, slot, OC, C, Fp8Dtype::E4M3);
+Fp8Tensor w_tensor(const Fp8ScaleState& st, fp8b* w, fp8b* wT, float* scale_inv, int slot, int OC, int C) {
+    return tensor(st, w, wT, scale_inv, slot, OC, C, Fp8Dtype::E4M3);
 }
 
 constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f, kWd = 0.1f;
@@ -60,12 +60,12 @@ Outputs run(const Inputs& in, int OC, int C, float scale, int apply, bool fused)
     Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E5M2, Fp8Dtype::E4M3}, 4);
     upload_scale(&st, 1, scale);
     if (fused) {
-        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
-                                d_grad_scale, d_apply, w_tensor(d_w, d_wT, d_scale_inv, 1, OC, C), &st, 0);
+        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, kBeta1, kBeta2, kEps, d_scalars, d_grad_scale,
+                                d_apply, w_tensor(st, d_w, d_wT, d_scale_inv, 1, OC, C), 0);
     } else {
         adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, d_grad_scale,
                      d_apply, 0);
-        fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 1, OC, C), &st, d_master, OC, C, 0);
+        fp8_cast_transpose(d_master, w_tensor(st, d_w, d_wT, d_scale_inv, 1, OC, C), 0);
     }
     CHECK_CUDA(cudaDeviceSynchronize());
     Outputs o{dev::from_device(d_master, n),
@@ -148,12 +148,12 @@ void check_bf16_moments(int OC, int C) {
             Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E4M3}, 4);
             upload_scale(&st, 0, scale);
             if (fused) {
-                adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars,
-                                        nullptr, d_apply, w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, 0);
+                adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, kBeta1, kBeta2, kEps, d_scalars, nullptr,
+                                        d_apply, w_tensor(st, d_w, d_wT, d_scale_inv, 0, OC, C), 0);
             } else {
                 adamw_update(d_master, (bf16*)nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars,
                              nullptr, d_apply, 0);
-                fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
+                fp8_cast_transpose(d_master, w_tensor(st, d_w, d_wT, d_scale_inv, 0, OC, C), 0);
             }
             CHECK_CUDA(cudaDeviceSynchronize());
             out[fused][0] = dev::from_device(d_master, n);
@@ -203,15 +203,15 @@ static void bench_adamw_fp8_weight(int OC, int C, bool unfused_too) {
     Fp8ScaleState st = fp8_scale_state_create({Fp8Dtype::E4M3}, 4);
     upload_scale(&st, 0, 1000.0f);
     const float fused = dev::time_ms([&] {
-        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, OC, C, kBeta1, kBeta2, kEps, d_scalars, nullptr,
-                                nullptr, w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, 0);
+        adamw_update_fp8_weight(d_master, d_m, d_v, d_grads, kBeta1, kBeta2, kEps, d_scalars, nullptr,
+                                nullptr, w_tensor(st, d_w, d_wT, d_scale_inv, 0, OC, C), 0);
     });
     bench::report_budget("adamw_fp8_weight", bench::fmt("%dx%d,fused", OC, C), fused, 28.0 * n, 48);
     if (unfused_too) {
         const float unfused = dev::time_ms([&] {
             adamw_update(d_master, nullptr, d_m, d_v, d_grads, n, kBeta1, kBeta2, kEps, d_scalars, nullptr,
                          nullptr, 0);
-            fp8_cast_transpose(w_tensor(d_w, d_wT, d_scale_inv, 0, OC, C), &st, d_master, OC, C, 0);
+            fp8_cast_transpose(d_master, w_tensor(st, d_w, d_wT, d_scale_inv, 0, OC, C), 0);
         });
         bench::report_bandwidth("adamw_fp8_weight", bench::fmt("%dx%d,unfused", OC, C), unfused, 32.0 * n);
     }

@@ -135,7 +135,7 @@ void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
     Fp8ScaleState st = fp8_scale_state_create({d}, 2);
     float* staging = fp8_staging_amax(&st);
     CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
-    fp8_fused_classifier_amax(&st, 0, d_logits, d_losses, d_targets, dloss, N, V, 0);
+    fp8_fused_classifier_amax(d_logits, d_losses, d_targets, dloss, fp8_test::amax_tensor(st, 0, N, V), 0);
     const float amax = dev::from_device(staging, 1)[0];
     // The losses are the BF16 kernel's code: the same bits.
     EXPECT_TRUE(testing::same_bits(dev::from_device(d_losses, N), bf16_losses));
@@ -152,8 +152,8 @@ void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
     CHECK_CUDA(cudaMemset(d_losses, 0xFF, N * sizeof(float)));
     fp8b* d_q = A(dev::device_alloc<fp8b>((size_t)N * V));
     float* d_sinv = A(dev::device_alloc<float>(1));
-    const Fp8Tensor dy = fp8_test::tensor(d_q, nullptr, d_sinv, 0, N, V, d);
-    fp8_fused_classifier(dy, &st, d_logits, d_losses, d_targets, dloss, 0);
+    const Fp8Tensor dy = fp8_test::tensor(st, d_q, nullptr, d_sinv, 0, N, V, d);
+    fp8_fused_classifier(d_logits, d_losses, d_targets, dloss, dy, 0);
     const std::vector<uint8_t> q = dev::from_device(d_q, (size_t)N * V);
     EXPECT_TRUE(testing::same_bits(dev::from_device(d_losses, N), bf16_losses));
     EXPECT_EQ(fp8_float_bits(dev::from_device(staging, 1)[0]), fp8_float_bits(amax));  // as the amax pass
@@ -195,7 +195,7 @@ void check_fp8_classifier(int N, int V, Fp8Dtype d, bool saturate) {
 
     // The byte transpose the LM head's wgrad reads: exactly the bytes, transposed.
     fp8b* d_qT = A(dev::device_alloc<fp8b>((size_t)N * V));
-    fp8_transpose(fp8_test::tensor(d_q, d_qT, d_sinv, 0, N, V, d), 0);
+    fp8_transpose(fp8_test::tensor(st, d_q, d_qT, d_sinv, 0, N, V, d), 0);
     testing::expect_same_bits("fp8_transpose", transpose_bytes(dev::from_device(d_qT, (size_t)N * V), N, V),
                               q);
     fp8_scale_state_destroy(&st);
@@ -296,8 +296,8 @@ BENCH(fused_classifier_gpt1p5b) {
                                   cudaMemcpyDeviceToDevice));
         __nv_fp8_storage_t *d_q = dev::device_alloc<__nv_fp8_storage_t>((size_t)N * V),
                            *d_qT = dev::device_alloc<__nv_fp8_storage_t>((size_t)N * V);
-        const Fp8Tensor dy = fp8_test::tensor(d_q, d_qT, nullptr, 0, N, V, Fp8Dtype::E5M2);
-        ms = dev::time_ms([&] { fp8_fused_classifier(dy, &st, d_logits, d_losses, d_targets, 1.0f / N, 0); });
+        const Fp8Tensor dy = fp8_test::tensor(st, d_q, d_qT, nullptr, 0, N, V, Fp8Dtype::E5M2);
+        ms = dev::time_ms([&] { fp8_fused_classifier(d_logits, d_losses, d_targets, 1.0f / N, dy, 0); });
         bench::report_budget("fp8_fused_classifier", shape + ",e5m2", ms, 3.0 * N * V, 1);
         ms = dev::time_ms([&] { fp8_transpose(dy, 0); });
         bench::report_budget("fp8_transpose", shape, ms, 2.0 * N * V, 1);

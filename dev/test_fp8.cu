@@ -35,7 +35,7 @@ struct Fixture {
     int slot(Fp8Dtype d) const { return d == Fp8Dtype::E4M3 ? 0 : 1; }
     // A cast's output [rows, cols] in format d (its slot).
     Fp8Tensor out(fp8b* data, fp8b* data_T, float* sinv, Fp8Dtype d, int rows, int cols) const {
-        return tensor(data, data_T, sinv, slot(d), rows, cols, d);
+        return tensor(st, data, data_T, sinv, slot(d), rows, cols, d);
     }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
     void set_scale(Fp8Dtype d, float s) { upload_scale(&st, slot(d), s); }
@@ -69,7 +69,7 @@ void cast_transpose_case(int N, int C, Fp8Dtype d, bool rowwise, bool saturate) 
     fp8b* d_out = rowwise ? A(dev::device_alloc<fp8b>((size_t)N * C)) : nullptr;
     fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C));
     float* d_sinv = A(dev::device_alloc<float>(1));
-    fp8_cast_transpose(f.out(d_out, d_outT, d_sinv, d, N, C), &f.st, d_in, N, C, 0);
+    fp8_cast_transpose(d_in, f.out(d_out, d_outT, d_sinv, d, N, C), 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     std::vector<uint8_t> ref, refT;
@@ -114,7 +114,7 @@ TEST(cast_rows_bit_exact) {
                 bf16* d_in = A(dev::to_device_bf16(x));
                 fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)n));
                 float* d_sinv = A(dev::device_alloc<float>(1));
-                fp8_cast(f.out(d_out, nullptr, d_sinv, d, 1, (int)n), &f.st, d_in, 1, (int)n, 0);
+                fp8_cast(d_in, f.out(d_out, nullptr, d_sinv, d, 1, (int)n), 0);
                 CHECK_CUDA(cudaDeviceSynchronize());
                 std::vector<uint8_t> ref, refT;
                 ref_fp8_quantize_transpose(x, 1, (int)n, scale, d, ref, refT);  // one row: row-wise bytes
@@ -147,9 +147,9 @@ TEST(amax_only) {
                 printf(" n=%ld slot %d %s\n", n, f.slot(d), fp32 ? "fp32" : "bf16");
                 f.reset_staging();
                 if (fp32)
-                    fp8_amax(&f.st, f.slot(d), (const float*)d_in, n, 0);
+                    fp8_amax((const float*)d_in, fp8_test::amax_tensor(f.st, f.slot(d), 1, (int)n), 0);
                 else
-                    fp8_amax(&f.st, f.slot(d), (const bf16*)d_in, n, 0);
+                    fp8_amax((const bf16*)d_in, fp8_test::amax_tensor(f.st, f.slot(d), 1, (int)n), 0);
                 EXPECT_EQ(f.staged_bits(d), ref_amax);
             }
         }
@@ -159,7 +159,7 @@ TEST(amax_only) {
     Allocs A;
     bf16* d_in = A(dev::to_device_bf16(x));
     f.reset_staging();
-    fp8_amax(&f.st, 0, d_in, (long)x.size(), 0);
+    fp8_amax(d_in, fp8_test::amax_tensor(f.st, 0, 1, (int)x.size()), 0);
     EXPECT_TRUE(std::isnan(fp8_bits_float(f.staged_bits(Fp8Dtype::E4M3))));
 }
 
@@ -202,8 +202,8 @@ TEST(cast_transpose_dbias) {
                 fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * OC));
                 float* d_sinv = A(dev::device_alloc<float>(1));
                 void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, OC)));
-                fp8_cast_transpose_dbias(f.out(d_out, d_outT, d_sinv, d, N, OC), d_db, d_scratch, &f.st, d_dy,
-                                         N, OC, accumulate, 0);
+                fp8_cast_transpose_dbias(d_dy, f.out(d_out, d_outT, d_sinv, d, N, OC), d_db, d_scratch,
+                                         accumulate, 0);
                 std::vector<uint8_t> ref((size_t)N * OC), refT((size_t)N * OC);
                 std::vector<double> sum(OC, 0.0), abs_sum(OC, 0.0);
                 for (int n = 0; n < N; n++)
@@ -297,8 +297,8 @@ TEST(cast_transpose_dbias_dgelu) {
                 fp8b* d_outT = A(dev::device_alloc<fp8b>((size_t)N * C4));
                 float* d_sinv = A(dev::device_alloc<float>(1));
                 void* d_scratch = A(dev::device_alloc<char>(fp8_dbias_scratch_bytes(N, C4)));
-                fp8_cast_transpose_dbias_dgelu(f.out(d_out, d_outT, d_sinv, d, N, C4), d_db, d_scratch, &f.st,
-                                               d_dout, d_pre, N, C4, tanh_form, false, 0);
+                fp8_cast_transpose_dbias_dgelu(d_dout, d_pre, f.out(d_out, d_outT, d_sinv, d, N, C4), d_db,
+                                               d_scratch, tanh_form, false, 0);
                 std::vector<uint8_t> got = dev::from_device(d_out, g.size());
                 std::vector<uint8_t> gotT = dev::from_device(d_outT, g.size());
                 size_t differ = 0, far = 0, differT = 0, tail = 0;
@@ -335,7 +335,8 @@ TEST(cast_transpose_dbias_dgelu) {
                                       dbias_atol(abs_sum, N) + 4 * eps_g * std::sqrt(sq), testing::kBf16Eps);
                 // Calibration pass over the same g: same amax within the same error.
                 f.reset_staging();
-                fp8_amax_dgelu(&f.st, f.slot(d), d_dout, d_pre, (long)g.size(), tanh_form, 0);
+                fp8_amax_dgelu(d_dout, d_pre, fp8_test::amax_tensor(f.st, f.slot(d), 1, (int)g.size()),
+                               tanh_form, 0);
                 EXPECT_NEAR(fp8_bits_float(f.staged_bits(d)), ref_amax, eps_g * max_dout + 1e-6 * ref_amax);
             }
 }
@@ -384,22 +385,22 @@ TEST(cast_transpose_dbias_dgelu_gelu_out) {
                         CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float)));
                     };
                     const auto dy = [&](int k) {
-                        return tensor(d_out[k], d_outT[k], d_sinv[k], dy_slot, N, F, st.dtypes[dy_slot]);
+                        return tensor(st, d_out[k], d_outT[k], d_sinv[k], dy_slot, N, F, st.dtypes[dy_slot]);
                     };
                     const auto x = [&](int k) {
-                        return tensor(nullptr, d_xT[k], nullptr, x_slot, N, F, st.dtypes[x_slot]);
+                        return tensor(st, nullptr, d_xT[k], nullptr, x_slot, N, F, st.dtypes[x_slot]);
                     };
                     // k = 0: the two casts as the step runs them without the rebuilt input
                     reset();
-                    fp8_cast_transpose_dbias_dgelu(dy(0), d_db[0], d_scratch, &st, d_dout, d_pre, N, F,
-                                                   tanh_form, false, 0);
-                    fp8_gelu_cast_transpose(x(0), &st, d_pre, N, F, tanh_form, 0);
+                    fp8_cast_transpose_dbias_dgelu(d_dout, d_pre, dy(0), d_db[0], d_scratch, tanh_form, false,
+                                                   0);
+                    fp8_gelu_cast_transpose(d_pre, x(0), tanh_form, 0);
                     const uint32_t amax_dy = staged(dy_slot), amax_x = staged(x_slot);
                     // k = 1: one cast with both outputs
                     reset();
                     const Fp8Tensor x1 = x(1);
-                    fp8_cast_transpose_dbias_dgelu(dy(1), d_db[1], d_scratch, &st, d_dout, d_pre, N, F,
-                                                   tanh_form, false, 0, &x1);
+                    fp8_cast_transpose_dbias_dgelu(d_dout, d_pre, dy(1), d_db[1], d_scratch, tanh_form, false,
+                                                   0, &x1);
                     EXPECT_TRUE(
                         testing::same_bits(dev::from_device(d_out[1], n), dev::from_device(d_out[0], n)));
                     EXPECT_TRUE(
@@ -628,19 +629,15 @@ BENCH(cast_transpose) {
     BenchBuffers& b = bench_buffers();
     const double nc = (double)kN * kC, nc4 = (double)kN * kC4;
     const Fp8Dtype e4 = Fp8Dtype::E4M3;
-    float ms = dev::time_ms(
-        [&] { fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
+    float ms = dev::time_ms([&] { fp8_cast_transpose(b.a, b.f.out(b.out, b.outT, b.sinv, e4, kN, kC), 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x1600,e4m3", ms, nc * 2 + 2 * nc);
-    ms = dev::time_ms(
-        [&] { fp8_cast_transpose(b.f.out(nullptr, b.outT, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
+    ms = dev::time_ms([&] { fp8_cast_transpose(b.a, b.f.out(nullptr, b.outT, b.sinv, e4, kN, kC), 0); });
     // the attention projection's X^T, rebuilt in backward (--recompute 2)
     bench::report_budget("fp8_cast_transpose", "12288x1600,e4m3,T-only", ms, nc * 2 + nc, 48);
     // its row-wise copy in forward
-    ms =
-        dev::time_ms([&] { fp8_cast(b.f.out(b.out, nullptr, b.sinv, e4, kN, kC), &b.f.st, b.a, kN, kC, 0); });
+    ms = dev::time_ms([&] { fp8_cast(b.a, b.f.out(b.out, nullptr, b.sinv, e4, kN, kC), 0); });
     bench::report_budget("fp8_cast", "12288x1600,e4m3,rows-only", ms, nc * 2 + nc, 48);
-    ms = dev::time_ms(
-        [&] { fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, e4, kN, kC4), &b.f.st, b.a, kN, kC4, 0); });
+    ms = dev::time_ms([&] { fp8_cast_transpose(b.a, b.f.out(b.out, b.outT, b.sinv, e4, kN, kC4), 0); });
     bench::report_bandwidth("fp8_cast_transpose", "12288x6400,e4m3", ms, nc4 * 2 + 2 * nc4);
 }
 
@@ -650,8 +647,8 @@ BENCH(cast_transpose_dbias) {
     for (const int OC : {kC, 3 * kC}) {
         const double n_oc = (double)kN * OC;
         const float ms = dev::time_ms([&] {
-            fp8_cast_transpose_dbias(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, OC), b.db, b.scratch,
-                                     &b.f.st, b.a, kN, OC, false, 0);
+            fp8_cast_transpose_dbias(b.a, b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, OC), b.db,
+                                     b.scratch, false, 0);
         });
         bench::report_budget("fp8_cast_transpose_dbias", bench::fmt("12288x%d,e5m2", OC), ms,
                              n_oc * 2 + 2 * n_oc, OC == kC ? 96 : 48);
@@ -664,8 +661,8 @@ BENCH(cast_transpose_dbias_dgelu) {
     const double nc4 = (double)kN * kC4;
     for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
         const float ms = dev::time_ms([&] {
-            fp8_cast_transpose_dbias_dgelu(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4), b.db,
-                                           b.scratch, &b.f.st, b.a, b.b, kN, kC4, tanh_form, false, 0);
+            fp8_cast_transpose_dbias_dgelu(b.a, b.b, b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4),
+                                           b.db, b.scratch, tanh_form, false, 0);
         });
         bench::report_bandwidth("fp8_cast_transpose_dbias_dgelu",
                                 tanh_form ? "12288x6400,e5m2,tanh" : "12288x6400,e5m2,erf", ms,
@@ -675,8 +672,8 @@ BENCH(cast_transpose_dbias_dgelu) {
     fp8b* gelu_out_T = dev::device_alloc<fp8b>((size_t)kN * kC4);
     const Fp8Tensor gelu_out = b.f.out(nullptr, gelu_out_T, nullptr, Fp8Dtype::E4M3, kN, kC4);
     const float ms = dev::time_ms([&] {
-        fp8_cast_transpose_dbias_dgelu(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4), b.db,
-                                       b.scratch, &b.f.st, b.a, b.b, kN, kC4, false, false, 0, &gelu_out);
+        fp8_cast_transpose_dbias_dgelu(b.a, b.b, b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E5M2, kN, kC4),
+                                       b.db, b.scratch, false, false, 0, &gelu_out);
     });
     bench::report_budget("fp8_cast_transpose_dbias_dgelu", "12288x6400,e5m2,erf,gelu-out-T", ms,
                          nc4 * 4 + 3 * nc4, 48);
@@ -686,10 +683,8 @@ BENCH(cast_transpose_dbias_dgelu) {
 // FP32 master weight [4C, C]: 4 bytes read, two FP8 copies written per element.
 BENCH(weight_cast_transpose_fp32) {
     BenchBuffers& b = bench_buffers();
-    const float ms = dev::time_ms([&] {
-        fp8_cast_transpose(b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E4M3, kC4, kC), &b.f.st, b.w32, kC4, kC,
-                           0);
-    });
+    const float ms = dev::time_ms(
+        [&] { fp8_cast_transpose(b.w32, b.f.out(b.out, b.outT, b.sinv, Fp8Dtype::E4M3, kC4, kC), 0); });
     bench::report_bandwidth("fp8_cast_transpose", "6400x1600,fp32,e4m3", ms, (double)kC4 * kC * (4 + 2));
 }
 
@@ -701,8 +696,8 @@ BENCH(lm_head_weight_cast_transpose) {
     bf16* w = dev::device_alloc<bf16>((size_t)vc);
     CHECK_CUDA(cudaMemset(w, 0x3C, (size_t)vc * sizeof(bf16)));  // 0x3C3C = 0.0115: timing only
     fp8b *q = dev::device_alloc<fp8b>((size_t)vc), *qT = dev::device_alloc<fp8b>((size_t)vc);
-    const float ms = dev::time_ms(
-        [&] { fp8_cast_transpose(b.f.out(q, qT, b.sinv, Fp8Dtype::E4M3, V, kC), &b.f.st, w, V, kC, 0); });
+    const float ms =
+        dev::time_ms([&] { fp8_cast_transpose(w, b.f.out(q, qT, b.sinv, Fp8Dtype::E4M3, V, kC), 0); });
     bench::report_budget("fp8_cast_transpose", "50304x1600,e4m3", ms, vc * 2 + 2 * vc, 1);
     for (void* p : {(void*)w, (void*)q, (void*)qT}) CHECK_CUDA(cudaFree(p));
 }
@@ -711,9 +706,10 @@ BENCH(lm_head_weight_cast_transpose) {
 BENCH(amax) {
     BenchBuffers& b = bench_buffers();
     const double nc = (double)kN * kC, nc4 = (double)kN * kC4;
-    float ms = dev::time_ms([&] { fp8_amax(&b.f.st, 0, b.a, (long)nc, 0); });
+    float ms = dev::time_ms([&] { fp8_amax(b.a, fp8_test::amax_tensor(b.f.st, 0, 1, (int)nc), 0); });
     bench::report_bandwidth("fp8_amax", "12288x1600,bf16", ms, nc * 2);
-    ms = dev::time_ms([&] { fp8_amax_dgelu(&b.f.st, 1, b.a, b.b, (long)nc4, false, 0); });
+    ms = dev::time_ms(
+        [&] { fp8_amax_dgelu(b.a, b.b, fp8_test::amax_tensor(b.f.st, 1, 1, (int)nc4), false, 0); });
     bench::report_bandwidth("fp8_amax_dgelu", "12288x6400,erf", ms, nc4 * 4);
 }
 

@@ -38,7 +38,7 @@ struct Fixture {
     int ref_slot(Fp8Dtype d) const { return slot(d) + 2; }
     // An output [rows, cols] on slot `s`, in the slot's format.
     Fp8Tensor out(fp8b* data, fp8b* data_T, float* sinv, int s, int rows, int cols) const {
-        return tensor(data, data_T, sinv, s, rows, cols, st.dtypes[s]);
+        return tensor(st, data, data_T, sinv, s, rows, cols, st.dtypes[s]);
     }
     void reset_staging() { CHECK_CUDA(cudaMemset(fp8_staging_amax(&st), 0, st.num_slots * sizeof(float))); }
     void set_scale(Fp8Dtype d, float s) {
@@ -72,7 +72,7 @@ Fp8Buffers reference_cast(Fixture& f, Allocs& A, Fp8Dtype d, float scale, const 
     Fp8Buffers b;
     b.q_ref = A(dev::device_alloc<fp8b>(NC));
     b.qT_ref = A(dev::device_alloc<fp8b>(NC));
-    fp8_cast_transpose(f.out(b.q_ref, b.qT_ref, nullptr, f.ref_slot(d), N, C), &f.st, d_y, N, C, 0);
+    fp8_cast_transpose(d_y, f.out(b.q_ref, b.qT_ref, nullptr, f.ref_slot(d), N, C), 0);
     b.q = rowwise ? A(dev::device_alloc<fp8b>(NC)) : nullptr;
     b.qT = A(dev::device_alloc<fp8b>(NC));
     b.sinv = A(dev::device_alloc<float>(1));
@@ -171,7 +171,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), d_mean, d_rstd,
-                                   &f.st, d_x1, d_x2, d_w, d_b, N, C, 0, k.tile_rows);
+                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -206,7 +206,7 @@ void ln_case(const LnCase& k) {
 
     // 3. Amax-only pass (calibration): the same amax, bit for bit.
     f.reset_staging();
-    fp8_layernorm_amax(&f.st, f.slot(k.d), d_x1, d_x2, d_w, d_b, N, C, 0);
+    fp8_layernorm_amax(d_x1, d_x2, d_w, d_b, fp8_test::amax_tensor(f.st, f.slot(k.d), N, C), 0);
     EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
 }
 
@@ -256,8 +256,7 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
     const uint32_t ref_amax = ref_amax_bits(y);
     const float scale = pick_scale(ref_amax, k.d, k.saturate);
     const Fp8Buffers fb = reference_cast(f, A, k.d, scale, d_y_ref, N, C, k.rowwise);
-    fp8_gelu_cast_transpose(f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), &f.st, d_pre, N, C, k.tanh_form,
-                            0);
+    fp8_gelu_cast_transpose(d_pre, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), k.tanh_form, 0);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence, bit for bit.
@@ -279,7 +278,7 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
 
     // 4. Amax-only pass (calibration).
     f.reset_staging();
-    fp8_gelu_amax(&f.st, f.slot(k.d), d_pre, N, C, k.tanh_form, 0);
+    fp8_gelu_amax(d_pre, fp8_test::amax_tensor(f.st, f.slot(k.d), N, C), k.tanh_form, 0);
     EXPECT_EQ(f.staged_bits(f.slot(k.d)), ref_amax);
 
     // 5. Row-wise only (--recompute 1's forward): the CPU quantization of the BF16 kernel's y exactly, the
@@ -288,8 +287,7 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
         f.reset_staging();
         fp8b* d_q_rows = A(dev::device_alloc<fp8b>(NC));
         float* d_sinv_rows = A(dev::device_alloc<float>(1));
-        fp8_gelu_cast(f.out(d_q_rows, nullptr, d_sinv_rows, f.slot(k.d), N, C), &f.st, d_pre, N, C,
-                      k.tanh_form, 0);
+        fp8_gelu_cast(d_pre, f.out(d_q_rows, nullptr, d_sinv_rows, f.slot(k.d), N, C), k.tanh_form, 0);
         CHECK_CUDA(cudaDeviceSynchronize());
         std::vector<uint8_t> q_cpu, qT_cpu;
         ref_fp8_quantize_transpose(y, N, C, scale, k.d, q_cpu, qT_cpu);
@@ -372,11 +370,11 @@ TEST(calibration) {
                 if (which == 0) {
                     residual_layernorm_forward(d_res, d_y, nullptr, nullptr, d_x1, d_x2, d_w, d_b, N, C, 0);
                     y = dev::from_device_bf16(d_y, NC);
-                    fp8_layernorm_amax(&f.st, slot, d_x1, d_x2, d_w, d_b, N, C, 0);
+                    fp8_layernorm_amax(d_x1, d_x2, d_w, d_b, fp8_test::amax_tensor(f.st, slot, N, C), 0);
                 } else {
                     gelu_forward(d_y, d_x1, NC, false, 0);
                     y = dev::from_device_bf16(d_y, NC);
-                    fp8_gelu_amax(&f.st, slot, d_x1, N, C, false, 0);
+                    fp8_gelu_amax(d_x1, fp8_test::amax_tensor(f.st, slot, N, C), false, 0);
                 }
                 const uint32_t amax = ref_amax_bits(y);
                 EXPECT_EQ(f.staged_bits(slot), amax);
@@ -388,10 +386,9 @@ TEST(calibration) {
                               fp8_compute_scale(fp8_bits_float(amax), fp8_dtype_max(d), margin, old_scale)));
                 const Fp8Tensor out = f.out(d_q, d_qT, d_sinv, slot, N, C);
                 if (which == 0)
-                    fp8_residual_layernorm_forward(d_res, out, nullptr, nullptr, &f.st, d_x1, d_x2, d_w, d_b,
-                                                   N, C, 0);
+                    fp8_residual_layernorm_forward(d_res, out, nullptr, nullptr, d_x1, d_x2, d_w, d_b, 0);
                 else
-                    fp8_gelu_cast_transpose(out, &f.st, d_x1, N, C, false, 0);
+                    fp8_gelu_cast_transpose(d_x1, out, false, 0);
                 std::vector<uint8_t> q, qT;
                 ref_fp8_quantize_transpose(y, N, C, scale, d, q, qT);
                 const std::vector<uint8_t> got = dev::from_device(d_q, NC);
@@ -466,26 +463,22 @@ BENCH(fp8_residual_layernorm) {
     const double nc = (double)kN * kC;
     float ms = dev::time_ms([&] {
         residual_layernorm_forward(b.res, b.y, b.mean, b.rstd, b.a, b.b2, b.w, b.bias, kN, kC, 0);
-        fp8_cast_transpose(b.out(kC), &b.f.st, b.y, kN, kC, 0);
+        fp8_cast_transpose(b.y, b.out(kC), 0);
     });
     bench::report_bandwidth("unfused:residual_layernorm+cast_transpose", "12288x1600,e4m3", ms, 12 * nc);
-    ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w, b.bias, kN,
-                                       kC, 0);
-    });
+    ms = dev::time_ms(
+        [&] { fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0); });
     // ln2 of every layer, ln1 of layers 1..47 and the final LayerNorm (the FP8 LM head's input)
     bench::report_budget("fp8_residual_layernorm_forward", "12288x1600,e4m3", ms, 8 * nc, 96);
     ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(b.res, b.out(kC, false), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w,
-                                       b.bias, kN, kC, 0);
+        fp8_residual_layernorm_forward(b.res, b.out(kC, false), b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
     // Tile rows: the transposed copy's contiguous bytes per row and per block (shared memory: rows x C
     // bytes).
     for (int rows : {16, 32, 64, 128}) {
         ms = dev::time_ms([&] {
-            fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, b.b2, b.w, b.bias,
-                                           kN, kC, 0, rows);
+            fp8_residual_layernorm_forward(b.res, b.out(kC), b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0, rows);
         });
         bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
                                 ms, 8 * nc);
@@ -498,12 +491,11 @@ BENCH(fp8_layernorm) {
     const double nc = (double)kN * kC;
     float ms = dev::time_ms([&] {
         layernorm_forward(b.y, b.mean, b.rstd, b.a, b.w, b.bias, kN, kC, 0);
-        fp8_cast_transpose(b.out(kC), &b.f.st, b.y, kN, kC, 0);
+        fp8_cast_transpose(b.y, b.out(kC), 0);
     });
     bench::report_bandwidth("unfused:layernorm+cast_transpose", "12288x1600,e4m3", ms, 8 * nc);
     ms = dev::time_ms([&] {
-        fp8_residual_layernorm_forward(nullptr, b.out(kC), b.mean, b.rstd, &b.f.st, b.a, nullptr, b.w, b.bias,
-                                       kN, kC, 0);
+        fp8_residual_layernorm_forward(nullptr, b.out(kC), b.mean, b.rstd, b.a, nullptr, b.w, b.bias, 0);
     });
     bench::report_budget("fp8_residual_layernorm_forward", "12288x1600,e4m3,no-residual", ms, 4 * nc, 1);
 }
@@ -511,8 +503,8 @@ BENCH(fp8_layernorm) {
 BENCH(fp8_layernorm_amax) {
     BenchBuffers& b = bench_buffers();
     const double nc = (double)kN * kC;
-    const float ms =
-        dev::time_ms([&] { fp8_layernorm_amax(&b.f.st, b.s, b.a, b.b2, b.w, b.bias, kN, kC, 0); });
+    const float ms = dev::time_ms(
+        [&] { fp8_layernorm_amax(b.a, b.b2, b.w, b.bias, fp8_test::amax_tensor(b.f.st, b.s, kN, kC), 0); });
     bench::report_bandwidth("fp8_layernorm_amax", "12288x1600,residual", ms, 4 * nc);
 }
 
@@ -524,24 +516,24 @@ BENCH(fp8_gelu_cast_transpose) {
         const char* shape = tanh_form ? "12288x6400,e4m3,tanh" : "12288x6400,e4m3,erf";
         float ms = dev::time_ms([&] {
             gelu_forward(b.y, b.a, (size_t)nc4, tanh_form, 0);
-            fp8_cast_transpose(b.out(kC4), &b.f.st, b.y, kN, kC4, 0);
+            fp8_cast_transpose(b.y, b.out(kC4), 0);
         });
         bench::report_bandwidth("unfused:gelu_forward+cast_transpose", shape, ms, 8 * nc4);
-        ms = dev::time_ms([&] { fp8_gelu_cast_transpose(b.out(kC4), &b.f.st, b.a, kN, kC4, tanh_form, 0); });
+        ms = dev::time_ms([&] { fp8_gelu_cast_transpose(b.a, b.out(kC4), tanh_form, 0); });
         bench::report_bandwidth("fp8_gelu_cast_transpose", shape, ms, 4 * nc4);
     }
-    const float ms =
-        dev::time_ms([&] { fp8_gelu_cast_transpose(b.out(kC4, false), &b.f.st, b.a, kN, kC4, false, 0); });
+    const float ms = dev::time_ms([&] { fp8_gelu_cast_transpose(b.a, b.out(kC4, false), false, 0); });
     bench::report_bandwidth("fp8_gelu_cast_transpose", "12288x6400,e4m3,erf,T-only", ms, 3 * nc4);
     // Row-wise only (--recompute 1's forward): 2 + 1 B/elem.
-    const float ms_rows = dev::time_ms([&] { fp8_gelu_cast(b.out(kC4), &b.f.st, b.a, kN, kC4, false, 0); });
+    const float ms_rows = dev::time_ms([&] { fp8_gelu_cast(b.a, b.out(kC4), false, 0); });
     bench::report_budget("fp8_gelu_cast", "12288x6400,e4m3,erf,rows-only", ms_rows, 3 * nc4, 48);
 }
 
 BENCH(fp8_gelu_amax) {
     BenchBuffers& b = bench_buffers();
     const double nc4 = (double)kN * kC4;
-    const float ms = dev::time_ms([&] { fp8_gelu_amax(&b.f.st, b.s, b.a, kN, kC4, false, 0); });
+    const float ms =
+        dev::time_ms([&] { fp8_gelu_amax(b.a, fp8_test::amax_tensor(b.f.st, b.s, kN, kC4), false, 0); });
     bench::report_bandwidth("fp8_gelu_amax", "12288x6400,erf", ms, 2 * nc4);
 }
 

@@ -41,7 +41,9 @@ Fp8Tensor fp8_tensor(const void* data, const void* data_T, float* scale_inv, int
     x.data = (__nv_fp8_storage_t*)data;
     x.data_T = (__nv_fp8_storage_t*)data_T;
     x.scale_inv = scale_inv;
-    x.set_shape(rows, cols, t == CUDA_R_8F_E4M3 ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2);
+    x.rows = rows;  // no slot: the GEMMs read only the bytes, the shape, the format and scale_inv
+    x.cols = cols;
+    x.format = t == CUDA_R_8F_E4M3 ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2;
     return x;
 }
 

@@ -190,39 +190,44 @@ __device__ __forceinline__ void ct_tile_write_transposed(__nv_fp8_storage_t* out
 template <__nv_fp8_interpretation_t F>
 using Fp8FmtTag = std::integral_constant<__nv_fp8_interpretation_t, F>;
 
-// Calls fn(Fp8FmtTag<...>{}) with the tensor's format (checks its slot against the state).
+// Calls fn(Fp8FmtTag<...>{}) with the tensor's format (checks that it is bound to a slot).
 template <class Fn>
-void fp8_dispatch_format(const Fp8Tensor& t, const Fp8ScaleState* st, Fn fn) {
-    CHECK(st != nullptr && t.slot >= 0 && t.slot < st->num_slots, "fp8 slot %d out of range [0, %d)", t.slot,
-          st ? st->num_slots : 0);
+void fp8_dispatch_format(const Fp8Tensor& t, Fn fn) {
+    CHECK(t.slot.scale != nullptr && t.slot.scale_inv != nullptr && t.slot.amax != nullptr,
+          "fp8 tensor not bound to a slot of the scale state (fp8_bind)");
     if (t.format == Fp8Dtype::E4M3)
         fn(Fp8FmtTag<__NV_E4M3>{});
     else
         fn(Fp8FmtTag<__NV_E5M2>{});
 }
 
+// Checks that the tensor whose amax an amax-only pass measures is bound to a slot.
+inline void fp8_check_bound(const Fp8Tensor& t, const char* who) {
+    CHECK(t.slot.amax != nullptr, "%s: the tensor is not bound to a slot of the scale state (fp8_bind)", who);
+}
+
 // Calls fn with out's format tag where a tensor is written (kWrite), else with E4M3's: an amax-only pass
 // writes no bytes, so its kernel does not depend on a format.
 template <bool kWrite, class Fn>
-void fp8_dispatch_written(const Fp8Tensor* out, const Fp8ScaleState* st, Fn fn) {
+void fp8_dispatch_written(const Fp8Tensor& t, Fn fn) {
     if constexpr (kWrite)
-        fp8_dispatch_format(*out, st, fn);
+        fp8_dispatch_format(t, fn);
     else
         fn(Fp8FmtTag<__NV_E4M3>{});
 }
 
-// Launches an element-wise writing kernel over n elements into `out` (row-wise bytes and scale_inv, with its
-// slot's scale and staging amax): kernel_for(format tag) is the kernel, called as (staging, inputs..., n,
+// Launches an element-wise writing kernel over out's elements (row-wise bytes and scale_inv, with its slot's
+// scale and staging amax): kernel_for(format tag) is the kernel, called as (staging, inputs..., n,
 // out.data, out.scale_inv, scale, scale_inv).
 template <class KernelFor, class... Inputs>
-void fp8_launch_elementwise(const Fp8Tensor& out, Fp8ScaleState* st, long n, const char* who,
-                            cudaStream_t stream, KernelFor kernel_for, Inputs... inputs) {
+void fp8_launch_elementwise(const Fp8Tensor& out, const char* who, cudaStream_t stream, KernelFor kernel_for,
+                            Inputs... inputs) {
+    const long n = out.numel();
     const unsigned grid = ew_grid(n, who);
-    fp8_dispatch_format(out, st, [&](auto tag) {
+    fp8_dispatch_format(out, [&](auto tag) {
         const auto kernel = kernel_for(tag);
-        kernel<<<grid, kEwThreads, 0, stream>>>(st->amax_history + out.slot, inputs..., n, out.data,
-                                                out.scale_inv, st->scale + out.slot,
-                                                st->scale_inv + out.slot);
+        kernel<<<grid, kEwThreads, 0, stream>>>(out.slot.amax, inputs..., n, out.data, out.scale_inv,
+                                                out.slot.scale, out.slot.scale_inv);
         CHECK_LAUNCH();
     });
 }

@@ -107,6 +107,18 @@ void fp8_scale_state_destroy(Fp8ScaleState* st) {
 
 float* fp8_staging_amax(Fp8ScaleState* st) { return st->amax_history; }
 
+Fp8ScaleSlot fp8_scale_slot(const Fp8ScaleState& st, int index) {
+    CHECK(index >= 0 && index < st.num_slots, "fp8 slot %d out of range [0, %d)", index, st.num_slots);
+    return {index, st.scale + index, st.scale_inv + index, st.amax_history + index};
+}
+
+void fp8_bind(Fp8Tensor* t, const Fp8ScaleState& st, int index, int rows, int cols) {
+    t->slot = fp8_scale_slot(st, index);
+    t->format = st.dtypes[index];
+    t->rows = rows;
+    t->cols = cols;
+}
+
 void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream) {
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
     update_scales_kernel<<<ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0, stream>>>(

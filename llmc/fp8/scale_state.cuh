@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "llmc/fp8/fp8_scale_math.h"
+#include "llmc/fp8/fp8_tensor.h"
 #include "llmc/gpu/cuda_common.cuh"
 #include "llmc/host/config.h"
 
@@ -29,6 +30,10 @@ void fp8_scale_state_destroy(Fp8ScaleState* st);
 // Staging amaxes, contiguous float[num_slots] (row 0 of the history): all-reduce MAX over it across
 // data-parallel ranks before fp8_update_scales.
 float* fp8_staging_amax(Fp8ScaleState* st);
+// Slot `index` of the state (its scale, scale_inv and staging amax), and a tensor bound to it: its row-wise
+// shape rows x cols and the slot's format.
+Fp8ScaleSlot fp8_scale_slot(const Fp8ScaleState& st, int index);
+void fp8_bind(Fp8Tensor* t, const Fp8ScaleState& st, int index, int rows, int cols);
 
 // Once per optimizer step, one launch for all slots. Per slot with staging amax != 0:
 // amax = max over the window (all H rows incl. staging, NaN/inf propagate) for Max, or the staging value for

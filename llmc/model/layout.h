@@ -5,8 +5,8 @@
 //
 // Dimension key, one spelling per shape suffix everywhere in llmc/: B batch, T sequence, N = B x T tokens,
 // C channels, F = 4C (MLP width), L layers, H heads, D = C / H head size, V vocabulary (padded),
-// S the maximum sequence length (positions). A tensor named x_NC is [N, C] row-major; W_OC an [out, in]
-// nn.Linear weight.
+// S the maximum sequence length (positions), and for any Linear O its out- and I its in-features. A tensor
+// named x_NC is [N, C] row-major; W_OI an [out, in] nn.Linear weight, out_NO its output, bias_O its bias.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -10,9 +10,7 @@
 
 Fp8Linear::Fp8Linear(Fp8Shared* shared, const LinearRuntime* rt, int index, int in, int out, InputKeep keep)
     : shared_(shared), rt_(rt), keep_(keep) {
-    w_.slot = fp8_slot(index, kFp8W);
-    x_.slot = fp8_slot(index, kFp8X);
-    dy_.slot = fp8_slot(index, kFp8DY);
+    index_ = index;
     p_.in = in;
     p_.out = out;
 }
@@ -39,9 +37,9 @@ void Fp8Linear::bind(const LinearParams& p, __nv_fp8_storage_t* weight_bytes, __
     dy_.data = shared_->dy_rows;
     dy_.data_T = shared_->dyT;
     dy_.scale_inv = shared_->dy_scale_inv;
-    w_.set_shape(p.out, p.in, st.dtypes[w_.slot]);
-    x_.set_shape(p.N, p.in, st.dtypes[x_.slot]);
-    dy_.set_shape(p.N, p.out, st.dtypes[dy_.slot]);
+    fp8_bind(&w_, st, fp8_slot(index_, kFp8W), p.out, p.in);
+    fp8_bind(&x_, st, fp8_slot(index_, kFp8X), p.N, p.in);
+    fp8_bind(&dy_, st, fp8_slot(index_, kFp8DY), p.N, p.out);
     kept_ = kept;
     updates_own_weight_ = p.master_OI != nullptr;
 }
@@ -51,30 +49,27 @@ cudaStream_t Fp8Linear::stream() const { return rt_->stream(); }
 void Fp8Linear::input_from_layernorm(bf16* residual_out, float* mean, float* rstd, const bf16* inp1,
                                      const bf16* inp2, const bf16* w, const bf16* b) {
     rt_->mark(kPhaseOther);
-    calibrate_if_needed(
-        x_, [&] { fp8_layernorm_amax(scales(), x_.slot, inp1, inp2, w, b, p_.N, p_.in, stream()); });
-    fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, x_, mean, rstd, scales(), inp1, inp2, w, b,
-                                   p_.N, p_.in, stream());
+    calibrate_if_needed(x_, [&] { fp8_layernorm_amax(inp1, inp2, w, b, x_, stream()); });
+    fp8_residual_layernorm_forward(inp2 ? residual_out : nullptr, x_, mean, rstd, inp1, inp2, w, b, stream());
 }
 
 void Fp8Linear::input_from_gelu(const bf16* pre) {
     rt_->mark(kPhaseOther);
-    calibrate_if_needed(
-        x_, [&] { fp8_gelu_amax(scales(), x_.slot, pre, p_.N, p_.in, rt_->gelu_tanh, stream()); });
+    calibrate_if_needed(x_, [&] { fp8_gelu_amax(pre, x_, rt_->gelu_tanh, stream()); });
     if (keep_ == InputKeep::FromGelu)
-        fp8_gelu_cast(x_, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        fp8_gelu_cast(pre, x_, rt_->gelu_tanh, stream());
     else
-        fp8_gelu_cast_transpose(x_, scales(), pre, p_.N, p_.in, rt_->gelu_tanh, stream());
+        fp8_gelu_cast_transpose(pre, x_, rt_->gelu_tanh, stream());
 }
 
 void Fp8Linear::input_from(const bf16* x) {
     rt_->mark(kPhaseCast);
-    calibrate_if_needed(x_, [&] { fp8_amax(scales(), x_.slot, x, (long)p_.N * p_.in, stream()); });
+    calibrate_if_needed(x_, [&] { fp8_amax(x, x_, stream()); });
     if (keep_ == InputKeep::FromInput) {  // row-wise only; backward() rebuilds X^T from x
-        fp8_cast(x_, scales(), x, p_.N, p_.in, stream());
+        fp8_cast(x, x_, stream());
         input_x_ = x;
     } else {
-        fp8_cast_transpose(x_, scales(), x, p_.N, p_.in, stream());
+        fp8_cast_transpose(x, x_, stream());
     }
 }
 
@@ -97,22 +92,19 @@ void Fp8Linear::wgrad_gemm(const Fp8Tensor& dy, bool accumulate) {
 // The cast of dout into dy (with dbias, and dGELU with pre_gelu).
 void Fp8Linear::cast_dy(const Fp8Tensor& dy, const bf16* dout, const bf16* pre_gelu, bool accumulate,
                         const Fp8Tensor* rebuilt_input) {
-    const int N = p_.N, O = p_.out;
     void* dbias_scratch = shared_->dbias_scratch;
     rt_->mark(kPhaseCast);
     if (pre_gelu) {
-        calibrate_if_needed(dy, [&] {
-            fp8_amax_dgelu(scales(), dy.slot, dout, pre_gelu, (long)N * O, rt_->gelu_tanh, stream());
-        });
-        fp8_cast_transpose_dbias_dgelu(dy, p_.dbias_O, dbias_scratch, scales(), dout, pre_gelu, N, O,
-                                       rt_->gelu_tanh, accumulate, stream(), rebuilt_input);
+        calibrate_if_needed(dy, [&] { fp8_amax_dgelu(dout, pre_gelu, dy, rt_->gelu_tanh, stream()); });
+        fp8_cast_transpose_dbias_dgelu(dout, pre_gelu, dy, p_.dbias_O, dbias_scratch, rt_->gelu_tanh,
+                                       accumulate, stream(), rebuilt_input);
         return;
     }
-    calibrate_if_needed(dy, [&] { fp8_amax(scales(), dy.slot, dout, (long)N * O, stream()); });
+    calibrate_if_needed(dy, [&] { fp8_amax(dout, dy, stream()); });
     if (p_.dbias_O)
-        fp8_cast_transpose_dbias(dy, p_.dbias_O, dbias_scratch, scales(), dout, N, O, accumulate, stream());
+        fp8_cast_transpose_dbias(dout, dy, p_.dbias_O, dbias_scratch, accumulate, stream());
     else  // no bias (the FP8 LM head's dY comes quantized from the loss instead)
-        fp8_cast_transpose(dy, scales(), dout, N, O, stream());
+        fp8_cast_transpose(dout, dy, stream());
 }
 
 static void check_backward_shape(const Fp8Tensor& dy, const Fp8Tensor& w, const LinearParams& p) {
@@ -121,13 +113,13 @@ static void check_backward_shape(const Fp8Tensor& dy, const Fp8Tensor& w, const 
 
 void Fp8Linear::backward(bf16* dinp, const bf16* dout, bool accumulate) {
     CHECK(keep_ != InputKeep::FromGelu, "FP8 Linear slot %d: its X^T is rebuilt by the MLP's dGELU cast",
-          x_.slot);
+          x_.slot.index);
     if (keep_ == InputKeep::FromInput) {
         // The forward's X^T again: the same input with the same scale (scales change only in the update), so
         // the same bytes; the amax it stages is the one already staged (a max).
         CHECK(input_x_ != nullptr, "FP8 Linear: backward() without input_from()");
         rt_->mark(kPhaseCast);
-        fp8_cast_transpose(x_.transposed_only(), scales(), input_x_, p_.N, p_.in, stream());
+        fp8_cast_transpose(input_x_, x_.transposed_only(), stream());
     }
     backward_through_gelu(dinp, dout, nullptr, accumulate, nullptr);
 }
@@ -162,9 +154,8 @@ void Fp8Linear::backward_wgrad(bool accumulate) { wgrad_gemm(kept_dy(), accumula
 // gathered BF16 weight.
 void Fp8Linear::cast_weight() {
     auto cast = [&](const auto* weight_OI) {
-        calibrate_if_needed(w_,
-                            [&] { fp8_amax(scales(), w_.slot, weight_OI, (long)p_.out * p_.in, stream()); });
-        fp8_cast_transpose(w_, scales(), weight_OI, p_.out, p_.in, stream());
+        calibrate_if_needed(w_, [&] { fp8_amax(weight_OI, w_, stream()); });
+        fp8_cast_transpose(weight_OI, w_, stream());
     };
     if (p_.master_OI)
         cast(p_.master_OI);
@@ -180,9 +171,9 @@ void Fp8Linear::weights_gathered() {
 void Fp8Linear::optimizer_step(const LinearAdamW& a) {
     if (!p_.master_OI) return;
     if (a.m16_OI)
-        adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
-                                a.eps, a.step, a.grad_scale, a.apply, w_, scales(), stream());
+        adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
+                                a.grad_scale, a.apply, w_, stream());
     else
-        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, p_.out, p_.in, a.beta1, a.beta2,
-                                a.eps, a.step, a.grad_scale, a.apply, w_, scales(), stream());
+        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
+                                a.grad_scale, a.apply, w_, stream());
 }

@@ -87,7 +87,7 @@ class Fp8Linear : public Linear {
     void calibrate_if_needed(const Fp8Tensor& t, AmaxPass amax_pass) {
         if (!shared_->recipe.calibrating()) return;
         amax_pass();
-        shared_->recipe.calibrate(t.slot, stream());
+        shared_->recipe.calibrate(t.slot.index, stream());
     }
     void cast_dy(const Fp8Tensor& dy, const bf16* dout_NO, const bf16* pre_gelu_NO, bool accumulate,
                  const Fp8Tensor* rebuilt_input);
@@ -97,6 +97,7 @@ class Fp8Linear : public Linear {
 
     Fp8Shared* shared_;
     const LinearRuntime* rt_;
+    int index_;  // its number in the recipe: slots fp8_slot(index_, role)
     LinearParams p_{};
     InputKeep keep_;
     Fp8Tensor w_;   // W [out, in] and W^T [in, out]

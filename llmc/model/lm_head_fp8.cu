@@ -33,11 +33,9 @@ void Fp8LmHead::loss(bf16* logits, float* losses, const int* targets, float dlos
     if (!training)
         return lm_head_eval_loss(logits, losses, targets, dloss, lin.p_.N, lin.p_.out, lin.stream());
     lin.rt_->mark(kPhaseOther);
-    lin.calibrate_if_needed(lin.dy_, [&] {
-        fp8_fused_classifier_amax(lin.scales(), lin.dy_.slot, logits, losses, targets, dloss, lin.p_.N,
-                                  lin.p_.out, lin.stream());
-    });
-    fp8_fused_classifier(lin.dy_, lin.scales(), logits, losses, targets, dloss, lin.stream());
+    lin.calibrate_if_needed(
+        lin.dy_, [&] { fp8_fused_classifier_amax(logits, losses, targets, dloss, lin.dy_, lin.stream()); });
+    fp8_fused_classifier(logits, losses, targets, dloss, lin.dy_, lin.stream());
     spent_logits_ = logits;
 }
 

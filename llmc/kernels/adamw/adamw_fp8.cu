@@ -77,31 +77,32 @@ __global__ void __launch_bounds__(kCtThreads)
 }  // namespace
 
 template <class MT>
-void adamw_update_fp8_weight(float* master_OCC, MT* m_OCC, MT* v_OCC, const bf16* grads_OCC, int OC, int C,
-                             float beta1, float beta2, float eps, const AdamWStepScalars* step_dev,
-                             const float* grad_scale, const int* apply, const Fp8Tensor& w, Fp8ScaleState* st,
+void adamw_update_fp8_weight(float* master_OI, MT* m_OI, MT* v_OI, const bf16* grads_OI, float beta1,
+                             float beta2, float eps, const AdamWStepScalars* step_dev,
+                             const float* grad_scale, const int* apply, const Fp8Tensor& w,
                              cudaStream_t stream) {
-    CHECK(OC > 0 && C > 0 && OC % 16 == 0 && C % 16 == 0,
-          "adamw_update_fp8_weight: OC = %d and C = %d must be positive multiples of 16", OC, C);
+    const int O = w.rows, I = w.cols;
+    CHECK(O > 0 && I > 0 && O % 16 == 0 && I % 16 == 0,
+          "adamw_update_fp8_weight: O = %d and I = %d must be positive multiples of 16", O, I);
     CHECK(step_dev != nullptr, "adamw_update_fp8_weight: step scalars (device) required");
-    CHECK(aligned16(master_OCC) && aligned16(m_OCC) && aligned16(v_OCC) && aligned16(grads_OCC) &&
+    CHECK(aligned16(master_OI) && aligned16(m_OI) && aligned16(v_OI) && aligned16(grads_OI) &&
               aligned16(w.data) && aligned16(w.data_T),
           "adamw_update_fp8_weight: pointers must be 16-byte aligned");
-    const dim3 grid(ceil_div(C, kCtTile), ceil_div(OC, kCtTile));
-    CHECK(grid.y <= 65535, "adamw_update_fp8_weight: OC = %d too large", OC);
+    const dim3 grid(ceil_div(I, kCtTile), ceil_div(O, kCtTile));
+    CHECK(grid.y <= 65535, "adamw_update_fp8_weight: O = %d too large", O);
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
-    fp8_dispatch_format(w, st, [&](auto tag) {
+    fp8_dispatch_format(w, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
-            master_OCC, m_OCC, v_OCC, grads_OCC, OC, C, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
-            w.scale_inv, fp8_staging_amax(st) + w.slot, st->scale + w.slot, st->scale_inv + w.slot);
+            master_OI, m_OI, v_OI, grads_OI, O, I, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
+            w.scale_inv, w.slot.amax, w.slot.scale, w.slot.scale_inv);
         CHECK_LAUNCH();
     });
 }
 
-template void adamw_update_fp8_weight<float>(float*, float*, float*, const bf16*, int, int, float, float,
-                                             float, const AdamWStepScalars*, const float*, const int*,
-                                             const Fp8Tensor&, Fp8ScaleState*, cudaStream_t);
-template void adamw_update_fp8_weight<bf16>(float*, bf16*, bf16*, const bf16*, int, int, float, float, float,
+template void adamw_update_fp8_weight<float>(float*, float*, float*, const bf16*, float, float, float,
+                                             const AdamWStepScalars*, const float*, const int*,
+                                             const Fp8Tensor&, cudaStream_t);
+template void adamw_update_fp8_weight<bf16>(float*, bf16*, bf16*, const bf16*, float, float, float,
                                             const AdamWStepScalars*, const float*, const int*,
-                                            const Fp8Tensor&, Fp8ScaleState*, cudaStream_t);
+                                            const Fp8Tensor&, cudaStream_t);

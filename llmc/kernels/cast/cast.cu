@@ -246,21 +246,22 @@ __global__ void __launch_bounds__(kEwThreads)
 // ---------------------------------------------------------------------------------------------------------
 
 template <class Tin, int OP>
-void launch_amax(Fp8ScaleState* st, int slot, const Tin* in, const bf16* pre, long n, cudaStream_t stream) {
-    CHECK(slot >= 0 && slot < st->num_slots, "fp8 amax: slot %d out of range [0, %d)", slot, st->num_slots);
+void launch_amax(const Fp8Tensor& t, const Tin* in, const bf16* pre, cudaStream_t stream) {
+    fp8_check_bound(t, "fp8 amax");
+    const long n = t.numel();
     CHECK(n % 8 == 0, "fp8 amax: n = %ld must be a multiple of 8", n);
     CHECK(aligned16(in) && aligned16(pre), "fp8 amax: pointers must be 16-byte aligned");
     if (n == 0) return;
     const unsigned grid = ew_grid(n, "fp8 amax");
-    elementwise_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, in, pre, n);
+    elementwise_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, in, pre, n);
     CHECK_LAUNCH();
 }
 
 // The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only).
 template <class Tin, int OP, bool DBIAS>
-void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, Fp8ScaleState* st, const Tin* in_NC,
-                           const bf16* pre_NC, int N, int C, cudaStream_t stream,
-                           const Fp8Tensor* gelu_out = nullptr) {
+void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin* in_NC, const bf16* pre_NC,
+                           cudaStream_t stream, const Fp8Tensor* gelu_out = nullptr) {
+    const int N = out.rows, C = out.cols;
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
           "fp8 cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
     CHECK(out.data_T != nullptr, "fp8 cast_transpose: the transposed output is required");
@@ -269,28 +270,29 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, Fp8ScaleS
     CHECK(OP != kOpCopy || gelu_out == nullptr, "fp8 cast: a GELU output needs the dGELU cast");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
-    const int slot = out.slot;
-    fp8_dispatch_format(out, st, [&](auto tag) {
+    fp8_dispatch_format(out, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         if constexpr (OP != kOpCopy) {
             if (gelu_out != nullptr) {
                 CHECK(gelu_out->data_T != nullptr && aligned16(gelu_out->data_T),
                       "fp8 dgelu: the GELU output's transposed copy is required, 16-byte aligned");
-                fp8_dispatch_format(*gelu_out, st, [&](auto gtag) {
+                CHECK(gelu_out->rows == N && gelu_out->cols == C,
+                      "fp8 dgelu: the GELU output is [%d, %d], not [%d, %d]", gelu_out->rows, gelu_out->cols,
+                      N, C);
+                fp8_dispatch_format(*gelu_out, [&](auto gtag) {
                     constexpr __nv_fp8_interpretation_t GFMT = decltype(gtag)::value;
-                    const GeluOutT gelu = {gelu_out->data_T, fp8_staging_amax(st) + gelu_out->slot,
-                                           st->scale + gelu_out->slot};
+                    const GeluOutT gelu = {gelu_out->data_T, gelu_out->slot.amax, gelu_out->slot.scale};
                     cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT><<<grid, kCtThreads, 0, stream>>>(
-                        out.data, out.data_T, out.scale_inv, dbias_partial, st->amax_history + slot, in_NC,
-                        pre_NC, st->scale + slot, st->scale_inv + slot, N, C, gelu);
+                        out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC,
+                        out.slot.scale, out.slot.scale_inv, N, C, gelu);
                     CHECK_LAUNCH();
                 });
                 return;
             }
         }
         cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
-            out.data, out.data_T, out.scale_inv, dbias_partial, st->amax_history + slot, in_NC, pre_NC,
-            st->scale + slot, st->scale_inv + slot, N, C, GeluOutT{});
+            out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC, out.slot.scale,
+            out.slot.scale_inv, N, C, GeluOutT{});
         CHECK_LAUNCH();
     });
 }
@@ -304,42 +306,41 @@ void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool a
 
 }  // namespace
 
-void fp8_amax(Fp8ScaleState* st, int slot, const bf16* in, long n, cudaStream_t stream) {
-    launch_amax<bf16, kOpCopy>(st, slot, in, nullptr, n, stream);
+void fp8_amax(const bf16* in, const Fp8Tensor& t, cudaStream_t stream) {
+    launch_amax<bf16, kOpCopy>(t, in, nullptr, stream);
 }
-void fp8_amax(Fp8ScaleState* st, int slot, const float* in, long n, cudaStream_t stream) {
-    launch_amax<float, kOpCopy>(st, slot, in, nullptr, n, stream);
+void fp8_amax(const float* in, const Fp8Tensor& t, cudaStream_t stream) {
+    launch_amax<float, kOpCopy>(t, in, nullptr, stream);
 }
-void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* pre, long n, bool gelu_tanh,
+void fp8_amax_dgelu(const bf16* dout, const bf16* pre, const Fp8Tensor& t, bool gelu_tanh,
                     cudaStream_t stream) {
     CHECK(pre != nullptr, "fp8_amax_dgelu: pre is required");
     if (gelu_tanh)
-        launch_amax<bf16, kOpDgeluTanh>(st, slot, dout, pre, n, stream);
+        launch_amax<bf16, kOpDgeluTanh>(t, dout, pre, stream);
     else
-        launch_amax<bf16, kOpDgeluErf>(st, slot, dout, pre, n, stream);
+        launch_amax<bf16, kOpDgeluErf>(t, dout, pre, stream);
 }
 
-void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
-                        cudaStream_t stream) {
-    launch_cast_transpose<bf16, kOpCopy, false>(out, nullptr, st, in_NC, nullptr, N, C, stream);
+void fp8_cast_transpose(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+    launch_cast_transpose<bf16, kOpCopy, false>(out, nullptr, in_NC, nullptr, stream);
 }
-void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const float* in_NC, int N, int C,
-                        cudaStream_t stream) {
-    launch_cast_transpose<float, kOpCopy, false>(out, nullptr, st, in_NC, nullptr, N, C, stream);
+void fp8_cast_transpose(const float* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+    launch_cast_transpose<float, kOpCopy, false>(out, nullptr, in_NC, nullptr, stream);
 }
 
-void fp8_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C, cudaStream_t stream) {
-    const long n = (long)N * C;
-    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_cast: N * C = %ld must be a positive multiple of 8", n);
+void fp8_cast(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+    const long n = out.numel();
+    CHECK(out.rows > 0 && out.cols > 0 && n % 8 == 0,
+          "fp8_cast: N * C = %ld must be a positive multiple of 8", n);
     CHECK(out.data != nullptr && in_NC != nullptr && aligned16(out.data) && aligned16(in_NC),
           "fp8_cast: pointers must be non-null and 16-byte aligned");
     const auto kernel_for = [](auto tag) {
         return elementwise_kernel<bf16, kOpCopy, true, decltype(tag)::value>;
     };
-    fp8_launch_elementwise(out, st, n, "fp8_cast", stream, kernel_for, in_NC, (const bf16*)nullptr);
+    fp8_launch_elementwise(out, "fp8_cast", stream, kernel_for, in_NC, (const bf16*)nullptr);
 }
 
-size_t fp8_dbias_scratch_bytes(int N, int OC) { return (size_t)ceil_div(N, kCtTile) * OC * sizeof(float); }
+size_t fp8_dbias_scratch_bytes(int N, int O) { return (size_t)ceil_div(N, kCtTile) * O * sizeof(float); }
 
 static float* dbias_partials(bf16* dbias, void* scratch) {
     CHECK(dbias != nullptr && scratch != nullptr && aligned16(scratch),
@@ -347,25 +348,23 @@ static float* dbias_partials(bf16* dbias, void* scratch) {
     return static_cast<float*>(scratch);
 }
 
-void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
-                              const bf16* dY_NOC, int N, int OC, bool accumulate, cudaStream_t stream) {
-    float* partial = dbias_partials(dbias_OC, scratch);
-    launch_cast_transpose<bf16, kOpCopy, true>(out, partial, st, dY_NOC, nullptr, N, OC, stream);
-    launch_dbias_reduce(dbias_OC, partial, N, OC, accumulate, stream);
+void fp8_cast_transpose_dbias(const bf16* dY_NO, const Fp8Tensor& out, bf16* dbias_O, void* scratch,
+                              bool accumulate, cudaStream_t stream) {
+    float* partial = dbias_partials(dbias_O, scratch);
+    launch_cast_transpose<bf16, kOpCopy, true>(out, partial, dY_NO, nullptr, stream);
+    launch_dbias_reduce(dbias_O, partial, out.rows, out.cols, accumulate, stream);
 }
 
-void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
-                                    const bf16* dout_NF, const bf16* pre_NF, int N, int F, bool gelu_tanh,
-                                    bool accumulate, cudaStream_t stream, const Fp8Tensor* gelu_out) {
+void fp8_cast_transpose_dbias_dgelu(const bf16* dout_NF, const bf16* pre_NF, const Fp8Tensor& out,
+                                    bf16* dbias_F, void* scratch, bool gelu_tanh, bool accumulate,
+                                    cudaStream_t stream, const Fp8Tensor* gelu_out) {
     float* partial = dbias_partials(dbias_F, scratch);
     CHECK(pre_NF != nullptr, "fp8 dgelu: pre is required");
     if (gelu_tanh)
-        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out, partial, st, dout_NF, pre_NF, N, F, stream,
-                                                        gelu_out);
+        launch_cast_transpose<bf16, kOpDgeluTanh, true>(out, partial, dout_NF, pre_NF, stream, gelu_out);
     else
-        launch_cast_transpose<bf16, kOpDgeluErf, true>(out, partial, st, dout_NF, pre_NF, N, F, stream,
-                                                       gelu_out);
-    launch_dbias_reduce(dbias_F, partial, N, F, accumulate, stream);
+        launch_cast_transpose<bf16, kOpDgeluErf, true>(out, partial, dout_NF, pre_NF, stream, gelu_out);
+    launch_dbias_reduce(dbias_F, partial, out.rows, out.cols, accumulate, stream);
 }
 
 void fp8_transpose(const Fp8Tensor& t, cudaStream_t stream) {

@@ -11,54 +11,48 @@
 // tensor's (decided from the scale state's table when the tensor is bound). Alignment: pointers 16-byte
 // aligned; cast_transpose shapes need N and C multiples of 16.
 #pragma once
-#include <vector>
-
 #include "llmc/fp8/fp8_tensor.h"
-#include "llmc/fp8/scale_state.cuh"
 #include "llmc/gpu/cuda_common.cuh"
 #include "llmc/host/config.h"
 
-// Amax only (calibration): max |x| of n elements into the slot's staging amax. n multiple of 8.
-void fp8_amax(Fp8ScaleState* st, int slot, const bf16* in, long n, cudaStream_t stream);
-void fp8_amax(Fp8ScaleState* st, int slot, const float* in, long n, cudaStream_t stream);
-// Amax only of g = dout * gelu'(pre) (calibration for fp8_cast_transpose_dbias_dgelu). n multiple of 8.
-void fp8_amax_dgelu(Fp8ScaleState* st, int slot, const bf16* dout, const bf16* pre, long n, bool gelu_tanh,
+// Amax only (calibration): max |x| over t's rows x cols elements (a multiple of 8) into t's staging amax.
+void fp8_amax(const bf16* in, const Fp8Tensor& t, cudaStream_t stream);
+void fp8_amax(const float* in, const Fp8Tensor& t, cudaStream_t stream);
+// Amax only of g = dout * gelu'(pre) (calibration for fp8_cast_transpose_dbias_dgelu), over t's elements.
+void fp8_amax_dgelu(const bf16* dout, const bf16* pre, const Fp8Tensor& t, bool gelu_tanh,
                     cudaStream_t stream);
 
-// Every cast writes the Fp8Tensor `out` (llmc/fp8/fp8_tensor.h): its bytes (out.data row-wise [N, C], may be
-// null where only the transposed copy is written; out.data_T [C, N]), its scale_inv, with its slot's scale
-// and amax, in its format (out.format).
+// Every cast writes the Fp8Tensor `out` (llmc/fp8/fp8_tensor.h), whose shape [N, C] = [out.rows, out.cols]
+// is the input's: its bytes (out.data row-wise [N, C], may be null where only the transposed copy is
+// written; out.data_T [C, N]), its scale_inv, with its slot's scale and amax, in its format.
 
-// Cast + transpose in one pass, with amax. The float overload casts FP32 master weights (W_OCC -> W [OC, C]
-// and W^T [C, OC]).
-void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C,
-                        cudaStream_t stream);
-void fp8_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const float* in_NC, int N, int C,
-                        cudaStream_t stream);
+// Cast + transpose in one pass, with amax. The float overload casts FP32 master weights (W_OI -> W [O, I]
+// and W^T [I, O]).
+void fp8_cast_transpose(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream);
+void fp8_cast_transpose(const float* in_NC, const Fp8Tensor& out, cudaStream_t stream);
 
 // Row-wise only: out.data = the row-wise bytes fp8_cast_transpose writes for the same input, with amax and
 // scale_inv (the transposed copy is rebuilt later by fp8_cast_transpose of out.transposed_only()). N * C
 // multiple of 8.
-void fp8_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* in_NC, int N, int C, cudaStream_t stream);
+void fp8_cast(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream);
 
 // t.data_T [cols, rows] = the bytes of t.data [rows, cols] transposed (already quantized: no scale, no
 // amax). rows and cols multiples of 16, pointers 16-byte aligned, no overlap.
 void fp8_transpose(const Fp8Tensor& t, cudaStream_t stream);
 
-// Scratch (device, 16-byte aligned) needed by the dbias variants for N rows of OC columns.
-size_t fp8_dbias_scratch_bytes(int N, int OC);
-// Output gradient: cast + transpose of dY_NOC [N, OC] with amax, and dbias_OC = sum over rows of dY in fp32,
-// deterministic (per-tile partials, then a fixed-order reduction), written as bf16 (accumulate: dbias +=
-// sum). Two launches.
-void fp8_cast_transpose_dbias(const Fp8Tensor& out, bf16* dbias_OC, void* scratch, Fp8ScaleState* st,
-                              const bf16* dY_NOC, int N, int OC, bool accumulate, cudaStream_t stream);
+// Scratch (device, 16-byte aligned) needed by the dbias variants for N rows of O columns.
+size_t fp8_dbias_scratch_bytes(int N, int O);
+// Output gradient: cast + transpose of dY_NO [N, O] = [out.rows, out.cols] with amax, and dbias_O = sum over
+// rows of dY in fp32, deterministic (per-tile partials, then a fixed-order reduction), written as bf16
+// (accumulate: dbias += sum). Two launches.
+void fp8_cast_transpose_dbias(const bf16* dY_NO, const Fp8Tensor& out, bf16* dbias_O, void* scratch,
+                              bool accumulate, cudaStream_t stream);
 // Same for the fc layer through GELU: g = dout * gelu'(pre) (erf form, or tanh approximation if gelu_tanh),
-// dout_NF the gradient of the GELU output and pre_NF its input, both [N, F]; quantizes g into out and
-// reduces dbias_F from fp32 g before quantization. With gelu_out: also the GELU output bf16(gelu(pre))
-// quantized with gelu_out's slot scale and format, transposed only (gelu_out->data_T [F, N]), its amax into
-// that slot's staging: with the forward's scale, the bytes fp8_gelu_cast_transpose wrote (the
-// fc-projection's FP8 input, rebuilt instead of kept). gelu_out's scale_inv is not written.
-void fp8_cast_transpose_dbias_dgelu(const Fp8Tensor& out, bf16* dbias_F, void* scratch, Fp8ScaleState* st,
-                                    const bf16* dout_NF, const bf16* pre_NF, int N, int F, bool gelu_tanh,
-                                    bool accumulate, cudaStream_t stream,
-                                    const Fp8Tensor* gelu_out = nullptr);
+// dout_NF the gradient of the GELU output and pre_NF its input, both [N, F] = [out.rows, out.cols];
+// quantizes g into out and reduces dbias_F from fp32 g before quantization. With gelu_out: also the GELU
+// output bf16(gelu(pre)) quantized with gelu_out's slot scale and format, transposed only (gelu_out->data_T
+// [F, N]), its amax into that slot's staging: with the forward's scale, the bytes fp8_gelu_cast_transpose
+// wrote (the fc-projection's FP8 input, rebuilt instead of kept). gelu_out's scale_inv is not written.
+void fp8_cast_transpose_dbias_dgelu(const bf16* dout_NF, const bf16* pre_NF, const Fp8Tensor& out,
+                                    bf16* dbias_F, void* scratch, bool gelu_tanh, bool accumulate,
+                                    cudaStream_t stream, const Fp8Tensor* gelu_out = nullptr);

@@ -31,33 +31,34 @@ __global__ void __launch_bounds__(512, 2)
     block_amax_atomic(amax_bits, staging);
 }
 
-// out: the dlogits tensor written (null: amax only, of slot `slot`).
+// dy: the dlogits tensor written (kWrite), or whose amax alone is measured; [N, V] = [dy.rows, dy.cols].
 template <bool kWrite>
-void launch(const Fp8Tensor* out, Fp8ScaleState* st, int slot, const bf16* logits_NV, float* losses_N,
-            const int* targets_N, float dloss, int N, int V, cudaStream_t stream) {
+void launch(const Fp8Tensor& dy, const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss,
+            cudaStream_t stream) {
+    const int N = dy.rows, V = dy.cols;
     CHECK(V > 0 && V % 16 == 0, "fp8_fused_classifier: V = %d must be a positive multiple of 16", V);
-    CHECK(aligned16(logits_NV) && (!out || aligned16(out->data)),
+    CHECK(aligned16(logits_NV) && (!kWrite || aligned16(dy.data)),
           "fp8_fused_classifier: pointers must be 16-byte aligned");
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    fp8_check_bound(dy, "fp8_fused_classifier");
     if (N <= 0) return;
-    fp8_dispatch_written<kWrite>(out, st, [&](auto tag) {
+    fp8_dispatch_written<kWrite>(dy, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         fp8_classifier_kernel<kWrite, FMT><<<N, classifier_block_size(V), 0, stream>>>(
-            out ? out->data : nullptr, out ? out->scale_inv : nullptr, st->amax_history + slot,
-            st->scale + slot, st->scale_inv + slot, logits_NV, losses_N, targets_N, dloss, V);
+            kWrite ? dy.data : nullptr, kWrite ? dy.scale_inv : nullptr, dy.slot.amax, dy.slot.scale,
+            dy.slot.scale_inv, logits_NV, losses_N, targets_N, dloss, V);
         CHECK_LAUNCH();
     });
 }
 
 }  // namespace
 
-void fp8_fused_classifier(const Fp8Tensor& dy, Fp8ScaleState* st, const bf16* logits_NV, float* losses_N,
-                          const int* targets_N, float dloss, cudaStream_t stream) {
+void fp8_fused_classifier(const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss,
+                          const Fp8Tensor& dy, cudaStream_t stream) {
     CHECK(dy.data != nullptr, "fp8_fused_classifier: the output is required");
-    launch<true>(&dy, st, dy.slot, logits_NV, losses_N, targets_N, dloss, dy.rows, dy.cols, stream);
+    launch<true>(dy, logits_NV, losses_N, targets_N, dloss, stream);
 }
 
-void fp8_fused_classifier_amax(Fp8ScaleState* st, int slot, const bf16* logits_NV, float* losses_N,
-                               const int* targets_N, float dloss, int N, int V, cudaStream_t stream) {
-    launch<false>(nullptr, st, slot, logits_NV, losses_N, targets_N, dloss, N, V, stream);
+void fp8_fused_classifier_amax(const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss,
+                               const Fp8Tensor& dy, cudaStream_t stream) {
+    launch<false>(dy, logits_NV, losses_N, targets_N, dloss, stream);
 }

@@ -11,10 +11,10 @@
 #pragma once
 #include "llmc/kernels/cast/cast.cuh"
 
-// dlogits into dy.data [N, V] (dy's rows and columns), with dy's scale_inv, slot and format.
-void fp8_fused_classifier(const Fp8Tensor& dy, Fp8ScaleState* st, const bf16* logits_NV, float* losses_N,
-                          const int* targets_N, float dloss, cudaStream_t stream);
+// dlogits into dy.data [N, V] = [dy.rows, dy.cols], with dy's scale_inv, slot and format.
+void fp8_fused_classifier(const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss,
+                          const Fp8Tensor& dy, cudaStream_t stream);
 
-// Calibration (step 0): the losses and max |g| into the slot's staging amax; no dlogits written.
-void fp8_fused_classifier_amax(Fp8ScaleState* st, int slot, const bf16* logits_NV, float* losses_N,
-                               const int* targets_N, float dloss, int N, int V, cudaStream_t stream);
+// Calibration (step 0): the losses and max |g| into dy's staging amax; no dlogits written.
+void fp8_fused_classifier_amax(const bf16* logits_NV, float* losses_N, const int* targets_N, float dloss,
+                               const Fp8Tensor& dy, cudaStream_t stream);

@@ -87,8 +87,8 @@ __global__ void __launch_bounds__(kEwThreads)
 
 }  // namespace
 
-void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
-                             bool gelu_tanh, cudaStream_t stream) {
+void fp8_gelu_cast_transpose(const bf16* pre_NC, const Fp8Tensor& out, bool gelu_tanh, cudaStream_t stream) {
+    const int N = out.rows, C = out.cols;
     CHECK(N > 0 && C > 0 && N % 16 == 0 && C % 16 == 0,
           "fp8_gelu_cast_transpose: N = %d and C = %d must be positive multiples of 16", N, C);
     CHECK(out.data_T != nullptr && pre_NC != nullptr, "fp8_gelu_cast_transpose: out_T and pre are required");
@@ -96,40 +96,38 @@ void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16
           "fp8_gelu_cast_transpose: pointers must be 16-byte aligned");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8_gelu_cast_transpose: N = %d too large", N);
-    fp8_dispatch_format(out, st, [&](auto tag) {
+    fp8_dispatch_format(out, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
                                 : fp8_gelu_cast_transpose_kernel<false, FMT>;
-        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv,
-                                                st->amax_history + out.slot, pre_NC, st->scale + out.slot,
-                                                st->scale_inv + out.slot, N, C);
+        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv, out.slot.amax, pre_NC,
+                                                out.slot.scale, out.slot.scale_inv, N, C);
         CHECK_LAUNCH();
     });
 }
 
-void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream) {
-    const long n = (long)N * C;
-    CHECK(N > 0 && C > 0 && n % 8 == 0, "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
+void fp8_gelu_cast(const bf16* pre_NC, const Fp8Tensor& out, bool gelu_tanh, cudaStream_t stream) {
+    const long n = out.numel();
+    CHECK(out.rows > 0 && out.cols > 0 && n % 8 == 0,
+          "fp8_gelu_cast: N * C = %ld must be a positive multiple of 8", n);
     CHECK(out.data != nullptr && pre_NC != nullptr && aligned16(out.data) && aligned16(pre_NC),
           "fp8_gelu_cast: out and pre must be non-null and 16-byte aligned");
     const auto kernel_for = [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         return gelu_tanh ? fp8_gelu_rows_kernel<true, true, FMT> : fp8_gelu_rows_kernel<false, true, FMT>;
     };
-    fp8_launch_elementwise(out, st, n, "fp8_gelu_cast", stream, kernel_for, pre_NC);
+    fp8_launch_elementwise(out, "fp8_gelu_cast", stream, kernel_for, pre_NC);
 }
-void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream) {
-    const long n = (long)N * C;
-    CHECK(N >= 0 && C >= 0 && n % 8 == 0, "fp8_gelu_amax: N * C = %ld must be a multiple of 8", n);
+void fp8_gelu_amax(const bf16* pre_NC, const Fp8Tensor& t, bool gelu_tanh, cudaStream_t stream) {
+    const long n = t.numel();
+    CHECK(t.rows >= 0 && t.cols >= 0 && n % 8 == 0, "fp8_gelu_amax: N * C = %ld must be a multiple of 8", n);
     CHECK(pre_NC != nullptr && aligned16(pre_NC), "fp8_gelu_amax: pre must be non-null and 16-byte aligned");
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    fp8_check_bound(t, "fp8_gelu_amax");
     if (n == 0) return;
     const unsigned grid = ew_grid(n, "fp8_gelu_amax");
     if (gelu_tanh)
-        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, pre_NC, n);
     else
-        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(st->amax_history + slot, pre_NC, n);
+        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, pre_NC, n);
     CHECK_LAUNCH();
 }

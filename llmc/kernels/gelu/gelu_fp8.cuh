@@ -14,14 +14,12 @@
 // y = bf16(gelu(pre)) as gelu_forward computes it (erf form, or the tanh approximation if gelu_tanh),
 // quantized to FP8: row-wise out.data [N, C] (may be null) and transposed out.data_T [C, N], with amax.
 // pre_NC is the GELU input (the fc output). 128 x 128 tiles transposed through shared memory.
-void fp8_gelu_cast_transpose(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C,
-                             bool gelu_tanh, cudaStream_t stream);
+// [N, C] = [out.rows, out.cols].
+void fp8_gelu_cast_transpose(const bf16* pre_NC, const Fp8Tensor& out, bool gelu_tanh, cudaStream_t stream);
 
 // The same, row-wise out.data only (no transposed copy: --recompute 1 rebuilds it in backward): the same
 // bytes, amax and scale_inv as fp8_gelu_cast_transpose's row-wise output. N * C multiple of 8.
-void fp8_gelu_cast(const Fp8Tensor& out, Fp8ScaleState* st, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream);
+void fp8_gelu_cast(const bf16* pre_NC, const Fp8Tensor& out, bool gelu_tanh, cudaStream_t stream);
 
-// Calibration: max |bf16(gelu(pre))| over N * C elements into the slot's staging amax (N * C multiple of 8).
-void fp8_gelu_amax(Fp8ScaleState* st, int slot, const bf16* pre_NC, int N, int C, bool gelu_tanh,
-                   cudaStream_t stream);
+// Calibration: max |bf16(gelu(pre))| over t's rows x cols elements (a multiple of 8) into t's staging amax.
+void fp8_gelu_amax(const bf16* pre_NC, const Fp8Tensor& t, bool gelu_tanh, cudaStream_t stream);

@@ -26,12 +26,12 @@ void check_agree(const char* who, const char* dim, const Fp8Tensor& p, int p_dim
 
 }  // namespace
 
-void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const Fp8Tensor& x,
-                        const Fp8Tensor& w, const bf16* bias_OC, cudaStream_t stream) {
+void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const Fp8Tensor& x,
+                        const Fp8Tensor& w, const bf16* bias_O, cudaStream_t stream) {
     check_agree("matmul_fp8_forward", "C", x, x.cols, w, w.cols);
-    GemmCall call = fp8_call(GemmKind::Fp8Forward, x.rows, x.cols, w.rows, out_NOC, operand(w.data, w),
+    GemmCall call = fp8_call(GemmKind::Fp8Forward, x.rows, x.cols, w.rows, out_NO, operand(w.data, w),
                              operand(x.data, x));
-    call.bias = bias_OC;
+    call.bias = bias_O;
     matmul_gemm(cache, ctx, call, stream);
 }
 
@@ -44,10 +44,10 @@ void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, co
                 stream);
 }
 
-void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OCC, const Fp8Tensor& dy,
+void matmul_fp8_wgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dweight_OI, const Fp8Tensor& dy,
                       const Fp8Tensor& x, bool accumulate, cudaStream_t stream) {
     check_agree("matmul_fp8_wgrad", "N", dy, dy.rows, x, x.rows);
-    GemmCall call = fp8_call(GemmKind::Fp8Wgrad, x.rows, x.cols, dy.cols, dweight_OCC, operand(x.data_T, x),
+    GemmCall call = fp8_call(GemmKind::Fp8Wgrad, x.rows, x.cols, dy.cols, dweight_OI, operand(x.data_T, x),
                              operand(dy.data_T, dy));
     call.accumulate = accumulate;
     matmul_gemm(cache, ctx, call, stream);

@@ -127,36 +127,36 @@ void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, 
 
 static GemmOperand bf16_operand(const bf16* p) { return {p, CUDA_R_16BF, nullptr}; }
 
-void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
-                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream) {
+void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const bf16* inp_NC,
+                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream) {
     GemmCall call;
     call.kind = GemmKind::Forward;
     call.N = N, call.C = C, call.OC = OC;
-    call.a = bf16_operand(weight_OCC);
+    call.a = bf16_operand(weight_OI);
     call.b = bf16_operand(inp_NC);
-    call.d = out_NOC;
-    call.bias = bias_OC;
+    call.d = out_NO;
+    call.bias = bias_O;
     matmul_gemm(cache, ctx, call, stream);
 }
 
-void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
-                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
-                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream) {
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OI, bf16* dbias_O,
+                     const bf16* dout_NO, const bf16* inp_NC, const bf16* weight_OI, int N, int C, int OC,
+                     bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream) {
     GemmCall call;
     call.N = N, call.C = C, call.OC = OC;
-    call.b = bf16_operand(dout_NOC);
+    call.b = bf16_operand(dout_NO);
     if (dinp_NC) {
         call.kind = GemmKind::Dgrad;
-        call.a = bf16_operand(weight_OCC);
+        call.a = bf16_operand(weight_OI);
         call.d = dinp_NC;
         matmul_gemm(cache, ctx, call, stream);
     }
-    if (dweight_OCC) {
+    if (dweight_OI) {
         call.kind = GemmKind::Wgrad;
         call.a = bf16_operand(inp_NC);
-        call.d = dweight_OCC;
+        call.d = dweight_OI;
         call.accumulate = accumulate_dweight;
         matmul_gemm(cache, ctx, call, stream);
     }
-    if (dbias_OC) matmul_dbias(dbias_OC, dout_NOC, N, OC, dbias_scratch, stream, accumulate_dweight);
+    if (dbias_O) matmul_dbias(dbias_O, dout_NO, N, OC, dbias_scratch, stream, accumulate_dweight);
 }

@@ -1,9 +1,9 @@
 // GEMMs of the trainer through cuBLASLt, BF16 and FP8 (Hopper), for row-major nn.Linear layers:
 // clang-format off
-//   forward  out_NOC   = inp_NC weight_OCC^T (+ bias_OC)
-//   dgrad    dinp_NC   = dout_NOC weight_OCC
-//   wgrad    dweight_OCC (+)= dout_NOC^T inp_NC
-//   dbias    dbias_OC  = sum over N of dout_NOC
+//   forward  out_NO   = inp_NC weight_OI^T (+ bias_O)
+//   dgrad    dinp_NC   = dout_NO weight_OI
+//   wgrad    dweight_OI (+)= dout_NO^T inp_NC
+//   dbias    dbias_O  = sum over N of dout_NO
 // clang-format on
 // N = B*T rows, C input channels, OC output channels. All pointers must be 16-byte aligned. BF16 GEMMs need
 // C and OC multiples of 8 (N is free); FP8 GEMMs need C and OC multiples of 16, and N too for wgrad (it is
@@ -71,27 +71,27 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache);
 // ---------------------------------------------------------------------------------------------------------
 // BF16
 
-// out_NOC = inp_NC weight_OCC^T + bias_OC (bias nullable: then no bias, e.g. the LM head logits_NV).
-void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NOC, const bf16* inp_NC,
-                    const bf16* weight_OCC, const bf16* bias_OC, int N, int C, int OC, cudaStream_t stream);
+// out_NO = inp_NC weight_OI^T + bias_O (bias nullable: then no bias, e.g. the LM head logits_NV).
+void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const bf16* inp_NC,
+                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream);
 
 // Bytes of FP32 scratch the dbias reduction needs (pass as dbias_scratch).
 size_t matmul_dbias_scratch_bytes(int N, int OC);
 
 // Backward of matmul_forward. Each output is optional (nullptr skips it):
-//   dinp_NC = dout W (overwritten); dweight_OCC = dout^T inp (+= if accumulate_dweight, else overwritten);
-//   dbias_OC = column sums of dout (+= if accumulate_dweight, else overwritten; deterministic, by
+//   dinp_NC = dout W (overwritten); dweight_OI = dout^T inp (+= if accumulate_dweight, else overwritten);
+//   dbias_O = column sums of dout (+= if accumulate_dweight, else overwritten; deterministic, by
 //   matmul_dbias; needs dbias_scratch of
 //   matmul_dbias_scratch_bytes(N, OC)).
-// inp_NC is only read for dweight, weight_OCC only for dinp.
-void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OCC,
-                     bf16* dbias_OC, const bf16* dout_NOC, const bf16* inp_NC, const bf16* weight_OCC, int N,
-                     int C, int OC, bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
+// inp_NC is only read for dweight, weight_OI only for dinp.
+void matmul_backward(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, bf16* dweight_OI, bf16* dbias_O,
+                     const bf16* dout_NO, const bf16* inp_NC, const bf16* weight_OI, int N, int C, int OC,
+                     bool accumulate_dweight, float* dbias_scratch, cudaStream_t stream);
 
-// dbias_OC (+)= sum over the N rows of dout_NOC (bf16 out), as two deterministic passes through
+// dbias_O (+)= sum over the N rows of dout_NO (bf16 out), as two deterministic passes through
 // dbias_scratch. Exposed for callers that reduce a dout that no GEMM reads in BF16. OC must be a multiple
 // of 8.
-void matmul_dbias(bf16* dbias_OC, const bf16* dout_NOC, int N, int OC, float* dbias_scratch,
+void matmul_dbias(bf16* dbias_O, const bf16* dout_NO, int N, int OC, float* dbias_scratch,
                   cudaStream_t stream, bool accumulate = false);
 
 // ---------------------------------------------------------------------------------------------------------
@@ -111,12 +111,12 @@ struct GemmOperand {
 
 // A GEMM of a Linear [OC, C] over N rows. Operands a and b in cuBLASLt's order, per role:
 // clang-format off
-//   Forward    a = weight_OCC        b = inp_NC     d = out_NOC       BF16
-//   Dgrad      a = weight_OCC        b = dout_NOC   d = dinp_NC       BF16
-//   Wgrad      a = inp_NC            b = dout_NOC   d = dweight_OCC   BF16
-//   Fp8Forward a = weight_OCC        b = inp_NC     d = out_NOC       E4M3 x E4M3, fast accumulation
-//   Fp8Dgrad   a = weightT_COC       b = dout_NOC   d = dinp_NC       E4M3 x (E4M3 or E5M2)
-//   Fp8Wgrad   a = inpT_CN           b = doutT_OCN  d = dweight_OCC   E4M3 x (E4M3 or E5M2)
+//   Forward    a = weight_OI        b = inp_NC     d = out_NO       BF16
+//   Dgrad      a = weight_OI        b = dout_NO   d = dinp_NC       BF16
+//   Wgrad      a = inp_NC            b = dout_NO   d = dweight_OI   BF16
+//   Fp8Forward a = weight_OI        b = inp_NC     d = out_NO       E4M3 x E4M3, fast accumulation
+//   Fp8Dgrad   a = weightT_COC       b = dout_NO   d = dinp_NC       E4M3 x (E4M3 or E5M2)
+//   Fp8Wgrad   a = inpT_CN           b = doutT_OCN  d = dweight_OI   E4M3 x (E4M3 or E5M2)
 // clang-format on
 // bias (forward roles, nullable) is added through the epilogue; accumulate (wgrad roles) makes D += (beta 1)
 // instead of D =.

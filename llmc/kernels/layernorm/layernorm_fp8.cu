@@ -154,29 +154,29 @@ int ln_tile_rows(int N, int C) {
     return C <= kLnRows32MaxC ? 32 : 16;
 }
 
-// out: the FP8 tensor written (null: amax only, of slot `slot`). tile_rows: rows per block (a multiple of 16;
-// 0: ln_tile_rows).
+// t: the FP8 tensor written (kWrite), or whose amax alone is measured. tile_rows: rows per block (a multiple
+// of 16; 0: ln_tile_rows).
 template <bool kWrite>
-void launch_ln(bf16* residual, const Fp8Tensor* out, float* mean, float* rstd, Fp8ScaleState* st, int slot,
-               const bf16* inp1, const bf16* inp2, const bf16* weight, const bf16* bias, int N, int C,
-               cudaStream_t stream, int tile_rows = 0) {
+void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, const bf16* inp1,
+               const bf16* inp2, const bf16* weight, const bf16* bias, cudaStream_t stream,
+               int tile_rows = 0) {
+    const int N = t.rows, C = t.cols;
     const int rows = tile_rows > 0 ? tile_rows : ln_tile_rows(N, C);
     CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
           "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
           rows, C);
-    CHECK(st != nullptr && slot >= 0 && slot < st->num_slots, "fp8 slot %d out of range", slot);
+    fp8_check_bound(t, "fp8 LayerNorm");
     const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
     const int grid = ceil_div(N, rows);
-    fp8_dispatch_written<kWrite>(out, st, [&](auto tag) {
+    fp8_dispatch_written<kWrite>(t, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         const LnKernel kernel =
             inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C) : pick_ln_kernel<false, kWrite, FMT>(C);
         if (smem > 48 * 1024)
             CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         kernel<<<grid, kLnThreads, smem, stream>>>(
-            residual, out ? out->data : nullptr, out ? out->data_T : nullptr, out ? out->scale_inv : nullptr,
-            mean, rstd, st->amax_history + slot, inp1, inp2, weight, bias, st->scale + slot,
-            st->scale_inv + slot, N, C, rows);
+            residual, kWrite ? t.data : nullptr, kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr,
+            mean, rstd, t.slot.amax, inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
         CHECK_LAUNCH();
     });
 }
@@ -184,10 +184,9 @@ void launch_ln(bf16* residual, const Fp8Tensor* out, float* mean, float* rstd, F
 }  // namespace
 
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
-                                    Fp8ScaleState* st, const bf16* inp1_NC, const bf16* inp2_NC,
-                                    const bf16* weight_C, const bf16* bias_C, int N, int C,
-                                    cudaStream_t stream, int tile_rows) {
-    check_ln_shape("fp8_residual_layernorm_forward", N, C);
+                                    const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows) {
+    check_ln_shape("fp8_residual_layernorm_forward", out.rows, out.cols);
     CHECK(out.data_T != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
     CHECK(inp2_NC == nullptr || residual_NC != nullptr,
@@ -195,17 +194,15 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, flo
     CHECK(aligned16(residual_NC) && aligned16(out.data) && aligned16(out.data_T) && aligned16(inp1_NC) &&
               aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
-    launch_ln<true>(residual_NC, &out, mean_N, rstd_N, st, out.slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C,
-                    stream, tile_rows);
+    launch_ln<true>(residual_NC, out, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, stream, tile_rows);
 }
 
-void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
-                        const bf16* weight_C, const bf16* bias_C, int N, int C, cudaStream_t stream) {
-    check_ln_shape("fp8_layernorm_amax", N, C);
+void fp8_layernorm_amax(const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C,
+                        const Fp8Tensor& t, cudaStream_t stream) {
+    check_ln_shape("fp8_layernorm_amax", t.rows, t.cols);
     CHECK(inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_layernorm_amax: inp1, weight and bias are required");
     CHECK(aligned16(inp1_NC) && aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_layernorm_amax: tensors must be 16-byte aligned");
-    launch_ln<false>(nullptr, nullptr, nullptr, nullptr, st, slot, inp1_NC, inp2_NC, weight_C, bias_C, N, C,
-                     stream);
+    launch_ln<false>(nullptr, t, nullptr, nullptr, inp1_NC, inp2_NC, weight_C, bias_C, stream);
 }

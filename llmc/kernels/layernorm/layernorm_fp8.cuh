@@ -4,8 +4,8 @@
 // Semantics, bit for bit: y = the bf16 value layernorm_forward writes (llmc/kernels/layernorm/layernorm.cu:
 // the same fp32 formula and operation order), then quantized exactly as fp8_cast_transpose does
 // (llmc/kernels/cast/cast.cuh): fp8 = saturate(float(y) * scale) with round to nearest even, amax = max |y|
-// (NaN propagates) into the slot's staging amax, scale read from st->scale[slot] on the device, and
-// out.scale_inv (may be null) = st->scale_inv[slot]. Shapes: N and C positive multiples of 16, C <= 8192,
+// (NaN propagates) into the slot's staging amax, scale read from the slot on the device, and
+// out.scale_inv (may be null) = the slot's scale_inv. Shapes: N and C positive multiples of 16, C <= 8192,
 // pointers 16-byte aligned; out.data [N, C] may be null, out.data_T [C, N] is required.
 //
 // Step-0 calibration (current scaling once): fp8_layernorm_amax, then the recipe's calibration of the slot,
@@ -23,11 +23,12 @@
 // tile_rows > 0, a multiple of 16, sets it: the tests and the benchmark's sweep):
 // each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
 // memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
+// [N, C] = [out.rows, out.cols].
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
-                                    Fp8ScaleState* st, const bf16* inp1_NC, const bf16* inp2_NC,
-                                    const bf16* weight_C, const bf16* bias_C, int N, int C,
-                                    cudaStream_t stream, int tile_rows = 0);
+                                    const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows = 0);
 
-// Calibration: max |y| of the same LayerNorm outputs into the slot's staging amax; nothing else written.
-void fp8_layernorm_amax(Fp8ScaleState* st, int slot, const bf16* inp1_NC, const bf16* inp2_NC,
-                        const bf16* weight_C, const bf16* bias_C, int N, int C, cudaStream_t stream);
+// Calibration: max |y| of the same LayerNorm outputs ([t.rows, t.cols]) into t's staging amax; nothing else
+// written.
+void fp8_layernorm_amax(const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C,
+                        const Fp8Tensor& t, cudaStream_t stream);
