@@ -2,7 +2,7 @@
 """Compares train_gpt runs from their logs: a table and, when matplotlib is installed, a PNG.
 
   python3 scripts/compare.py logs/bf16/train.jsonl logs/fp8/train.jsonl [--png compare.png | --no-png] [--skip 3]
-                             [--smooth 20] [--curves]
+                             [--smooth 20] [--curves] [--watch SECONDS]
 
 Each LOG is a train.jsonl (or a log directory holding one). A run is labelled by its config.json (next to the
 log): model and precision, plus the settings that tell runs of the same model and precision apart; without a
@@ -19,6 +19,10 @@ The PNG (by default when matplotlib is installed, to --png, compare.png in the c
 loss divided by the first run's, both smoothed over --smooth steps, so a gap of a few tenths of a percent shows
 (validation ratios as markers); and tokens/s per step after the --skip warm-up steps, with the speedup over the
 first run in the title. A diverged run's non-finite losses (null in the log) are left out of the curves.
+
+--watch SECONDS looks at runs while they train: every SECONDS it reads the logs again and redraws the table (and
+--curves, and the PNG), until Ctrl-C. A log that does not exist yet or has no step yet is waited for, and a last
+line still being written (no newline yet) is left for the next look.
 
 Every bad log is one line "compare: error: ..." on stderr and exit status 2. Standard library only, except
 matplotlib for the PNG.
@@ -49,8 +53,9 @@ def number(r, key, where, required=True):
     return float(v)
 
 
-def load(path):
-    """(log path, train records, val records, skipped steps) with the numbers checked."""
+def load(path, growing=False):
+    """(log path, train records, val records, skipped steps) with the numbers checked. growing: the log of a
+    run in progress, whose last line may be half written (no newline yet): left out."""
     if os.path.isdir(path):
         path = os.path.join(path, "train.jsonl")
     train, val, skipped = [], [], 0
@@ -58,6 +63,8 @@ def load(path):
         with open(path, "rb") as f:
             for n, raw in enumerate(f, 1):
                 where = f"{path}:{n}"
+                if growing and not raw.endswith(b"\n"):
+                    break
                 try:
                     line = raw.decode("utf-8").strip()
                 except UnicodeDecodeError as e:
@@ -187,16 +194,54 @@ def main():
     ap.add_argument("--skip", type=int, default=3, help="warm-up steps left out of the medians")
     ap.add_argument("--smooth", type=int, default=20, help="steps averaged in the figure's loss ratio")
     ap.add_argument("--curves", action="store_true", help="also print the loss curves as text")
+    ap.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Ctrl-C")
+    ap.add_argument("--watch-renders", type=int, default=0, help=argparse.SUPPRESS)  # tests: stop after N
     a = ap.parse_args()
     if a.skip < 0 or a.smooth < 1:
         raise LogError("--skip must be >= 0 and --smooth >= 1")
-    runs = [load(p) for p in a.logs]
+    if a.watch is None:
+        render(a, [load(p) for p in a.logs])
+        return
+    if not a.watch > 0:
+        raise LogError("--watch must be a positive number of seconds")
+    watch(a)
+
+
+def render(a, runs):
     labels = run_labels([r[0] for r in runs])
     print_table(labels, [summarize(r, a.skip) for r in runs])
     if a.curves:
         print_curves(runs, labels)
     if not a.no_png:
         plot(runs, labels, a.png, a.skip, a.smooth)
+
+
+def watch(a):
+    """render() every a.watch seconds over the logs as they grow; logs not there yet are waited for."""
+    import time
+    renders = 0
+    try:
+        while True:
+            runs, waiting = [], []
+            for p in a.logs:
+                try:
+                    runs.append(load(p, growing=True))
+                except LogError as e:  # not written yet, or no step yet: look again later
+                    if "No such file" not in str(e) and "no training records" not in str(e):
+                        raise
+                    waiting.append(p)
+            if sys.stdout.isatty():
+                print("\033[H\033[2J", end="")
+            if runs:
+                render(a, runs)
+            note = f"; waiting for {', '.join(waiting)}" if waiting else ""
+            print(f"compare: {time.strftime('%H:%M:%S')}, every {a.watch:g} s, Ctrl-C stops{note}", flush=True)
+            renders += 1
+            if a.watch_renders and renders >= a.watch_renders:
+                return
+            time.sleep(a.watch)
+    except KeyboardInterrupt:
+        print()
 
 
 def finite(v):

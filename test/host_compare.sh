@@ -14,6 +14,7 @@
 #     none. Without matplotlib: a one-line note on stderr, exit 0, no PNG (skipped).
 #   figure_panels: with matplotlib, the drawn figure: log-scale loss, the ratio panel, tokens/s from step 3
 #     on with the speedup in the title.
+#   watch: --watch over a growing log and one not there yet (below).
 set -u
 source "$(dirname "$0")/lib_host.sh" compare python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CMP="$ROOT/scripts/compare.py"
@@ -163,4 +164,33 @@ then
   pass "figure_panels (log-scale loss, ratio to bf16, tokens/s from step 3 on, 1.25x in the title)"
 else
   fail figure_panels "$(tail -1 lines.txt)"
+fi
+
+# watch: --watch on a run in progress: a log folder that does not exist yet is waited for, the half-written last
+# line of a growing log is left for the next look, and steps appended between looks show in the next table.
+mkdir -p live
+python3 - live/train.jsonl <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for s in range(4):
+        f.write(json.dumps({"kind": "train", "step": s, "loss": 5.0, "step_ms": 100}) + "\n")
+    f.write('{"kind": "train", "st')  # the writer is mid-line
+PY
+python3 "$CMP" live later --watch 0.5 --watch-renders 6 --no-png > watch.txt 2>&1 &
+watcher=$!
+sleep 1
+python3 - live/train.jsonl <<'PY'
+import json, sys
+with open(sys.argv[1], "a") as f:
+    f.write('ep": 4, "loss": 5.0, "step_ms": 100}\n')
+    for s in range(5, 9):
+        f.write(json.dumps({"kind": "train", "step": s, "loss": 5.0, "step_ms": 100}) + "\n")
+PY
+wait $watcher
+status=$?
+if [ $status = 0 ] && grep -q '^| live | 4 |' watch.txt && grep -q '^| live | 9 |' watch.txt &&
+   grep -q 'waiting for later' watch.txt && ! grep -q 'error' watch.txt; then
+  pass "watch (4 steps while the fifth was half written, then 9; the missing log waited for)"
+else
+  fail watch "status $status: $(tr '\n' ' ' < watch.txt | head -c 400)"
 fi
