@@ -122,6 +122,13 @@ test: all
 	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check/check_format.sh -- $(GPU_TESTS) \
 	  $(wildcard test/gpu_*.sh)
 
+# The first run (README "First run: tiny Shakespeare"): GPT-2 124M from scratch on tiny Shakespeare (from
+# `make deps`), then text samples and the loss curve; PRECISION=fp8 for FP8.
+PRECISION ?= bf16
+.PHONY: quickstart
+quickstart: train_gpt
+	@bash scripts/runs/shakespeare.sh --precision $(PRECISION)
+
 # GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
 sanitize: all
 	@bash scripts/check/sanitize.sh

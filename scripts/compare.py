@@ -17,8 +17,8 @@ steps) with the validation points.
 The PNG (by default when matplotlib is installed, to --png, compare.png in the current directory unless given;
 --no-png: none) shows what runs are compared on: the loss per step (log scale, validation as markers); each run's
 loss divided by the first run's, both smoothed over --smooth steps, so a gap of a few tenths of a percent shows
-(validation ratios as markers); and tokens/s per step after the --skip warm-up steps, with the speedup over the
-first run in the title. A diverged run's non-finite losses (null in the log) are left out of the curves.
+(validation ratios as markers; not drawn for one run); and tokens/s per step after the --skip warm-up steps, with
+the speedup over the first run in the title (titles wrap to their panel's width). A diverged run's non-finite losses (null in the log) are left out of the curves.
 
 --watch SECONDS looks at runs while they train: every SECONDS it reads the logs again and redraws the table (and
 --curves, and the PNG), until Ctrl-C. A log that does not exist yet or has no step yet is waited for, and a last
@@ -33,6 +33,7 @@ import math
 import os
 import statistics
 import sys
+import textwrap
 
 
 class LogError(Exception):
@@ -333,6 +334,16 @@ def figure_data(runs, labels, skip, smooth):
     return data
 
 
+PANEL_INCHES = 6.0  # each panel's share of the figure's width
+# Characters of a title (12 points, about 0.1 inch each) that fit over one panel's axes (~4.6 of its 6 inches
+# once the tick labels are placed): longer titles wrap instead of running into the next panel or off the figure.
+TITLE_CHARS = 44
+
+
+def wrap_title(text):
+    return textwrap.fill(text, TITLE_CHARS)
+
+
 def speed_title(labels, speedups, skip):
     if len(labels) == 1:
         return f"throughput (after {skip} warm-up steps)"
@@ -345,30 +356,36 @@ def plot(runs, labels, png, skip, smooth):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import PercentFormatter
+        from matplotlib.ticker import LogFormatter, PercentFormatter
     except ImportError:
         print("compare: matplotlib is not installed: no PNG written (pip install matplotlib)", file=sys.stderr)
         return
     data = figure_data(runs, labels, skip, smooth)
-    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(18, 4.8))
+    panels = 3 if len(runs) > 1 else 2  # one run: no ratio panel
+    fig, axes = plt.subplots(1, panels, figsize=(PANEL_INCHES * panels, 4.8))
+    ax1, ax3 = axes[0], axes[-1]
     colors = {}
     for label, steps, losses, vsteps, vlosses in data["loss"]:
         line, = ax1.plot(steps, losses, label=label, lw=1)
         colors[label] = line.get_color()
         ax1.plot(vsteps, vlosses, "o", color=line.get_color(), ms=4)
     ax1.set_yscale("log")
+    ax1.yaxis.set_major_formatter(LogFormatter())  # 6, 8, 10 rather than 6 x 10^0
+    ax1.yaxis.set_minor_formatter(LogFormatter(minor_thresholds=(2, 0.5)))
     ax1.set(xlabel="step", ylabel="loss (dots: validation)", title="loss")
-    ax2.axhline(1.0, color=colors[labels[0]], lw=1, label=f"{labels[0]} (= 1)")
-    for label, steps, ratios, vsteps, vratios in data["ratio"]:
-        ax2.plot(steps, ratios, color=colors[label], lw=1, label=label)
-        ax2.plot(vsteps, vratios, "o", color=colors[label], ms=4)
-    ax2.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
-    ax2.set(xlabel="step", ylabel=f"loss / {labels[0]}'s",
-            title=f"loss relative to {labels[0]} (mean of {smooth} steps; dots: validation)")
+    if panels == 3:
+        ax2 = axes[1]
+        ax2.axhline(1.0, color=colors[labels[0]], lw=1, label=f"{labels[0]} (= 1)")
+        for label, steps, ratios, vsteps, vratios in data["ratio"]:
+            ax2.plot(steps, ratios, color=colors[label], lw=1, label=label)
+            ax2.plot(vsteps, vratios, "o", color=colors[label], ms=4)
+        ax2.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
+        ax2.set(xlabel="step", ylabel=f"loss / {labels[0]}'s",
+                title=wrap_title(f"loss relative to {labels[0]} (mean of {smooth} steps; dots: validation)"))
     for label, steps, tok_s in data["speed"]:
         ax3.plot(steps, tok_s, color=colors[label], lw=1, label=label)
-    ax3.set(xlabel="step", ylabel="tokens/s", title=speed_title(labels, data["speedups"], skip))
-    for ax in (ax1, ax2, ax3):
+    ax3.set(xlabel="step", ylabel="tokens/s", title=wrap_title(speed_title(labels, data["speedups"], skip)))
+    for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make deps`: fetch what is missing into third_party/ and check the CUDA toolchain.
 # Safe to run twice: anything already present is left alone.
-# Overrides (environment): CUDA_HOME, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, NCCL_INCLUDE.
+# Overrides (environment): CUDA_HOME, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, NCCL_INCLUDE;
+# SHAKESPEARE_TXT=FILE: a copy of tiny Shakespeare for the quickstart (checked by its checksum).
 set -u
 cd "$(dirname "$0")/.."
 TP=third_party
@@ -77,6 +78,47 @@ if [ ! -f "$fe/cudnn_frontend.h" ]; then
 fi
 [ -f "$fe/cudnn_frontend.h" ] && echo "deps: cudnn-frontend headers: $fe" || missing+=("cudnn-frontend headers (pip nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION, or set CUDNN_FRONTEND_INCLUDE=)")
 
+# --- Data for the quickstart and for tokenizing without network (optional: the build needs neither) ---
+optional=()
+sha_is() {  # file sha256: the file exists and has this checksum
+  [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
+}
+# GPT-2's BPE ranks in tiktoken's format, which scripts/data/prepare_data.py and prepare_hellaswag.py read when
+# tiktoken cannot download them: PyPI's openai-whisper source archive ships them (whisper/assets/gpt2.tiktoken).
+WHISPER_VERSION=20250625
+GPT2_RANKS_SHA256=306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930
+ranks=$TP/gpt2-bpe/gpt2.tiktoken
+if ! sha_is "$ranks" "$GPT2_RANKS_SHA256"; then
+  echo "deps: fetching GPT-2's BPE ranks (gpt2.tiktoken of openai-whisper==$WHISPER_VERSION's sources) into $TP/gpt2-bpe"
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" "openai-whisper==$WHISPER_VERSION" >/dev/null 2>&1 &&
+     tar -xzf "$tmp"/openai_whisper-*.tar.gz -C "$tmp" --wildcards '*/whisper/assets/gpt2.tiktoken' 2>/dev/null &&
+     sha_is "$(echo "$tmp"/openai_whisper-*/whisper/assets/gpt2.tiktoken)" "$GPT2_RANKS_SHA256"; then
+    mkdir -p "$TP/gpt2-bpe" && cp "$tmp"/openai_whisper-*/whisper/assets/gpt2.tiktoken "$ranks"
+  fi
+  rm -rf "$tmp"
+fi
+sha_is "$ranks" "$GPT2_RANKS_SHA256" && echo "deps: GPT-2 BPE ranks: $ranks" ||
+  optional+=("GPT-2's BPE ranks for tokenizing without network (pip download --no-deps --no-binary :all: openai-whisper==$WHISPER_VERSION, unpack whisper/assets/gpt2.tiktoken to $ranks)")
+# tiny Shakespeare (karpathy/char-rnn's data/tinyshakespeare/input.txt, public domain) for
+# scripts/runs/shakespeare.sh: no package registry carries it, so a copy is named with SHAKESPEARE_TXT=FILE.
+SHAKESPEARE_SHA256=86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed
+text=$TP/shakespeare/input.txt
+if [ -n "${SHAKESPEARE_TXT:-}" ] && ! sha_is "$text" "$SHAKESPEARE_SHA256"; then
+  if sha_is "$SHAKESPEARE_TXT" "$SHAKESPEARE_SHA256"; then
+    mkdir -p "$TP/shakespeare" && cp "$SHAKESPEARE_TXT" "$text"
+  else
+    missing+=("tiny Shakespeare: SHAKESPEARE_TXT='$SHAKESPEARE_TXT' is not char-rnn's input.txt (1,115,394 bytes, sha256 ${SHAKESPEARE_SHA256:0:12}...)")
+  fi
+fi
+if sha_is "$text" "$SHAKESPEARE_SHA256"; then
+  echo "deps: tiny Shakespeare: $text"
+elif [ -e "$text" ]; then
+  optional+=("tiny Shakespeare: $text is not char-rnn's input.txt (its sha256 differs): remove it")
+else
+  optional+=("tiny Shakespeare for scripts/runs/shakespeare.sh (no package registry carries it: SHAKESPEARE_TXT=path/to/input.txt make deps copies karpathy/char-rnn's data/tinyshakespeare/input.txt)")
+fi
+
 # --- CUDA toolkit, cuBLASLt, cuDNN, NCCL: checked, never installed here ---
 [ -x "$CUDA_HOME/bin/nvcc" ] && echo "deps: nvcc: $CUDA_HOME/bin/nvcc" || missing+=("nvcc (CUDA toolkit; set CUDA_HOME=)")
 find_file() { # name, dirs...
@@ -97,6 +139,7 @@ check cuBLASLt cublasLt.h libcublasLt.so
 check cuDNN cudnn.h libcudnn.so "${CUDNN_INCLUDE:-}"
 check NCCL nccl.h libnccl.so "${NCCL_INCLUDE:-}"
 
+for m in "${optional[@]}"; do echo "deps: optional, not found: $m"; done
 if [ ${#missing[@]} -gt 0 ]; then
   for m in "${missing[@]}"; do echo "deps: MISSING: $m" >&2; done
   exit 1

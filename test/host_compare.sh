@@ -15,6 +15,8 @@
 #   figure_panels: with matplotlib, the drawn figure: log-scale loss, the ratio panel, tokens/s from step 3
 #     on with the speedup in the title.
 #   watch: --watch over a growing log and one not there yet (below).
+#   titles_inside_the_figure: with matplotlib, every panel's title (long labels from config.json) is drawn inside
+#     the figure and clear of the next one's (the third used to run off the right edge); one run: two panels.
 set -u
 source "$(dirname "$0")/lib_host.sh" compare python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CMP="$ROOT/scripts/compare.py"
@@ -128,6 +130,7 @@ if ! python3 -c "import matplotlib" 2>/dev/null; then
     fail png_by_default "without matplotlib: status $rc, $(tr '\n' ' ' < err.txt)"
   fi
   skip figure_panels "matplotlib is not installed"
+  skip titles_inside_the_figure "matplotlib is not installed"
   exit 0
 fi
 
@@ -193,4 +196,42 @@ if [ $status = 0 ] && grep -q '^| live | 4 |' watch.txt && grep -q '^| live | 9 
   pass "watch (4 steps while the fifth was half written, then 9; the missing log waited for)"
 else
   fail watch "status $status: $(tr '\n' ' ' < watch.txt | head -c 400)"
+fi
+
+# The titles as drawn (labels as long as config.json makes them): each inside the figure, none running into the
+# next panel's; the figure of one run has no ratio panel.
+printf '{"model": "124m", "precision": "bf16", "recompute": 0, "log_dir": "bf16"}\n' > bf16/config.json
+printf '{"model": "124m", "precision": "fp8", "recompute": 2, "log_dir": "fp8"}\n' > fp8/config.json
+if python3 - "$ROOT/scripts" <<'PY' > titles.txt 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.figure
+import compare
+def check(fig, *a, **k):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    spans = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    for ax, box in zip(fig.axes, spans):
+        if box.x0 < 0 or box.x1 > width:
+            sys.exit(f"'{ax.get_title()}' spans x {box.x0:.0f}..{box.x1:.0f} of a {width:.0f}-pixel figure")
+    for left, right in zip(spans, spans[1:]):
+        if left.x1 > right.x0:
+            sys.exit(f"titles overlap: {left.x1:.0f} > {right.x0:.0f}")
+    print(len(fig.axes), "panels:", " | ".join(ax.get_title().replace("\n", " ") for ax in fig.axes))
+matplotlib.figure.Figure.savefig = check
+for logs in (("bf16", "fp8"), ("bf16",)):
+    runs = [compare.load(p) for p in logs]
+    compare.plot(runs, compare.run_labels([r[0] for r in runs]), "unused.png", 3, 2)
+PY
+then
+  if [ "$(grep -c '^3 panels:' titles.txt)" = 1 ] && [ "$(grep -c '^2 panels: loss | throughput' titles.txt)" = 1 ]; then
+    pass "titles_inside_the_figure (two runs: 3 panels, titles wrapped inside; one run: loss and throughput)"
+  else
+    fail titles_inside_the_figure "$(tr '\n' ' ' < titles.txt | head -c 400)"
+  fi
+else
+  fail titles_inside_the_figure "$(tail -1 titles.txt)"
 fi

@@ -12,7 +12,7 @@
 #     from the file in the main process and in every worker: the same shards as the downloaded encoding's;
 #     without it the failure is one line that names --gpt2-ranks; a file that is not one is one line too.
 #   offline_message_whole_words: tiktoken's long offline error is shortened at a word boundary ("...").
-#   errors_are_one_line: binary and gzip inputs, UTF-16/32 files (named by their byte-order mark), a FIFO
+#   errors_are_one_line: binary inputs (also inside gzip), a damaged gzip file, UTF-16/32 files (named by their byte-order mark), a FIFO
 #     (refused before it is opened: no hang, each case under a timeout), a missing or non-string field, bad
 #     JSON (with its column), an unwritable --out-dir, a missing input, --shard-tokens that would write more
 #     than 10,000 files, .parquet without pyarrow: exit status 2, one line "error: ..." naming the problem, no
@@ -23,44 +23,11 @@ set -u
 source "$(dirname "$0")/lib_host.sh" prepare_data python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 PREP="$ROOT/scripts/data/prepare_data.py"
 
-# The stand-in for tiktoken (PYTHONPATH=$WORK/fake): the real vocabulary size and eot id.
-mkdir -p "$WORK/fake/tiktoken"
-cat > "$WORK/fake/tiktoken/__init__.py" <<'PY'
-import re, zlib
-class _Encoding:
-    n_vocab, eot_token = 50257, 50256
-    def encode_ordinary(self, text):
-        return [zlib.crc32(w.encode("utf-8", "surrogatepass")) % 50256 for w in re.findall(r"\s+|\S+", text)]
-    def encode_ordinary_batch(self, texts, num_threads=8):
-        return [self.encode_ordinary(t) for t in texts]
-    def decode_single_token_bytes(self, i):
-        return b"<|endoftext|>" if i == self.eot_token else b"t%d" % i
-class Encoding(_Encoding):  # built from ranks (--gpt2-ranks): the same ids as the downloaded encoding
-    def __init__(self, name, pat_str, mergeable_ranks, special_tokens):
-        assert name == "gpt2" and special_tokens == {"<|endoftext|>": 50256} and len(mergeable_ranks) == 50256
-def get_encoding(name):
-    import os
-    if os.environ.get("FAKE_TIKTOKEN_OFFLINE"):
-        if os.environ["FAKE_TIKTOKEN_OFFLINE"] == "long":  # words ending in 'x': a cut inside one shows
-            raise ConnectionError(" ".join(f"w{i}x" for i in range(200)))
-        raise ConnectionError("could not reach openaipublic.blob.core.windows.net")
-    return _Encoding()
-PY
-cat > "$WORK/fake/tiktoken/load.py" <<'PY'
-import base64
-def load_tiktoken_bpe(path):  # tiktoken's format: base64 token, space, rank (one per line)
-    ranks = {}
-    for line in open(path, "rb").read().splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-PY
-python3 -c "
-import base64, sys
-with open(sys.argv[1], 'wb') as f:
-    for i in range(50256):
-        f.write(base64.b64encode(b't%d' % i) + b' %d\n' % i)" "$WORK/gpt2.tiktoken"
+# The stand-in for tiktoken (test/fake_tiktoken): the real vocabulary size and eot id, and a ranks file for it.
+# GPT2_RANKS names no file: the ranks `make deps` fetched into third_party/ are not taken when the download fails.
+FAKE="$ROOT/test/fake_tiktoken"
+python3 "$FAKE/write_ranks.py" "$WORK/gpt2.tiktoken"
+export GPT2_RANKS="$WORK/no_ranks_here"
 # A pyarrow that cannot be imported (the no-pyarrow case where pyarrow is installed).
 mkdir -p "$WORK/nopyarrow/pyarrow"
 echo 'raise ImportError("no pyarrow here")' > "$WORK/nopyarrow/pyarrow/__init__.py"
@@ -93,7 +60,7 @@ PY
 NDOCS=$(cat "$WORK/ndocs")
 TXT=$(ls "$WORK"/txt/doc_*.txt | sort)
 
-pythonpath() { echo "$WORK/fake${PYTHONPATH_EXTRA:+:$PYTHONPATH_EXTRA}${PYTHONPATH:+:$PYTHONPATH}"; }
+pythonpath() { echo "$FAKE${PYTHONPATH_EXTRA:+:$PYTHONPATH_EXTRA}${PYTHONPATH:+:$PYTHONPATH}"; }
 prep() {  # name args...: runs prepare_data.py into $WORK/out_<name> (stdout+stderr in $WORK/<name>.log)
   local name=$1; shift
   PYTHONPATH="$(pythonpath)" python3 "$PREP" --prefix p --val-fraction 0.1 \
@@ -119,8 +86,8 @@ for tk in bytes gpt2; do
       fail jsonl_equals_text_$tk "the shards differ: $(diff -r "$WORK/out_txt_$tk" "$WORK/out_jsonl_$tk" 2>&1 | head -2 | tr '\n' ' ')"
     elif [ $tk = gpt2 ] && [ "$(eot_stats jsonl_$tk)" != "$NDOCS 50256" ]; then
       fail jsonl_equals_text_gpt2 "expected $NDOCS <|endoftext|> tokens, the first one first; got (count, first id) $(eot_stats jsonl_$tk)"
-    elif ! grep -q "docs.jsonl: .* $NDOCS document(s)" "$WORK/jsonl_$tk.log"; then
-      fail jsonl_equals_text_$tk "the log does not count $NDOCS documents: $(grep docs.jsonl "$WORK/jsonl_$tk.log")"
+    elif ! grep -q "^tokenized 1 file(s): $NDOCS documents" "$WORK/jsonl_$tk.log"; then
+      fail jsonl_equals_text_$tk "the log does not count $NDOCS documents: $(grep tokenized "$WORK/jsonl_$tk.log")"
     elif ! grep -qE 'tokenized .*, [2-9] worker\(s\)\)$' "$WORK/jsonl_$tk.log"; then
       fail jsonl_equals_text_$tk "not tokenized by several workers: $(grep tokenized "$WORK/jsonl_$tk.log")"
     else
@@ -186,7 +153,8 @@ fi
 
 # Error cases: exit status 2, the whole output's last line is the one error line, the only line on stderr.
 printf 'text\0with a NUL\n' > "$WORK/nul.bin"
-printf 'hello' | gzip > "$WORK/text.txt.gz"
+printf 'not gzip after all' > "$WORK/damaged.txt.gz" && printf '\x1f\x8b' | cat - "$WORK/damaged.txt.gz" > "$WORK/damaged.gz"
+printf 'text\0with a NUL\n' | gzip > "$WORK/nul.txt.gz"
 printf '{"text": "a"}\n{"body": "b"}\n' > "$WORK/nofield.jsonl"
 printf '{"text": "a"}\n\n{"text": 3}\n' > "$WORK/number.jsonl"
 printf '{"text": "a"}\n{"text": "b"\n' > "$WORK/badjson.jsonl"
@@ -211,7 +179,8 @@ expect_error() {  # name want-in-message args...
   fi
 }
 expect_error binary "'$WORK/nul.bin' is not a text file (a NUL byte at offset 4)" "$WORK/txt/doc_00.txt" "$WORK/nul.bin"
-expect_error gzip "is not a text file (gzip-compressed: decompress it first)" "$WORK/text.txt.gz"
+expect_error damaged_gzip "'$WORK/damaged.gz': a damaged gzip file" "$WORK/damaged.gz"
+expect_error binary_in_gzip "'$WORK/nul.txt.gz' is not a text file (a NUL byte at offset 4)" "$WORK/nul.txt.gz"
 expect_error no_field "'$WORK/nofield.jsonl' line 2: no field 'text' (fields: body)" "$WORK/nofield.jsonl"
 expect_error number "line 3: field 'text' is int, not a string" "$WORK/number.jsonl"
 expect_error bad_json "'$WORK/badjson.jsonl' line 2: not JSON (Expecting ',' delimiter at column 14)" "$WORK/badjson.jsonl"
@@ -236,7 +205,7 @@ printf 'PAR1' > "$WORK/fake.parquet"
 PYTHONPATH_EXTRA="$WORK/nopyarrow" expect_error no_pyarrow \
   ".parquet inputs need the 'pyarrow' package (pip install pyarrow)" "$WORK/fake.parquet"
 if [ $errors = 0 ]; then
-  pass "errors_are_one_line (binary, gzip, UTF-16/32, FIFO, missing/non-string field, bad JSON, missing input, no glob match, bad flags, unwritable --out-dir, too many shards, no pyarrow)"
+  pass "errors_are_one_line (binary, a damaged gzip, binary in gzip, UTF-16/32, FIFO, missing/non-string field, bad JSON, missing input, no glob match, bad flags, unwritable --out-dir, too many shards, no pyarrow)"
 else
   fail errors_are_one_line "$errors case(s):$why"
 fi

@@ -2,8 +2,9 @@
 """Checks the commands of a walk-through (README.md, scripts/recipes/README.md) against this checkout.
 
 No command uses sudo (a root container has none). Every command in a fenced code block that calls one of our
-programs (`./train_gpt`, `python3 scripts/X.py`, `bash scripts/recipes/gpt2.sh`) is checked: each `--flag` it
-names must be one the program's `--help` lists.
+programs (`./train_gpt`, `python3 scripts/X.py`, `bash scripts/recipes/gpt2.sh`, `bash
+scripts/runs/shakespeare.sh`) is checked: each `--flag` it names must be one the program's `--help` lists (the
+scripts': train_gpt's).
 Then the steps that need neither network nor GPU run as written, in a scratch folder:
   - a block that tokenizes with `--tokenizer bytes` runs whole (a generated text file stands in for the input
     file it names when that does not exist; `apt-get` lines are skipped), a `./train_gpt` line in it with
@@ -60,7 +61,7 @@ def program_of(line):
         return "train_gpt", words[1:]
     if words[0] in ("python3", "python") and len(words) > 1 and words[1].startswith("scripts/"):
         return words[1], words[2:]
-    if words[0] == "bash" and len(words) > 1 and words[1] == "scripts/recipes/gpt2.sh":
+    if words[0] == "bash" and len(words) > 1 and words[1] in ("scripts/recipes/gpt2.sh", "scripts/runs/shakespeare.sh"):
         return words[1], words[2:]
     return None, []
 
@@ -71,7 +72,7 @@ def help_flags(root, program, cache={}):
             cmd = [os.path.join(root, "train_gpt"), "--help"]
         elif program.endswith(".py"):
             cmd = [sys.executable, os.path.join(root, program), "--help"]
-        else:  # the recipe: its flags are train_gpt's
+        else:  # the recipe and the quickstart: their flags are train_gpt's
             return help_flags(root, "train_gpt")
         text = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
         cache[program] = set(FLAG.findall(text))

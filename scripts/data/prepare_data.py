@@ -7,8 +7,11 @@ Inputs, in the order given; each argument is a file, a directory or a glob:
     any other     a text file (UTF-8), one document; a binary file (a NUL byte, a compressed or archive
                   format, or mostly bytes that are not text) is refused, and so is UTF-16 or UTF-32 text
                   (named by its byte-order mark: convert it with iconv)
-    a directory   every file under it (recursively, sorted by path; names starting with '.' skipped)
-    a glob        the matching files, sorted ('data/*.parquet', quoted so the shell leaves it; '**' recurses)
+    a directory   every file under it (recursively, sorted by path; names starting with '.' skipped); its
+                  files that are not text are left out (one warning line counts them), not refused
+    a glob        the matching files, sorted ('data/*.parquet', quoted so the shell leaves it; '**' recurses),
+                  as a directory's
+Text and JSONL files may be gzip-compressed (NAME.gz, e.g. Debian's changelog.gz): they are read decompressed.
 Every input must be a regular file (a FIFO or a device is refused before it is opened, so nothing blocks).
 
 Documents: with --tokenizer gpt2 each document starts with <|endoftext|> (50256), as llm.c does; the bytes
@@ -35,8 +38,9 @@ Next to the shards it writes <out-dir>/tokenizer.bin, the vocabulary train_gpt d
 Tokenizers:
     bytes  UTF-8 bytes, vocabulary 256 (no dependencies)           -> train_gpt --vocab 256
     gpt2   GPT-2 BPE via tiktoken, vocabulary 50257                -> train_gpt --vocab 50304 (padded)
-           (tiktoken downloads its BPE files once; without network, --gpt2-ranks FILE reads GPT-2's ranks from a
-           tiktoken-format file instead, e.g. whisper/assets/gpt2.tiktoken inside PyPI's openai-whisper sdist)
+           (tiktoken downloads its BPE files once; when it cannot, GPT-2's ranks are read from the tiktoken-format
+           file that `make deps` fetches, third_party/gpt2-bpe/gpt2.tiktoken (whisper/assets/gpt2.tiktoken of
+           PyPI's openai-whisper sources), or from $GPT2_RANKS; --gpt2-ranks FILE reads them without trying)
 
 Example:
     python3 scripts/data/prepare_data.py --tokenizer bytes --out-dir data --prefix kjv kjv.txt
@@ -50,6 +54,7 @@ Standard library only (tiktoken for --tokenizer gpt2, pyarrow for .parquet, tqdm
 import argparse
 import collections
 import glob
+import gzip
 import json
 import math
 import multiprocessing
@@ -61,6 +66,7 @@ import struct
 import sys
 import tempfile
 import time
+import zlib
 from array import array
 from typing import NamedTuple
 
@@ -184,8 +190,16 @@ class Gpt2Tokenizer:
                 self.enc = tiktoken.get_encoding("gpt2")
             except Exception as e:  # the BPE files are downloaded on first use
                 reason = str(e).splitlines()[0] if str(e) else ""
-                die(f"tiktoken could not load the gpt2 encoding ({type(e).__name__}: {clip(reason, 200)}); "
-                    "it needs network access once, or pass --gpt2-ranks FILE, or use --tokenizer bytes")
+                why = f"{type(e).__name__}: {clip(reason, 200)}"
+                fallback = default_ranks_path()
+                if not os.path.isfile(fallback):
+                    die(f"tiktoken could not load the gpt2 encoding ({why}); it needs network access once, or pass "
+                        "--gpt2-ranks FILE (make deps fetches one), or use --tokenizer bytes")
+                # the workers take the file too (ranks_path), so none of them tries the download again
+                print(f"note: tiktoken could not download the gpt2 encoding ({type(e).__name__}): GPT-2's ranks "
+                      f"from {fallback} instead", file=sys.stderr, flush=True)
+                self.ranks_path = fallback
+                self.enc = self._offline_encoding(tiktoken, fallback)
         self.eot = self.enc.eot_token
         self.threads = threads
         if self.enc.n_vocab != self.vocab_size:
@@ -240,6 +254,13 @@ class Gpt2Tokenizer:
         return [le_uint16(i) for i in ids]
 
 
+def default_ranks_path():
+    """The ranks file for --tokenizer gpt2 when tiktoken cannot download its own: $GPT2_RANKS, else the copy
+    `make deps` fetches into this checkout's third_party/gpt2-bpe."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.environ.get("GPT2_RANKS") or os.path.join(root, "third_party", "gpt2-bpe", "gpt2.tiktoken")
+
+
 def make_tokenizer(name, threads=8, ranks_path=None):
     return BytesTokenizer() if name == "bytes" else Gpt2Tokenizer(threads, ranks_path)
 
@@ -252,6 +273,7 @@ class InputError(Exception):
 
 def input_format(path):
     low = path.lower()
+    low = low[:-3] if low.endswith(".gz") else low  # docs.jsonl.gz is JSONL
     return "jsonl" if low.endswith(".jsonl") else "parquet" if low.endswith(".parquet") else "text"
 
 
@@ -264,8 +286,14 @@ def walk_dir(top):
     return sorted(found)
 
 
+class InputFile(NamedTuple):
+    path: str
+    format: str  # "text", "jsonl" or "parquet"
+    found: bool  # found by walking a directory or expanding a glob (not named): skipped if it is not text
+
+
 def expand_inputs(args):
-    """The input files (path, format) in order: files as given, directories walked, globs expanded."""
+    """The input files in order: files as given, directories walked, globs expanded."""
     files = []
     for a in args:
         if os.path.isdir(a):
@@ -282,15 +310,15 @@ def expand_inputs(args):
                 die(f"'{a}': no file matches")
         else:
             die(f"cannot read '{a}': No such file or directory")
-        files += found
-    for p in files:
-        check_regular_file(p)
-    return [(p, input_format(p)) for p in files]
+        files += [InputFile(p, input_format(p), p != a) for p in found]
+    for f in files:
+        check_regular_file(f.path)
+    return files
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # gzip-compressed inputs are read decompressed (Debian's changelog.gz, docs.jsonl.gz)
 # Formats that are certainly not text, by their first bytes: a clearer message than "not text".
-BINARY_MAGIC = [(b"\x1f\x8b", "gzip-compressed: decompress it first"),
-                (b"\x28\xb5\x2f\xfd", "zstd-compressed: decompress it first"),
+BINARY_MAGIC = [(b"\x28\xb5\x2f\xfd", "zstd-compressed: decompress it first"),
                 (b"PK\x03\x04", "a zip archive"),
                 (b"PAR1", "a Parquet file: give it the .parquet extension"),
                 (b"\x7fELF", "an executable")]
@@ -343,25 +371,39 @@ class Segment(NamedTuple):
     starts_doc: bool = False
 
 
+class NotText(InputError):
+    """A file that is not text (binary): an error for a named input, skipped when a directory or glob found it."""
+
+
+def gunzip(path, data: bytes) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(f"'{path}': a damaged gzip file ({first_line(e)})")
+
+
 def read_text_file(path):
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise InputError(f"cannot read '{path}': {e.strerror}")
+    if data.startswith(GZIP_MAGIC):
+        data = gunzip(path, data)
     if encoding_error(path, data):
         raise InputError(encoding_error(path, data))
     why = binary_reason(data)
     if why:
-        raise InputError(f"'{path}' is not a text file ({why}); inputs are text (UTF-8), .jsonl or .parquet")
+        raise NotText(f"'{path}' is not a text file ({why}); inputs are text (UTF-8), .jsonl or .parquet")
     return data
 
 
 def text_segments(i, path, tok):
     """A text file: one document; a big one is cut into tokenizer pieces so that several workers share it."""
     data = read_text_file(path)
+    file_bytes = os.path.getsize(path)  # the progress counts the file's bytes (compressed, for a .gz)
     if len(data) <= CHUNK_BYTES:
-        yield Segment(path, i, "docs", [data], len(data), len(data), True)
+        yield Segment(path, i, "docs", [data], len(data), file_bytes, True)
         return
     pieces = tok.pieces(data)
     total = sum(len(p) for p in pieces)
@@ -375,26 +417,33 @@ def text_segments(i, path, tok):
     if group:
         groups.append((group, size))
     for k, (g, size) in enumerate(groups):
-        yield Segment(path, i, "pieces", g, size, len(data) * size / total, k == len(groups) - 1,
+        yield Segment(path, i, "pieces", g, size, file_bytes * size / total, k == len(groups) - 1,
                       starts_doc=k == 0)
 
 
 def jsonl_segments(i, path):
-    """A JSONL file in runs of lines of about CHUNK_BYTES (parsed by the workers); the last run may be empty."""
-    lines, size, first = [], 0, 1
+    """A JSONL file (gzip-compressed or not) in runs of lines of about CHUNK_BYTES (parsed by the workers); the
+    last run may be empty. Each run's progress weight is the file bytes read for it."""
+    lines, size, first, done = [], 0, 1, 0
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == GZIP_MAGIC
+            raw.seek(0)
+            f = gzip.GzipFile(fileobj=raw) if gz else raw
             for n, line in enumerate(f, 1):
                 if n == 1 and encoding_error(path, line):
                     raise InputError(encoding_error(path, line))
                 lines.append(line)
                 size += len(line)
                 if size >= CHUNK_BYTES:
-                    yield Segment(path, i, "jsonl", lines, size, size, False, first_line=first)
-                    lines, size, first = [], 0, n + 1
+                    pos = raw.tell()
+                    yield Segment(path, i, "jsonl", lines, size, pos - done, False, first_line=first)
+                    lines, size, first, done = [], 0, n + 1, pos
     except OSError as e:
-        raise InputError(f"cannot read '{path}': {e.strerror}")
-    yield Segment(path, i, "jsonl", lines, size, size, True, first_line=first)
+        raise InputError(f"cannot read '{path}': {e.strerror or first_line(e)}")
+    except (EOFError, zlib.error) as e:
+        raise InputError(f"'{path}': a damaged gzip file ({first_line(e)})")
+    yield Segment(path, i, "jsonl", lines, size, os.path.getsize(path) - done, True, first_line=first)
 
 
 def import_pyarrow():
@@ -453,14 +502,21 @@ def parquet_segments(i, path, field):
     yield Segment(path, i, "docs", docs, size, file_bytes * len(docs) / rows, True)
 
 
-def segments(files, tok, field):
-    for i, (path, fmt) in enumerate(files):
-        if fmt == "jsonl":
-            yield from jsonl_segments(i, path)
-        elif fmt == "parquet":
-            yield from parquet_segments(i, path, field)
+def segments(files, tok, field, not_text):
+    """Every input's segments in order; a text file that a directory or glob found and that is not text is
+    left out, its error appended to `not_text`."""
+    for i, f in enumerate(files):
+        if f.format == "jsonl":
+            yield from jsonl_segments(i, f.path)
+        elif f.format == "parquet":
+            yield from parquet_segments(i, f.path, field)
         else:
-            yield from text_segments(i, path, tok)
+            try:
+                yield from text_segments(i, f.path, tok)
+            except NotText as e:
+                if not f.found:
+                    raise
+                not_text.append(str(e))
 
 
 def chunks(segs):
@@ -537,10 +593,10 @@ def encode_chunk(chunk):
     return b"".join(t for t, _ in out), [(d, len(t) // 2) for t, d in out]
 
 
-def encoded_chunks(files, tok, field, workers):
+def encoded_chunks(files, tok, field, workers, not_text):
     """(chunk, its encode_chunk result) in input order, encoded by `workers` processes (a bounded window of
     chunks in flight, so memory stays bounded); workers == 1: in this process."""
-    work = chunks(segments(files, tok, field))
+    work = chunks(segments(files, tok, field, not_text))
     if workers == 1:
         _worker.update(tok=tok, field=field)
         for c in work:
@@ -621,27 +677,28 @@ class Progress:
 
 
 def tokenize_inputs(files, tok, field, workers, spool):
-    """Tokenizes every input into `spool` (little-endian uint16); prints a line per file and a summary."""
-    sizes = [os.path.getsize(p) for p, _ in files]
+    """Tokenizes every input into `spool` (little-endian uint16); one progress line (redrawn on a terminal),
+    then a summary line, whatever the number of files."""
+    sizes = [os.path.getsize(f.path) for f in files]
     workers = max(1, min(workers, math.ceil(sum(sizes) / CHUNK_BYTES)))  # small inputs: no process start-up
-    docs, tokens = [0] * len(files), [0] * len(files)
+    docs = tokens = 0
+    not_text = []  # files a directory or glob found that are not text: left out
     progress = Progress(sum(sizes))
     try:
-        for chunk, (token_bytes, counts) in encoded_chunks(files, tok, field, workers):
+        for chunk, (token_bytes, counts) in encoded_chunks(files, tok, field, workers, not_text):
             spool.write(token_bytes)
-            for seg, (d, t) in zip(chunk, counts):
-                docs[seg.file] += d
-                tokens[seg.file] += t
-                if seg.last:
-                    i = seg.file
-                    progress.log(f"{files[i][0]}: {sizes[i]:,} bytes, {docs[i]:,} document(s) -> "
-                                 f"{tokens[i]:,} tokens")
+            docs += sum(d for d, _ in counts)
+            tokens += len(token_bytes) // 2
             progress.update(sum(s.weight for s in chunk), sum(d for d, _ in counts), len(token_bytes) // 2)
     finally:
         secs = progress.close()
     mb = sum(sizes) / 1e6
-    print(f"tokenized {len(files):,} file(s): {sum(docs):,} documents, {sum(tokens):,} tokens, {mb:,.1f} MB in "
+    read = len(files) - len(not_text)
+    print(f"tokenized {read:,} file(s): {docs:,} documents, {tokens:,} tokens, {mb:,.1f} MB in "
           f"{secs:.1f} s ({mb / max(secs, 1e-9):,.1f} MB/s, {workers} worker(s))")
+    if not_text:
+        print(f"warning: left out {len(not_text):,} file(s) of the directory or glob inputs that are not text, "
+              f"e.g. {not_text[0]}", file=sys.stderr)
     return spool.tell() // 2
 
 
@@ -850,8 +907,26 @@ def default_prefix(first_arg, files):
         fixed = next((i for i, p in enumerate(parts) if any(c in p for c in "*?[")), len(parts))
         name = parts[fixed - 1] if fixed > 0 else ""
     else:
-        name = os.path.splitext(os.path.basename(files[0][0]))[0]
+        name = os.path.splitext(os.path.basename(files[0].path))[0]
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "data"
+
+
+def missing_dirs(path):
+    """The folders that os.makedirs(path) would create, deepest first."""
+    out, path = [], os.path.abspath(path)
+    while not os.path.exists(path):
+        out.append(path)
+        path = os.path.dirname(path)
+    return out
+
+
+def remove_if_empty(dirs):
+    """Removes the folders this run created (deepest first) that are still empty: a failed run leaves none."""
+    for d in dirs:
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def open_spool(out_dir):
@@ -866,10 +941,20 @@ def open_spool(out_dir):
 def main(argv):
     args = parse_args(argv)
     files = expand_inputs(args.inputs)
-    if any(fmt == "parquet" for _, fmt in files):
+    if any(f.format == "parquet" for f in files):
         import_pyarrow()  # before any work
     prefix = args.prefix if args.prefix is not None else default_prefix(args.inputs[0], files)
     tok = make_tokenizer(args.tokenizer, ranks_path=args.gpt2_ranks)
+    created = missing_dirs(args.out_dir)
+    try:
+        write_outputs(args, files, tok, prefix)
+    except BaseException:
+        remove_if_empty(created)
+        raise
+
+
+def write_outputs(args, files, tok, prefix):
+    """Tokenizes the inputs, writes the shards and tokenizer.bin into --out-dir and prints how to use them."""
     with open_spool(args.out_dir) as spool:
         n = tokenize_inputs(files, tok, args.text_field, args.workers, spool)
         n_val = round(n * args.val_fraction)
