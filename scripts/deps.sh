@@ -101,7 +101,8 @@ fi
 sha_is "$ranks" "$GPT2_RANKS_SHA256" && echo "deps: GPT-2 BPE ranks: $ranks" ||
   optional+=("GPT-2's BPE ranks for tokenizing without network (pip download --no-deps --no-binary :all: openai-whisper==$WHISPER_VERSION, unpack whisper/assets/gpt2.tiktoken to $ranks)")
 # tiny Shakespeare (karpathy/char-rnn's data/tinyshakespeare/input.txt, public domain) for
-# scripts/runs/shakespeare.sh: no package registry carries it, so a copy is named with SHAKESPEARE_TXT=FILE.
+# scripts/runs/shakespeare.sh: no package registry carries it (and the repository keeps no data sets), so a
+# copy is named with SHAKESPEARE_TXT=FILE or fetched from its canonical address below.
 SHAKESPEARE_SHA256=86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed
 text=$TP/shakespeare/input.txt
 if [ -n "${SHAKESPEARE_TXT:-}" ] && ! sha_is "$text" "$SHAKESPEARE_SHA256"; then
@@ -111,12 +112,25 @@ if [ -n "${SHAKESPEARE_TXT:-}" ] && ! sha_is "$text" "$SHAKESPEARE_SHA256"; then
     missing+=("tiny Shakespeare: SHAKESPEARE_TXT='$SHAKESPEARE_TXT' is not char-rnn's input.txt (1,115,394 bytes, sha256 ${SHAKESPEARE_SHA256:0:12}...)")
   fi
 fi
+# No registry: its canonical copy, checked by the same checksum (kept only when it matches; without network the
+# quickstart's text stays optional, as it is in CI).
+SHAKESPEARE_URL=https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+if [ -z "${SHAKESPEARE_TXT:-}" ] && [ ! -e "$text" ] && command -v curl >/dev/null 2>&1; then
+  echo "deps: fetching tiny Shakespeare from $SHAKESPEARE_URL"
+  mkdir -p "$TP/shakespeare"
+  if curl -fsSL --connect-timeout 5 --max-time 60 -o "$text.part" "$SHAKESPEARE_URL" 2>/dev/null &&
+     sha_is "$text.part" "$SHAKESPEARE_SHA256"; then
+    mv "$text.part" "$text"
+  else
+    rm -f "$text.part"
+  fi
+fi
 if sha_is "$text" "$SHAKESPEARE_SHA256"; then
   echo "deps: tiny Shakespeare: $text"
 elif [ -e "$text" ]; then
   optional+=("tiny Shakespeare: $text is not char-rnn's input.txt (its sha256 differs): remove it")
 else
-  optional+=("tiny Shakespeare for scripts/runs/shakespeare.sh (no package registry carries it: SHAKESPEARE_TXT=path/to/input.txt make deps copies karpathy/char-rnn's data/tinyshakespeare/input.txt)")
+  optional+=("tiny Shakespeare for scripts/runs/shakespeare.sh (not fetched from $SHAKESPEARE_URL: no network?; SHAKESPEARE_TXT=path/to/input.txt make deps copies a copy)")
 fi
 
 # --- CUDA toolkit, cuBLASLt, cuDNN, NCCL: checked, never installed here ---

@@ -43,7 +43,7 @@ START_S=$(date +%s)
 
 command -v python3 > /dev/null 2>&1 || die "python3 not found (it prepares the data)"
 [ -x "$TRAIN_GPT" ] || die "$TRAIN_GPT: not built (make train_gpt in $ROOT, or set TRAIN_GPT)"
-[ -f "$TEXT" ] || die "$TEXT: no such file: make deps puts tiny Shakespeare there (SHAKESPEARE_TXT=FILE), or set TEXT"
+[ -f "$TEXT" ] || die "$TEXT: no such file: make deps puts tiny Shakespeare there (fetched, or SHAKESPEARE_TXT=FILE), or set TEXT"
 [ -f "$RANKS" ] || die "$RANKS: no such file: make deps fetches GPT-2's BPE ranks there, or set RANKS"
 
 # 1. The shards, prepared again when the text (by its checksum) or the ranks changed.
