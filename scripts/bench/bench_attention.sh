@@ -5,8 +5,8 @@
 # CUDNN_DIRS, and prints one table per shape, a row per (frontend, cuDNN), then the layout table.
 # CUDNN_DIRS: space-separated; "default" runs with the environment as it is (the cuDNN the binary finds: its
 # RUNPATH, or LD_LIBRARY_PATH), any other word is a folder holding libcudnn.so.9 that goes first in
-# LD_LIBRARY_PATH (the binaries carry a DT_RUNPATH, which LD_LIBRARY_PATH overrides; a PyPI cuDNN's
-# libcudnn.so.9 finds its sub-libraries beside itself through its own $ORIGIN rpath); a word ending in .tar.xz
+# LD_LIBRARY_PATH (the binaries carry a DT_RUNPATH, which LD_LIBRARY_PATH overrides; libcudnn.so.9 then
+# dlopens its sub-libraries from the same folder); a word ending in .tar.xz
 # is an archive of scripts/bench/pack_cudnn_jit.sh, unpacked into LOG_DIR and run with
 # CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY (so is any folder without libcudnn_heuristic.so.9). Default: "default" and
 # the lib/ folder of the python3 package nvidia.cudnn (PyTorch's nvidia-cudnn-cu13) where there is one.
