@@ -2,9 +2,11 @@
 # Packs the part of a PyPI cuDNN (nvidia-cudnn-cu13) that cuDNN's "GRAPH_JIT_ONLY" library configuration
 # needs, libcudnn.so.9 + libcudnn_graph.so.9 + libcudnn_engines_runtime_compiled.so.9 (the graph API with the
 # runtime-compiled engines, where the SDPA kernels are; without the precompiled engines and heuristics
-# libraries), into one .tar.xz small enough to travel to a machine without network
-# (scripts/bench/bench_attention.sh takes the archive in CUDNN_DIRS and runs with CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY).
-# Prints each library's size, raw and in the archive. Needs network and python3 -m pip.
+# libraries), with the version's headers in include/ (1.2 MB; to build against them, as the frontend enables
+# what needs a newer cuDNN only where both the headers and the library have it), into one .tar.xz small enough
+# to travel to a machine without network (scripts/bench/bench_attention.sh takes the archive in CUDNN_DIRS and
+# runs with CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY). Prints each library's size, raw and in the archive. Needs network
+# and python3 -m pip.
 # Usage: pack_cudnn_jit.sh VERSION OUT.tar.xz     e.g. pack_cudnn_jit.sh 9.28.1.4 third_party/cudnn-9.28.1.4-jit.tar.xz
 set -eu
 [ $# = 2 ] || { echo "usage: pack_cudnn_jit.sh VERSION OUT.tar.xz" >&2; exit 2; }
@@ -18,6 +20,7 @@ libs=(libcudnn.so.9 libcudnn_graph.so.9 libcudnn_engines_runtime_compiled.so.9)
 dir="cudnn-$version-jit"
 mkdir -p "$tmp/$dir"
 for l in "${libs[@]}"; do unzip -q -j "$tmp"/nvidia_cudnn_cu13-*.whl "nvidia/cudnn/lib/$l" -d "$tmp/$dir"; done
+unzip -q -j "$tmp"/nvidia_cudnn_cu13-*.whl 'nvidia/cudnn/include/*' -d "$tmp/$dir/include"
 mkdir -p "$(dirname "$out")"
 tar -C "$tmp" -cf - "$dir" | xz -9 -T0 >"$out"
 for l in "${libs[@]}"; do printf '%-40s %8.1f MiB raw\n' "$l" "$(stat -c %s "$tmp/$dir/$l" | awk '{print $1 / 1048576}')"; done
