@@ -6,14 +6,15 @@
 # CUDNN_DIRS: space-separated; "default" runs with the environment as it is (the cuDNN the binary finds: its
 # RUNPATH, or LD_LIBRARY_PATH), any other word is a folder holding libcudnn.so.9 that goes first in
 # LD_LIBRARY_PATH (the binaries carry a DT_RUNPATH, which LD_LIBRARY_PATH overrides; libcudnn.so.9 then
-# dlopens its sub-libraries from the same folder); a word ending in .tar.xz
-# is an archive of scripts/bench/pack_cudnn_jit.sh, unpacked into LOG_DIR and run with
-# CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY (so is any folder without libcudnn_heuristic.so.9). Default: "default" and
-# the lib/ folder of the python3 package nvidia.cudnn (PyTorch's nvidia-cudnn-cu13) where there is one.
+# dlopens its sub-libraries from the same folder); a word ending in .tar.xz is an archive of
+# scripts/bench/pack_cudnn_jit.sh, unpacked into LOG_DIR and run with CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY (so is
+# any folder without libcudnn_heuristic.so.9). Default: "default" and the lib/ folder of the python3 package
+# nvidia.cudnn (PyTorch's nvidia-cudnn-cu13) where there is one.
 # The cuDNN that really ran is the one each run prints (cudnnGetVersion, and the libcudnn files mapped).
 # Usage: bench_attention.sh [bench_attention flags, e.g. --flush or --shape gpt2_1p5b]
 # Environment: JOBS (make -j, default: every core), LOG_DIR (each run's whole output; default a temp folder),
-#              SKIP_BUILD=1 (use the binaries as built).
+#              SKIP_BUILD=1 (use the binaries as built), BINS (space-separated binaries to run instead of
+#              the two, e.g. one built against a newer cuDNN's headers: scripts/bench/pack_cudnn_jit.sh).
 set -u
 cd "$(dirname "$0")/../.."
 JOBS=${JOBS:-$(nproc)}
@@ -22,7 +23,9 @@ mkdir -p "$LOG_DIR"
 fe_new_include=${CUDNN_FRONTEND_NEW_INCLUDE:-third_party/cudnn-frontend-new/include}
 
 bins=(build/dev/bench_attention)
-if [ -f "$fe_new_include/cudnn_frontend.h" ]; then
+if [ -n "${BINS:-}" ]; then
+  read -r -a bins <<<"$BINS"
+elif [ -f "$fe_new_include/cudnn_frontend.h" ]; then
   bins+=(build/dev/bench_attention_fe_new)
 else
   echo "bench_attention: no second cudnn-frontend at $fe_new_include: the pinned one only" >&2

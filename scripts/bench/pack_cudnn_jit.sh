@@ -3,7 +3,9 @@
 # needs, libcudnn.so.9 + libcudnn_graph.so.9 + libcudnn_engines_runtime_compiled.so.9 (the graph API with the
 # runtime-compiled engines, where the SDPA kernels are; without the precompiled engines and heuristics
 # libraries), with the version's headers in include/ (1.2 MB; to build against them, as the frontend enables
-# what needs a newer cuDNN only where both the headers and the library have it), into one .tar.xz small enough
+# what needs a newer cuDNN only where both the headers and the library have it; such a binary must link this
+# libcudnn.so too, e.g. make BUILD=build928 NVCC="nvcc -IDIR/include -LDIR" build928/dev/bench_attention_fe_new,
+# because the newer headers make the frontend call functions older libraries lack), into one .tar.xz small enough
 # to travel to a machine without network (scripts/bench/bench_attention.sh takes the archive in CUDNN_DIRS and
 # runs with CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY). Prints each library's size, raw and in the archive. Needs network
 # and python3 -m pip.
@@ -21,6 +23,7 @@ dir="cudnn-$version-jit"
 mkdir -p "$tmp/$dir"
 for l in "${libs[@]}"; do unzip -q -j "$tmp"/nvidia_cudnn_cu13-*.whl "nvidia/cudnn/lib/$l" -d "$tmp/$dir"; done
 unzip -q -j "$tmp"/nvidia_cudnn_cu13-*.whl 'nvidia/cudnn/include/*' -d "$tmp/$dir/include"
+ln -s libcudnn.so.9 "$tmp/$dir/libcudnn.so"  # for -L at link time (a binary built against these headers)
 mkdir -p "$(dirname "$out")"
 tar -C "$tmp" -cf - "$dir" | xz -9 -T0 >"$out"
 for l in "${libs[@]}"; do printf '%-40s %8.1f MiB raw\n' "$l" "$(stat -c %s "$tmp/$dir/$l" | awk '{print $1 / 1048576}')"; done
