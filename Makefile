@@ -54,7 +54,7 @@ GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
 .PHONY: all deps test sanitize clean format format-check
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
-all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS)
+all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS) $(BUILD)/dev/bench_attention
 
 deps:
 	@bash scripts/deps.sh
@@ -116,6 +116,24 @@ $(BUILD)/dev/%: $(BUILD)/dev/%.o $(TESTING_LIB) $(BUILD)/libllmc.a
 $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
+# The attention benchmark (dev/bench_attention.cu; a benchmark, not a test) links only the objects it needs,
+# so that a GPU machine builds it in about the time of its two cudnn-frontend translation units.
+# bench_attention_fe_new is the same program with those two units compiled against a second cudnn-frontend
+# (CUDNN_FRONTEND_NEW_INCLUDE) into $(BUILD)/fe_new/ (scripts/bench/bench_attention.sh compares the two).
+CUDNN_FRONTEND_NEW_INCLUDE ?= third_party/cudnn-frontend-new/include
+BENCH_ATTENTION_OBJS := $(BUILD)/dev/bench_attention.o $(BUILD)/llmc/gpu/context.o \
+                        $(BUILD)/llmc/gpu/sanitizer_marks.o
+$(BUILD)/dev/bench_attention: $(BENCH_ATTENTION_OBJS) $(BUILD)/dev/sdpa_layouts.o \
+                              $(BUILD)/llmc/kernels/attention.o
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/dev/bench_attention_fe_new: $(BENCH_ATTENTION_OBJS) $(BUILD)/fe_new/dev/sdpa_layouts.o \
+                                     $(BUILD)/fe_new/llmc/kernels/attention.o
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/fe_new/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(subst -I$(CUDNN_FRONTEND_INCLUDE),-I$(CUDNN_FRONTEND_NEW_INCLUDE),$(NVCCFLAGS)) $(DEPFLAGS) \
+	  -c $< -o $@
+
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.
 test: all
@@ -157,7 +175,7 @@ fuzz:
 	@bash scripts/check/fuzz.sh
 
 # The benchmarks time a GPU: without one they stop here, before anything is built (as make sanitize does).
-BENCH_GOALS := $(filter bench bench-kernels,$(MAKECMDGOALS))
+BENCH_GOALS := $(filter bench bench-kernels bench-attention,$(MAKECMDGOALS))
 ifneq ($(BENCH_GOALS),)
 ifneq ($(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu),gpu)
 $(error make $(BENCH_GOALS): no CUDA device on this machine (nvidia-smi -L failed); the benchmarks need a GPU)
@@ -178,3 +196,9 @@ BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
 .PHONY: bench-kernels
 bench-kernels: $(BENCH_BINS)
 	@bash scripts/bench/bench_kernels.sh $(BENCH_BINS)
+
+# Attention alone (needs a GPU): bench_attention built against the pinned and the second cudnn-frontend, each run
+# with the cuDNN found by default and with PyTorch's (scripts/bench/bench_attention.sh), one table.
+.PHONY: bench-attention
+bench-attention:
+	@bash scripts/bench/bench_attention.sh

@@ -60,21 +60,7 @@ fi
 fe=${CUDNN_FRONTEND_INCLUDE:-$TP/cudnn-frontend/include}
 if [ ! -f "$fe/cudnn_frontend.h" ]; then
   echo "deps: fetching nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION headers into $TP/cudnn-frontend"
-  tmp=$(mktemp -d)
-  if python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
-       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
-       -d "$tmp" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 ||
-     python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" \
-       "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1; then
-    mkdir -p "$TP/cudnn-frontend"
-    for f in "$tmp"/*; do
-      case "$f" in
-        *.whl) python3 -c "import sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith('include/')]" "$f" "$TP/cudnn-frontend" ;;
-        *.tar.gz) tar -xzf "$f" -C "$tmp" && cp -r "$tmp"/nvidia*cudnn*frontend*/include "$TP/cudnn-frontend/" ;;
-      esac
-    done
-  fi
-  rm -rf "$tmp"
+  bash scripts/fetch_cudnn_frontend.sh "$CUDNN_FRONTEND_VERSION" "$TP/cudnn-frontend"
 fi
 [ -f "$fe/cudnn_frontend.h" ] && echo "deps: cudnn-frontend headers: $fe" || missing+=("cudnn-frontend headers (pip nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION, or set CUDNN_FRONTEND_INCLUDE=)")
 

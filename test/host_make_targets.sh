@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Makefile's GPU and clang targets on a machine without them (part of `make test`). One [PASS]/[SKIP]/[FAIL]
 # line per case.
-#   bench_without_gpu: `make bench` and `make bench-kernels` stop within seconds, before building anything, with
-#     one line naming the target and the missing GPU (skipped where a GPU is present: they would run).
+#   bench_without_gpu: `make bench`, `make bench-kernels` and `make bench-attention` stop within seconds, before
+#     building anything, with one line naming the target and the missing GPU (skipped where a GPU is present:
+#     they would run).
 #   fuzz_without_clang: `make fuzz` with CLANGXX naming no compiler says how to get clang, in one line.
 set -u
 source "$(dirname "$0")/lib_host.sh" make_targets  # ROOT, WORK, pass/fail/skip
@@ -12,7 +13,7 @@ if nvidia-smi -L >/dev/null 2>&1; then
   skip bench_without_gpu "this machine has a GPU (make bench would run the benchmarks)"
 else
   why=""
-  for goal in bench bench-kernels; do
+  for goal in bench bench-kernels bench-attention; do
     start=$(date +%s)
     mk "$goal" > "$WORK/$goal.out" 2> "$WORK/$goal.err"
     rc=$? secs=$(($(date +%s) - start))
@@ -20,7 +21,7 @@ else
       grep -q "make $goal: no CUDA device on this machine (nvidia-smi -L failed); the benchmarks need a GPU" "$WORK/$goal.err" ||
       why="$why $goal (status $rc, ${secs}s): $(head -c 300 "$WORK/$goal.out" "$WORK/$goal.err" | tr '\n' ' ');"
   done
-  if [ -z "$why" ]; then pass "bench_without_gpu (make bench, make bench-kernels: one line, at once)"; else fail bench_without_gpu "$why"; fi
+  if [ -z "$why" ]; then pass "bench_without_gpu (make bench, make bench-kernels, make bench-attention: one line, at once)"; else fail bench_without_gpu "$why"; fi
 fi
 
 mk fuzz CLANGXX=/nonexistent/clang++ > "$WORK/fuzz.out" 2> "$WORK/fuzz.err"
