@@ -339,6 +339,10 @@ std::vector<Case> file_cases() {
          "--eval-hellaswag-dump: 'nodir/d.txt': the folder 'nodir' does not exist"},
         {"--export into a missing folder", {"--init-from", "good.safetensors", "--export", "nodir/w.safetensors"}, S,
          2, "--export 'nodir/w.safetensors': 'nodir' is not a folder"},
+        {"a training flag with --export (no training)",
+         {"--init-from", "good.safetensors", "--export", "w.safetensors", "--steps", "5"}, S, 2,
+         "--steps: has no effect with --export (it writes the weights and exits, no training; --export-at-end "
+         "exports after training)"},
         // the rough edges of the first hour: FIFOs, folders that take no file, --warmup past --steps
         {"a FIFO as the train shards", {"--train-data", "fifo.bin"}, S, 2,
          "--train-data: data file 'fifo.bin': not a regular file (a FIFO)"},
@@ -487,6 +491,34 @@ TEST(print_config_prints_json_and_exits) {
     const Outcome bad = run(bin, {"--train-data", "magic.bin", "--print-config"}, fx.dir.path);
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_TRUE(bad.out.empty());
+}
+
+// An export without training refuses --checkpoint-dir (and every other training flag) by name and creates
+// no folder; without it the same export passes every check (and, without a GPU, stops at the GPU).
+TEST(export_only_refuses_a_checkpoint_dir_and_creates_no_folder) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    Fixture fx;
+    std::vector<std::string> args = fx.small;
+    args.insert(args.end(),
+                {"--init-from", "good.safetensors", "--export", "w.safetensors", "--log-dir", "lg"});
+    std::vector<std::string> with_ckpt = args;
+    with_ckpt.insert(with_ckpt.end(), {"--checkpoint-dir", "ck"});
+    const Outcome o = run(bin, with_ckpt, fx.dir.path);
+    EXPECT_EQ(o.exit_code, 2);
+    EXPECT_TRUE(o.err.rfind("error: --checkpoint-dir: has no effect with --export (", 0) == 0);
+    struct stat st;
+    EXPECT_TRUE(stat(fx.dir.file("ck").c_str(), &st) != 0 && stat(fx.dir.file("lg").c_str(), &st) != 0);
+    EXPECT_TRUE(!touched_cuda(o, bin));
+    const Outcome legal = run(bin, args, fx.dir.path);
+    if (have_gpu()) {
+        EXPECT_EQ(legal.exit_code, 0);
+    } else {
+        EXPECT_EQ(legal.exit_code, 1);
+        EXPECT_CONTAINS(legal.err, "error: no CUDA device available (");
+    }
+    EXPECT_TRUE(stat(fx.dir.file("ck").c_str(), &st) != 0);
 }
 
 // --help: every line within 120 columns, the per-precision --recompute default, the bf16 moments' real

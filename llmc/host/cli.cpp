@@ -232,11 +232,26 @@ std::string CliSpec::assemble() {
     return "";
 }
 
+// Why a setting does nothing in a run that does not train (the mode's flag leads the message).
+const char* mode_without_training(RunMode mode) {
+    return mode == RunMode::Export
+               ? "(it writes the weights and exits, no training; --export-at-end exports after training)"
+               : "";
+}
+
 std::string CliSpec::flag_without_effect() const {
+    // The settings table says in which modes each setting does something.
+    const RunMode mode = run_mode(c_);
+    for (const Setting& s : settings()) {
+        const std::string flag = s.long_name();
+        if (s.flags && !s.applies_in(mode) && given(flag.c_str()))
+            return spelling(flag.c_str()) + ": has no effect with " + run_mode_flag(mode) + " " +
+                   mode_without_training(mode);
+    }
     struct Rule {
         std::vector<const char*> flags;
         bool applies;
-        const char* because;
+        std::string because;
     };
     const std::vector<Rule> rules = {
         {{"--prompt", "--sample-tokens", "--temperature", "--top-k", "--tokenizer"},
@@ -257,6 +272,10 @@ std::string CliSpec::flag_without_effect() const {
          c_.schedule == LrSchedule::Cosine,
          "with --schedule constant (it ends the cosine)"},
         {{"--export-format"}, !c_.export_path.empty(), "without --export PATH"},
+        {{"--adam-moments"},
+         mode == RunMode::Train || !c_.resume.empty(),
+         std::string("with ") + run_mode_flag(mode) +
+             " but no --resume DIR (without training it only says how a checkpoint stores AdamW's moments)"},
     };
     for (const Rule& r : rules)
         for (const char* f : r.flags)

@@ -25,6 +25,9 @@ enum class AmaxAlgo { Max, MostRecent };
 // Where --export writes the weights (llmc/model/weights_io.h): the seed script's safetensors file, a Hugging
 // Face GPT-2 folder, or an llm.c model file in float32 or bfloat16 (llmc/model/weights_llmc.h).
 enum class ExportFormat { Seed, HF, Llmc, LlmcBf16 };
+// What a run does: train (the default), or only write the weights and exit (--export without
+// --export-at-end). Each setting says in which modes it does something (settings.h).
+enum class RunMode { Train, Export };
 
 struct Fp8Config {
     Fp8Format format = Fp8Format::Hybrid;  // Transformer Engine defaults
@@ -157,6 +160,10 @@ std::string checkpoint_dir_of(const TrainConfig& cfg);
 void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint);
 // --export without --export-at-end: write the weights of --resume or --init-from and exit, no training.
 bool export_only(const TrainConfig& cfg);
+// The mode the settings select (RunMode above).
+RunMode run_mode(const TrainConfig& cfg);
+// The mode's flag, for messages: "--export".
+const char* run_mode_flag(RunMode mode);
 
 // A choice setting's names, one table per choice: the flag takes them (llmc/host/cli.cpp, in this order),
 // config.json and the summary write them (to_string, choice_name).

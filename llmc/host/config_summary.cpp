@@ -90,7 +90,9 @@ std::string output_lines(const TrainConfig& c) {
                     (c.resume.empty() ? "" : " (appended)") + "\n";
     const std::string ckpt = checkpoint_dir_of(c);
     s += "  checkpoints  ";
-    if (ckpt.empty())
+    if (run_mode(c) != RunMode::Train)
+        s += "none (no training)";
+    else if (ckpt.empty())
         s += "none (--checkpoint-dir DIR)";
     else
         s +=

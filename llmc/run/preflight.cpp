@@ -255,6 +255,6 @@ std::string prepare_output_dirs(const TrainConfig& cfg, int rank) {
     if (cfg.resume.empty())  // a resumed run appends to its log
         if (std::string e = keep_earlier_logs(cfg.log_dir); !e.empty()) return e;
     const std::string ckpt = checkpoint_dir_of(cfg);
-    if (ckpt.empty()) return "";
+    if (ckpt.empty() || run_mode(cfg) != RunMode::Train) return "";  // only training writes checkpoints
     return prepare_writable_dir(ckpt, cfg.checkpoint_dir.empty() ? "--resume" : "--checkpoint-dir");
 }

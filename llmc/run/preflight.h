@@ -37,7 +37,8 @@ struct RunPlan {
 // written in must take a file (created and removed, nothing else is created).
 // Returns "" and fills *plan, or the one-line error naming the flag.
 std::string check_before_gpu(const TrainConfig& cfg, bool allow_export_of_init, RunPlan* plan);
-// Creates the log directory (rank 0) and the checkpoint directory (rank 0) and checks that files can be
+// Creates the log directory (rank 0) and, for a training run, the checkpoint directory (rank 0; an export
+// reads --resume's folder and writes nothing there) and checks that files can be
 // written in them; a fresh run's earlier train.jsonl and config.json there move to train.jsonl.N and
 // config.json.N (with a warning) instead of being overwritten. "" or the one-line error naming the flag.
 std::string prepare_output_dirs(const TrainConfig& cfg, int rank);
