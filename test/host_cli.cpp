@@ -777,6 +777,63 @@ TEST(training_flags_have_no_effect_with_export) {
                        {"has no effect with --export but no --resume DIR"});
 }
 
+// --generate N takes the model, precision and FP8 flags, --seq (the window), the weights, the sampling flags
+// (without --sample-every) and --seed, runs one sequence (--batch 1), and refuses the flags of training,
+// logging, evaluation, export and several ranks by name. The lists are this test's own.
+TEST(generate_takes_the_sampling_flags_and_refuses_the_others) {
+    const std::vector<std::string> gen = {"--init-from", "w.safetensors", "--generate", "20"};
+    TrainConfig cfg;
+    std::vector<std::string> args = gen;
+    args.insert(args.end(), {"--prompt",
+                             "Once",
+                             "--temperature",
+                             "0",
+                             "--top-k",
+                             "5",
+                             "--tokenizer",
+                             "t.bin",
+                             "--seed",
+                             "3",
+                             "--seq",
+                             "512",
+                             "--precision",
+                             "fp8",
+                             "--fp8-margin",
+                             "1",
+                             "--no-gemm-autotune",
+                             "--model",
+                             "124m",
+                             "--gelu",
+                             "tanh"});
+    CliResult r = parse(args, &cfg);
+    if (!r.run) return testing::fail(__FILE__, __LINE__, "'" + joined(args) + "' was rejected: " + r.message);
+    EXPECT_TRUE(run_mode(cfg) == RunMode::Generate && cfg.generate == 20 && cfg.batch == 1 && cfg.seq == 512);
+    const std::vector<std::vector<std::string>> refused = {
+        {"--batch", "4"},           {"--steps", "5"},
+        {"--lr", "1e-3"},           {"--sample-every", "5"},
+        {"--sample-tokens", "8"},   {"--log-dir", "x"},
+        {"--val-data", "v*.bin"},   {"--val-batches", "2"},
+        {"--eval-hellaswag", "h"},  {"--checkpoint-dir", "c"},
+        {"--export", "x"},          {"--export-format", "hf"},
+        {"--rendezvous", "mpi"},    {"--comm-timeout", "5"},
+        {"--train-data", "random"}, {"--log-every", "1"},
+        {"--no-cuda-graph"},        {"--recompute", "0"},
+        {"--total-batch", "0"},     {"--profile"}};
+    for (const std::vector<std::string>& flags : refused) {
+        args = gen;
+        args.insert(args.end(), flags.begin(), flags.end());
+        EXPECT_USAGE_ERROR(args, flags[0],
+                           {"error: " + flags[0] + ": has no effect with --generate N (it prints the text"});
+    }
+    EXPECT_USAGE_ERROR({"--init-from", "w", "--generate", "5", "--seq", "100"}, "--seq",
+                       {"--seq 100 must be a multiple of 16 with --generate"});
+    EXPECT_USAGE_ERROR({"--generate", "-1"}, "--generate", {"must be >= 0, got -1"});
+    // 0 is off: a training run, where --prompt needs --sample-every
+    EXPECT_USAGE_ERROR({"--generate", "0", "--prompt", "x"}, "--prompt", {"without --sample-every"});
+    TrainConfig fresh;
+    EXPECT_TRUE(parse({"--resume", "ck", "--generate", "5", "--adam-moments", "bf16"}, &fresh).run);
+}
+
 // --help shows each flag's real default, the switches' included (CLI11 alone prints
 // "--no-cuda-graph{false}" for a flag that is on).
 TEST(help_shows_real_defaults) {

@@ -9,9 +9,10 @@ namespace {
         return c.member;            \
     }
 
-// The run modes a row's setting does something in (Setting::only_in): training, and the export-only run,
-// which validates (--val-data), evaluates HellaSwag and logs before it writes the weights.
-constexpr RunMode kTrain = RunMode::Train, kExport = RunMode::Export;
+// The run modes a row's setting does something in (Setting::only_in): training; the export-only run, which
+// validates (--val-data), evaluates HellaSwag and logs before it writes the weights; generation, which runs
+// the forward on one sequence of --seq tokens and writes nothing but the text. Unmarked rows: every mode.
+constexpr RunMode kTrain = RunMode::Train, kExport = RunMode::Export, kGenerate = RunMode::Generate;
 
 void add(std::vector<Setting>* rows, const char* group, std::vector<Setting> group_rows) {
     for (Setting& s : group_rows) {
@@ -109,7 +110,7 @@ void training_settings(std::vector<Setting>* rows) {
              "memory per parameter, 8 bytes less traffic per step",
              adam_moments_names(), FIELD(adam_bf16_moments))
              .key("adam_moments"),
-         setting("--seed", "seed for weight init and random tokens", FIELD(seed)).key("seed")});
+         setting("--seed", "seed for weight init, random tokens and sampling", FIELD(seed)).key("seed")});
 }
 
 void step_settings(std::vector<Setting>* rows) {
@@ -307,7 +308,14 @@ void gpu_and_sampling_settings(std::vector<Setting>* rows) {
              .key("ranks_per_gpu")
              .only_in({kTrain, kExport})});
     add(rows, "Sampling",
-        {setting("--sample-every", "generate a text sample every N steps and after the last (0: never)",
+        {setting("--generate",
+                 "print --prompt and N tokens generated after it (streamed, --temperature, --top-k, --seed) "
+                 "from the weights of --init-from or --resume, and exit: no training, nothing written",
+                 FIELD(generate))
+             .value("N")
+             .at_least(0)
+             .key("generate"),  // every mode: N > 0 selects --generate's, 0 is off
+         setting("--sample-every", "generate a text sample every N steps and after the last (0: never)",
                  FIELD(sample_every))
              .at_least(0)
              .key("sample_every")
@@ -316,24 +324,25 @@ void gpu_and_sampling_settings(std::vector<Setting>* rows) {
              .at_least(1)
              .key("sample_tokens")
              .only_in({kTrain}),
-         setting("--prompt", "text the samples continue (default: start of a document)", FIELD(prompt))
+         setting("--prompt", "text the samples (and --generate) continue (default: start of a document)",
+                 FIELD(prompt))
              .key("prompt")
-             .only_in({kTrain}),
+             .only_in({kTrain, kGenerate}),
          setting("--temperature", "sampling temperature (0: always the most likely token)",
                  FIELD(temperature))
              .key("temperature")
-             .only_in({kTrain}),
+             .only_in({kTrain, kGenerate}),
          setting("--top-k", "sample among the K most likely tokens (0: all)", FIELD(top_k))
              .at_least(0)
              .key("top_k")
-             .only_in({kTrain}),
+             .only_in({kTrain, kGenerate}),
          setting("--tokenizer",
                  "tokenizer file from scripts/data/prepare_data.py (default: tokenizer.bin next to the train "
                  "shards; bytes for --vocab 256)",
                  FIELD(tokenizer))
              .value("FILE")
              .key("tokenizer")
-             .only_in({kTrain})});
+             .only_in({kTrain, kGenerate})});
 }
 
 void weights_settings(std::vector<Setting>* rows) {
