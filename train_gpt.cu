@@ -32,6 +32,7 @@
 #include "llmc/run/generate.h"
 #include "llmc/run/hellaswag_eval.h"
 #include "llmc/run/preflight.h"
+#include "llmc/run/text_output.h"
 #include "llmc/run/train_state.h"
 #include "llmc/run/version.h"
 
@@ -205,6 +206,8 @@ class Run {
     Run& operator=(const Run&) = delete;
     // --export without --export-at-end: validate (with --val-data), write the weights, no training.
     int export_without_training();
+    // --generate N: the prompt and N tokens after it, streamed to `out`, no training.
+    int generate_without_training(TextOutput* out);
     // The training loop, the final checkpoint and export, the summary line (with the wall time since
     // start_s). Returns the exit code.
     int train(double start_s);
@@ -260,10 +263,12 @@ Run::Run(const TrainConfig& cfg, RunPlan* plan, const DriverHooks& hooks)
         fatal("rank %d of %d: %s", rank_, world_, e.what());
     }
     build_model();
-    // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log).
-    logger_ = rank_ == 0 ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)),
-                                                       /*append=*/!cfg.resume.empty())
-                         : std::make_unique<RunLogger>();
+    // Only rank 0 writes config.json and train.jsonl (another rank opening them would truncate rank 0's log);
+    // --generate writes nothing.
+    logger_ = rank_ == 0 && run_mode(cfg) != RunMode::Generate
+                  ? std::make_unique<RunLogger>(cfg.log_dir, to_json(cfg, num_parameters(cfg.model)),
+                                                /*append=*/!cfg.resume.empty())
+                  : std::make_unique<RunLogger>();
 }
 
 Run::~Run() {
@@ -411,6 +416,17 @@ int Run::export_without_training() {
     return 0;
 }
 
+// The seed is --seed itself (the samples during training use --seed + step).
+int Run::generate_without_training(TextOutput* out) {
+    const Tokenizer& tok = plan_.tokenizer;
+    out->write(cfg_.prompt);
+    const SampleSettings ss{cfg_.generate, cfg_.temperature, cfg_.top_k, cfg_.prompt};
+    generate_text(model_.get(), cfg_.batch, cfg_.seq, cfg_.model.vocab_size, tok, ss, cfg_.seed,
+                  [&](int id) { out->write(tok.decode_token(id)); });
+    out->finish();
+    return 0;
+}
+
 // Every rank samples the same text (no collectives), so they stay in step.
 void Run::sample(int step) {
     const SampleSettings ss{cfg_.sample_tokens, cfg_.temperature, cfg_.top_k, cfg_.prompt};
@@ -555,6 +571,12 @@ int train_main(int argc, char** argv, const DriverHooks& hooks) {
         fputs(to_json(cfg, num_parameters(cfg.model)).c_str(), stdout);
         return 0;
     }
+    std::unique_ptr<TextOutput> text;  // --generate: stdout holds the text alone, the rest goes to stderr
+    if (run_mode(cfg) == RunMode::Generate) try {
+            text = std::make_unique<TextOutput>();
+        } catch (const std::exception& e) {
+            fatal("%s", e.what());
+        }
     if (std::string e = prepare_output_dirs(cfg, plan.launch.rank); !e.empty()) fatal_usage("%s", e.c_str());
     if (plan.launch.rank != 0 && !freopen("/dev/null", "w", stdout))
         fatal("rank %d: cannot silence stdout", plan.launch.rank);
@@ -565,7 +587,15 @@ int train_main(int argc, char** argv, const DriverHooks& hooks) {
     fflush(stdout);
     try {
         Run run(cfg, &plan, hooks);
-        return export_only(cfg) ? run.export_without_training() : run.train(start_s);
+        switch (run_mode(cfg)) {
+            case RunMode::Export:
+                return run.export_without_training();
+            case RunMode::Generate:
+                return run.generate_without_training(text.get());
+            case RunMode::Train:
+                break;
+        }
+        return run.train(start_s);
     } catch (const std::exception& e) {  // e.g. a shard that changed while training: one line naming it
         fatal("%s", e.what());
     }

@@ -146,6 +146,10 @@ struct Fixture {
                                             "--heads", "4",    "--vocab",  "256", "--max-seq",  "64",
                                             "--seq",   "64",   "--batch",  "2"};
 
+    std::vector<std::string> small_one_sequence() const {  // the small model's flags without --batch
+        return std::vector<std::string>(small.begin(), small.end() - 2);
+    }
+
     Fixture() {
         ModelConfig m;
         m.num_layers = 2, m.channels = 64, m.num_heads = 4, m.vocab_size = 256, m.max_seq_len = 64;
@@ -230,8 +234,10 @@ struct Fixture {
     }
 };
 
-enum class Model { Default, Small };  // Small: after the small-model flags (the fixture's files fit it)
-enum class Match { Whole, Start };    // Start: the line starts with `error` (the rest names random bytes)
+// Small: after the small-model flags (the fixture's files fit it); Small1: the same without --batch (for
+// --generate, which runs one sequence and refuses --batch).
+enum class Model { Default, Small, Small1 };
+enum class Match { Whole, Start };  // Start: the line starts with `error` (the rest names random bytes)
 
 struct Case {
     const char* what;  // the mistake, for the table
@@ -369,9 +375,31 @@ std::vector<Case> file_cases() {
     };
 }
 
+// The runs that do not train: a training flag with --export, --generate's own mistakes.
+std::vector<Case> mode_cases() {
+    const Model S = Model::Small, S1 = Model::Small1;
+    return {
+        {"a training flag with --export (no training)",
+         {"--init-from", "good.safetensors", "--export", "w.safetensors", "--steps", "5"}, S, 2,
+         "--steps: has no effect with --export (it writes the weights and exits, no training; --export-at-end "
+         "exports after training)"},
+        {"--generate without weights", {"--generate", "5"}, S1, 2,
+         "--generate: no weights to generate from: pass --init-from FILE or --resume DIR (else it would sample the "
+         "random initialization)"},
+        {"--generate without a tokenizer (not bytes)",
+         {"--vocab", "512", "--init-from", "good.safetensors", "--generate", "5"}, S1, 2,
+         "--generate: no tokenizer: pass --tokenizer FILE (scripts/data/prepare_data.py writes tokenizer.bin next "
+         "to the shards)"},
+        {"--generate with --batch", {"--init-from", "good.safetensors", "--generate", "5", "--batch", "4"}, S, 2,
+         "--batch: has no effect with --generate N (it prints the text of one sequence and exits: no training, "
+         "nothing written)"},
+    };
+}
+
 std::vector<Case> cases() {
     std::vector<Case> all = flag_cases();
     for (Case& c : file_cases()) all.push_back(std::move(c));
+    for (Case& c : mode_cases()) all.push_back(std::move(c));
     return all;
 }
 // clang-format on
@@ -421,7 +449,9 @@ TEST(every_bad_input_is_one_line_before_the_gpu) {
     double slowest = 0;
     int n = 0;
     for (const Case& k : cases()) {
-        std::vector<std::string> args = k.model == Model::Small ? fx.small : std::vector<std::string>{};
+        std::vector<std::string> args = k.model == Model::Small    ? fx.small
+                                        : k.model == Model::Small1 ? fx.small_one_sequence()
+                                                                   : std::vector<std::string>{};
         args.insert(args.end(), k.args.begin(), k.args.end());
         const Outcome o = run(bin, args, fx.dir.path);
         const std::string why = check(k, o, bin);
@@ -431,7 +461,7 @@ TEST(every_bad_input_is_one_line_before_the_gpu) {
         char ms[32];
         snprintf(ms, sizeof ms, "%.0f", o.ms);
         table += "| " + std::to_string(++n) + " | " + k.what + ": `" + cell(joined(k.args)) + "`" +
-                 (k.model == Model::Small ? " (small model)" : "") + " | " + std::to_string(o.exit_code) +
+                 (k.model != Model::Default ? " (small model)" : "") + " | " + std::to_string(o.exit_code) +
                  " | `" + cell(o.err.substr(0, o.err.size() - (o.err.empty() ? 0 : 1))) + "` | " + ms +
                  " |\n";
     }
@@ -487,6 +517,64 @@ TEST(print_config_prints_json_and_exits) {
     const Outcome bad = run(bin, {"--train-data", "magic.bin", "--print-config"}, fx.dir.path);
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_TRUE(bad.out.empty());
+}
+
+// An export without training refuses --checkpoint-dir (and every other training flag) by name and creates
+// no folder; without it the same export passes every check (and, without a GPU, stops at the GPU).
+TEST(export_only_refuses_a_checkpoint_dir_and_creates_no_folder) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    Fixture fx;
+    std::vector<std::string> args = fx.small;
+    args.insert(args.end(),
+                {"--init-from", "good.safetensors", "--export", "w.safetensors", "--log-dir", "lg"});
+    std::vector<std::string> with_ckpt = args;
+    with_ckpt.insert(with_ckpt.end(), {"--checkpoint-dir", "ck"});
+    const Outcome o = run(bin, with_ckpt, fx.dir.path);
+    EXPECT_EQ(o.exit_code, 2);
+    EXPECT_TRUE(o.err.rfind("error: --checkpoint-dir: has no effect with --export (", 0) == 0);
+    struct stat st;
+    EXPECT_TRUE(stat(fx.dir.file("ck").c_str(), &st) != 0 && stat(fx.dir.file("lg").c_str(), &st) != 0);
+    EXPECT_TRUE(!touched_cuda(o, bin));
+    const Outcome legal = run(bin, args, fx.dir.path);
+    if (have_gpu()) {
+        EXPECT_EQ(legal.exit_code, 0);
+    } else {
+        EXPECT_EQ(legal.exit_code, 1);
+        EXPECT_CONTAINS(legal.err, "error: no CUDA device available (");
+    }
+    EXPECT_TRUE(stat(fx.dir.file("ck").c_str(), &st) != 0);
+}
+
+// --generate: everything but the text goes to stderr (the summary says what it generates), no folder is
+// created; without a GPU it stops there with nothing on stdout. With one, the fixture's all-zero model has
+// equal logits everywhere, so greedy decoding gives id 0 (the lowest) each time: the prompt, 5 NUL bytes, a
+// newline.
+TEST(generate_prints_only_the_text_on_stdout_and_creates_nothing) {
+    const std::string bin = train_gpt_path();
+    if (bin.empty())
+        return testing::fail(__FILE__, __LINE__, "no ./train_gpt (make train_gpt; or set TRAIN_GPT)");
+    Fixture fx;
+    std::vector<std::string> args = fx.small_one_sequence();
+    args.insert(args.end(), {"--init-from", "good.safetensors", "--generate", "5", "--prompt", "hi",
+                             "--temperature", "0"});
+    const Outcome o = run(bin, args, fx.dir.path);
+    EXPECT_CONTAINS(o.err, "train_gpt: GPT-2 124m with overrides (2 layers");
+    EXPECT_CONTAINS(o.err,
+                    "\n  generate     5 tokens after the prompt on stdout (a window of 64 tokens), greedy");
+    if (have_gpu()) {
+        EXPECT_EQ(o.exit_code, 0);
+        EXPECT_TRUE(o.out == std::string("hi") + std::string(5, '\0') + "\n");
+    } else {
+        EXPECT_EQ(o.exit_code, 1);
+        EXPECT_TRUE(o.out.empty());
+        EXPECT_TRUE(o.err.size() > 1 &&
+                    o.err.rfind("\nerror: no CUDA device available (") != std::string::npos &&
+                    o.err.find('\n', o.err.rfind("\nerror: ") + 1) == o.err.size() - 1);
+    }
+    struct stat st;
+    EXPECT_TRUE(stat(fx.dir.file("logs").c_str(), &st) != 0);
 }
 
 // --help: every line within 120 columns, the per-precision --recompute default, the bf16 moments' real

@@ -692,6 +692,148 @@ TEST(flags_without_effect) {
     }
 }
 
+// A run that does not train (--export without --export-at-end) refuses every training-only flag by name,
+// and takes the flags it uses: the model, the forward's shape, validation and HellaSwag (it evaluates
+// before writing), logs, the launcher's and the weights' flags. The lists are this test's own, not the
+// settings table's, so a row marked for the wrong modes fails here.
+TEST(training_flags_have_no_effect_with_export) {
+    const std::vector<std::string> export_only = {"--init-from", "w.safetensors", "--export",
+                                                  "x.safetensors"};
+    const std::vector<std::vector<std::string>> refused = {{"--steps", "5"},
+                                                           {"--lr", "1e-3"},
+                                                           {"--warmup", "2"},
+                                                           {"--schedule", "constant"},
+                                                           {"--final-lr-frac", "0.5"},
+                                                           {"--weight-decay", "0"},
+                                                           {"--grad-clip", "0"},
+                                                           {"--beta1", "0.8"},
+                                                           {"--beta2", "0.9"},
+                                                           {"--total-batch", "0"},
+                                                           {"--recompute", "0"},
+                                                           {"--no-deterministic"},
+                                                           {"--no-cuda-graph"},
+                                                           {"--train-data", "random"},
+                                                           {"--val-every", "10"},
+                                                           {"--eval-every", "10"},
+                                                           {"--log-every", "5"},
+                                                           {"--profile"},
+                                                           {"--checkpoint-dir", "ck"},
+                                                           {"--checkpoint-every", "10"},
+                                                           {"--keep-checkpoints", "3"},
+                                                           {"--checkpoint-required"},
+                                                           {"--resume-if-present", "ck"},
+                                                           {"--max-bad-steps", "2"},
+                                                           {"--sample-every", "10"},
+                                                           {"--sample-tokens", "8"},
+                                                           {"--prompt", "Once"},
+                                                           {"--temperature", "0"},
+                                                           {"--top-k", "1"},
+                                                           {"--tokenizer", "t.bin"},
+                                                           {"--precision", "fp8", "--fp8-health-every", "5"}};
+    for (const std::vector<std::string>& flags : refused) {
+        std::vector<std::string> args = export_only;
+        args.insert(args.end(), flags.begin(), flags.end());
+        if (flags[0] == "--resume-if-present")
+            args.erase(args.begin(), args.begin() + 2);  // not with --init-from
+        const std::string& flag = flags[0] == "--precision" ? flags[2] : flags[0];
+        EXPECT_USAGE_ERROR(args, flag,
+                           {"error: " + flag + ": has no effect with --export (it writes the weights"});
+        // the same flags with --export-at-end: a training run, which uses them
+        args.push_back("--export-at-end");
+        if (flags[0] == "--val-every") args.insert(args.end(), {"--val-data", "v*.bin"});
+        if (flags[0] == "--eval-every") args.insert(args.end(), {"--eval-hellaswag", "hs.bin"});
+        if (flags[0] == "--checkpoint-every" || flags[0] == "--keep-checkpoints" ||
+            flags[0] == "--checkpoint-required")
+            args.insert(args.end(), {"--checkpoint-dir", "ck"});
+        if (flags[0] == "--sample-tokens" || flags[0] == "--prompt" || flags[0] == "--temperature" ||
+            flags[0] == "--top-k" || flags[0] == "--tokenizer")
+            args.insert(args.end(), {"--sample-every", "5"});
+        TrainConfig cfg;
+        const CliResult r = parse(args, &cfg);
+        if (!r.run) testing::fail(__FILE__, __LINE__, "'" + joined(args) + "' was rejected: " + r.message);
+    }
+    const std::vector<std::vector<std::string>> used = {
+        {"--model", "124m", "--layers", "2", "--gelu", "tanh"},
+        {"--batch", "4", "--seq", "512"},
+        {"--val-data", "v*.bin", "--val-batches", "2"},
+        {"--eval-hellaswag", "hs.bin", "--eval-hellaswag-dump", "d.txt", "--batch", "4"},
+        {"--log-dir", "runs/x", "--seed", "7"},
+        {"--precision", "fp8", "--fp8-history", "16", "--no-fp8-lm-head", "--fp8-margin", "1"},
+        {"--no-gemm-autotune"},
+        {"--gemm-cache", "c.tsv"},
+        {"--comm-timeout", "60", "--rendezvous", "tcp://h:1"},
+        {"--export-format", "hf"}};
+    for (const std::vector<std::string>& flags : used) {
+        std::vector<std::string> args = export_only;
+        args.insert(args.end(), flags.begin(), flags.end());
+        TrainConfig cfg;
+        const CliResult r = parse(args, &cfg);
+        if (!r.run) testing::fail(__FILE__, __LINE__, "'" + joined(args) + "' was rejected: " + r.message);
+    }
+    // --adam-moments says how a checkpoint stores AdamW's moments: needed to --resume one, else nothing
+    TrainConfig cfg;
+    EXPECT_TRUE(parse({"--resume", "ck", "--export", "x", "--adam-moments", "bf16"}, &cfg).run);
+    EXPECT_USAGE_ERROR({"--init-from", "w", "--export", "x", "--adam-moments", "bf16"}, "--adam-moments",
+                       {"has no effect with --export but no --resume DIR"});
+}
+
+// --generate N takes the model, precision and FP8 flags, --seq (the window), the weights, the sampling flags
+// (without --sample-every) and --seed, runs one sequence (--batch 1), and refuses the flags of training,
+// logging, evaluation, export and several ranks by name. The lists are this test's own.
+TEST(generate_takes_the_sampling_flags_and_refuses_the_others) {
+    const std::vector<std::string> gen = {"--init-from", "w.safetensors", "--generate", "20"};
+    TrainConfig cfg;
+    std::vector<std::string> args = gen;
+    args.insert(args.end(), {"--prompt",
+                             "Once",
+                             "--temperature",
+                             "0",
+                             "--top-k",
+                             "5",
+                             "--tokenizer",
+                             "t.bin",
+                             "--seed",
+                             "3",
+                             "--seq",
+                             "512",
+                             "--precision",
+                             "fp8",
+                             "--fp8-margin",
+                             "1",
+                             "--no-gemm-autotune",
+                             "--model",
+                             "124m",
+                             "--gelu",
+                             "tanh"});
+    CliResult r = parse(args, &cfg);
+    if (!r.run) return testing::fail(__FILE__, __LINE__, "'" + joined(args) + "' was rejected: " + r.message);
+    EXPECT_TRUE(run_mode(cfg) == RunMode::Generate && cfg.generate == 20 && cfg.batch == 1 && cfg.seq == 512);
+    const std::vector<std::vector<std::string>> refused = {
+        {"--batch", "4"},           {"--steps", "5"},
+        {"--lr", "1e-3"},           {"--sample-every", "5"},
+        {"--sample-tokens", "8"},   {"--log-dir", "x"},
+        {"--val-data", "v*.bin"},   {"--val-batches", "2"},
+        {"--eval-hellaswag", "h"},  {"--checkpoint-dir", "c"},
+        {"--export", "x"},          {"--export-format", "hf"},
+        {"--rendezvous", "mpi"},    {"--comm-timeout", "5"},
+        {"--train-data", "random"}, {"--log-every", "1"},
+        {"--no-cuda-graph"},        {"--recompute", "0"},
+        {"--total-batch", "0"},     {"--profile"}};
+    for (const std::vector<std::string>& flags : refused) {
+        args = gen;
+        args.insert(args.end(), flags.begin(), flags.end());
+        EXPECT_USAGE_ERROR(args, flags[0],
+                           {"error: " + flags[0] + ": has no effect with --generate N (it prints the text"});
+    }
+    EXPECT_USAGE_ERROR({"--init-from", "w", "--generate", "5", "--seq", "100"}, "--seq",
+                       {"--seq 100 must be a multiple of 16 with --generate"});
+    EXPECT_USAGE_ERROR({"--generate", "-1"}, "--generate", {"must be >= 0, got -1"});
+    // 0 is off: a training run, where --prompt needs --sample-every
+    EXPECT_USAGE_ERROR({"--generate", "0", "--prompt", "x"}, "--prompt", {"without --sample-every"});
+    TrainConfig fresh;
+    EXPECT_TRUE(parse({"--resume", "ck", "--generate", "5", "--adam-moments", "bf16"}, &fresh).run);
+}
+
 // --help shows each flag's real default, the switches' included (CLI11 alone prints
 // "--no-cuda-graph{false}" for a flag that is on).
 TEST(help_shows_real_defaults) {

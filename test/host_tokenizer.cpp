@@ -3,6 +3,7 @@
 // and log escaping.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -365,6 +366,41 @@ TEST(sanitize_utf8_replaces_invalid_bytes) {
         EXPECT_TRUE(one_line);
         if (testing::state().failed) return;
     }
+}
+
+// Streamed text (--generate writes each token as it comes): sanitizing the complete prefix of what has
+// arrived and holding back the rest gives, chunk by chunk, exactly sanitize_utf8 of the whole text; and
+// nothing complete is held back (ASCII and whole characters go out at once).
+TEST(streamed_utf8_equals_the_whole_text_sanitized) {
+    std::mt19937 rng(7);
+    // bytes that make every case likely: ASCII, continuation bytes, 2/3/4-byte leads, invalid leads
+    const unsigned char pool[] = {'a',  '\n', 0x80, 0x8F, 0xBF, 0xC2, 0xC0, 0xDF, 0xE0, 0xE2,
+                                  0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xF8, 0xFF, 0xA0, 0x9F, 0x90};
+    for (int trial = 0; trial < 20000; trial++) {
+        std::string whole, pending, streamed;
+        const int len = 1 + (int)(rng() % 12);
+        for (int i = 0; i < len; i++) whole += (char)pool[rng() % sizeof(pool)];
+        for (size_t at = 0; at < whole.size();) {
+            const size_t chunk = std::min<size_t>(1 + rng() % 3, whole.size() - at);
+            pending += whole.substr(at, chunk);
+            at += chunk;
+            const size_t complete = utf8_complete_prefix(pending);
+            EXPECT_TRUE(complete + 3 >= pending.size());  // at most a sequence's first 3 bytes wait
+            streamed += sanitize_utf8(pending.substr(0, complete));
+            pending.erase(0, complete);
+        }
+        streamed += sanitize_utf8(pending);
+        if (streamed != sanitize_utf8(whole)) {
+            std::string hex;
+            for (unsigned char c : whole) hex += " " + std::to_string(c);
+            return testing::fail(__FILE__, __LINE__, "streamed text differs for bytes" + hex);
+        }
+    }
+    EXPECT_EQ(utf8_complete_prefix("ab\xC3\xA9"), 4u);    // "abé": complete
+    EXPECT_EQ(utf8_complete_prefix("ab\xE2\x82"), 2u);    // "ab" + 2 of the euro sign's 3 bytes
+    EXPECT_EQ(utf8_complete_prefix("\xF0\x9F\x98"), 0u);  // 3 of an emoji's 4
+    EXPECT_EQ(utf8_complete_prefix("\xF0\x9F\x98\x80"), 4u);
+    EXPECT_EQ(utf8_complete_prefix("x\x80\x80\x80\x80"), 5u);  // stray continuation bytes: decided
 }
 
 TEST(escape_for_log_is_one_line) {

@@ -271,6 +271,20 @@ std::string sanitize_utf8(const std::string& s) {
     return map_utf8(s, [&](uint32_t, size_t i, size_t len, std::string* out) { out->append(s, i, len); });
 }
 
+size_t utf8_complete_prefix(const std::string& s) {
+    // A byte that is not a continuation byte (10xxxxxx) starts a decision of sanitize_utf8 wherever it is:
+    // no sequence before it can take it in. Hold back from the last such byte if its sequence needs more
+    // bytes than there are (a UTF-8 sequence is at most 4 bytes, so only the last 3 can be incomplete).
+    const size_t n = s.size();
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        const unsigned char c = (unsigned char)s[n - back];
+        if ((c & 0xC0) == 0x80) continue;
+        const size_t needs = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return needs > back ? n - back : n;
+    }
+    return n;
+}
+
 std::string escape_for_log(const std::string& s) {
     return map_utf8(s, [&](uint32_t cp, size_t i, size_t len, std::string* out) {
         char buf[12];

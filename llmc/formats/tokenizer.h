@@ -85,6 +85,10 @@ class Tokenizer {
 // sequences, overlong forms, surrogates, code points above U+10FFFF) replaced by U+FFFD, one per byte.
 // Valid input comes back unchanged.
 std::string sanitize_utf8(const std::string& s);
+// The length of the longest prefix of `s` that can be sanitized now when more bytes may follow (streamed
+// text): all of it but a trailing UTF-8 sequence still missing bytes. sanitize_utf8 of the prefix, then of
+// the rest with what follows, equals sanitize_utf8 of the whole: the cut is at the start of a sequence.
+size_t utf8_complete_prefix(const std::string& s);
 // sanitize_utf8(s) made safe for one log line: '\\' -> "\\\\", '\n' -> "\\n", '\r' -> "\\r", '\t' -> "\\t",
 // other C0 controls and DEL -> "\\xNN", C1 controls (U+0080..U+009F) and U+2028/U+2029 -> "\\uNNNN". For
 // JSON use json::quote(sanitize_utf8(s)) (llmc/formats/json.h), which escapes '"', '\\' and controls.

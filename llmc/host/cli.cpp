@@ -62,6 +62,9 @@ class CliSpec {
     std::string rewrite_args(int argc, const char* const* argv, std::vector<std::string>* out) const;
     // After app.parse: choices, the preset and the overrides into the config.
     std::string assemble();
+    // A flag given in a run mode it does nothing in (the settings table's column): its one-line error, or "".
+    // Before validate(): the mode's own settings (--generate's --batch 1) would otherwise be blamed.
+    std::string flag_without_effect_in_mode() const;
     // A flag given that does nothing with the others: its one-line error, or "".
     std::string flag_without_effect() const;
 
@@ -229,18 +232,38 @@ std::string CliSpec::assemble() {
         if (rows[i].over_preset && given(rows[i].long_name().c_str())) rows[i].ref<int>(c_) = override_[i];
     // FP8's default by model size (config.h); BF16 has nothing to rebuild.
     if (!given("--recompute")) c_.recompute = default_recompute(c_.precision, m);
+    if (c_.generate > 0) c_.batch = 1;  // one sequence (--batch is refused: flag_without_effect)
+    return "";
+}
+
+// Why a setting does nothing in a run that does not train (the mode's flag leads the message).
+const char* mode_without_training(RunMode mode) {
+    if (mode == RunMode::Export)
+        return "(it writes the weights and exits, no training; --export-at-end exports after training)";
+    return "(it prints the text of one sequence and exits: no training, nothing written)";
+}
+
+std::string CliSpec::flag_without_effect_in_mode() const {
+    const RunMode mode = run_mode(c_);
+    for (const Setting& s : settings()) {
+        const std::string flag = s.long_name();
+        if (s.flags && !s.applies_in(mode) && given(flag.c_str()))
+            return spelling(flag.c_str()) + ": has no effect with " + run_mode_flag(mode) + " " +
+                   mode_without_training(mode);
+    }
     return "";
 }
 
 std::string CliSpec::flag_without_effect() const {
+    const RunMode mode = run_mode(c_);
     struct Rule {
         std::vector<const char*> flags;
         bool applies;
-        const char* because;
+        std::string because;
     };
     const std::vector<Rule> rules = {
         {{"--prompt", "--sample-tokens", "--temperature", "--top-k", "--tokenizer"},
-         c_.sample_every > 0,
+         c_.sample_every > 0 || mode == RunMode::Generate,
          "without --sample-every N (text samples are off)"},
         {{"--val-every", "--val-batches"}, !c_.val_data.empty(), "without --val-data (no validation)"},
         {{"--eval-every", "--eval-hellaswag-dump"},
@@ -257,6 +280,10 @@ std::string CliSpec::flag_without_effect() const {
          c_.schedule == LrSchedule::Cosine,
          "with --schedule constant (it ends the cosine)"},
         {{"--export-format"}, !c_.export_path.empty(), "without --export PATH"},
+        {{"--adam-moments"},
+         mode == RunMode::Train || !c_.resume.empty(),
+         std::string("with ") + run_mode_flag(mode) +
+             " but no --resume DIR (without training it only says how a checkpoint stores AdamW's moments)"},
     };
     for (const Rule& r : rules)
         for (const char* f : r.flags)
@@ -308,6 +335,7 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
         return r;
     }
     if (std::string e = spec.assemble(); !e.empty()) return usage_error(e);
+    if (std::string e = spec.flag_without_effect_in_mode(); !e.empty()) return usage_error(e);
     if (std::string e = validate(*cfg); !e.empty()) return usage_error(e);
     if (std::string e = spec.flag_without_effect(); !e.empty()) return usage_error(e);
     CliResult r;

@@ -70,3 +70,12 @@ void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint) {
 }
 
 bool export_only(const TrainConfig& cfg) { return !cfg.export_path.empty() && !cfg.export_at_end; }
+
+RunMode run_mode(const TrainConfig& cfg) {
+    if (cfg.generate > 0) return RunMode::Generate;
+    return export_only(cfg) ? RunMode::Export : RunMode::Train;
+}
+
+const char* run_mode_flag(RunMode mode) {
+    return mode == RunMode::Export ? "--export" : mode == RunMode::Generate ? "--generate N" : "training";
+}

@@ -25,6 +25,10 @@ enum class AmaxAlgo { Max, MostRecent };
 // Where --export writes the weights (llmc/model/weights_io.h): the seed script's safetensors file, a Hugging
 // Face GPT-2 folder, or an llm.c model file in float32 or bfloat16 (llmc/model/weights_llmc.h).
 enum class ExportFormat { Seed, HF, Llmc, LlmcBf16 };
+// What a run does: train (the default), only write the weights and exit (--export without --export-at-end),
+// or only generate text and exit (--generate N). Each setting says in which modes it does something
+// (settings.h).
+enum class RunMode { Train, Export, Generate };
 
 struct Fp8Config {
     Fp8Format format = Fp8Format::Hybrid;  // Transformer Engine defaults
@@ -116,6 +120,9 @@ struct TrainConfig {
     float temperature = 1.0f;
     int top_k = 40;         // 0: the whole vocabulary
     std::string tokenizer;  // tokenizer file (scripts/data/prepare_data.py); empty: next to the train shards
+    // --generate N: print --prompt and N tokens generated after it from --init-from's or --resume's weights,
+    // then exit (no training, no files written). 0: off.
+    int generate = 0;
 
     // Weights in and out (llmc/model/weights_io.h).
     std::string init_from;    // start from these weights (seed or Hugging Face GPT-2 layout)
@@ -157,6 +164,10 @@ std::string checkpoint_dir_of(const TrainConfig& cfg);
 void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint);
 // --export without --export-at-end: write the weights of --resume or --init-from and exit, no training.
 bool export_only(const TrainConfig& cfg);
+// The mode the settings select (RunMode above).
+RunMode run_mode(const TrainConfig& cfg);
+// The mode's flag, for messages: "--export", "--generate N".
+const char* run_mode_flag(RunMode mode);
 
 // A choice setting's names, one table per choice: the flag takes them (llmc/host/cli.cpp, in this order),
 // config.json and the summary write them (to_string, choice_name).
@@ -193,6 +204,7 @@ const char* to_string(AmaxAlgo a);
 std::string to_json(const TrainConfig& cfg, size_t parameters);
 // What a person reads at start, '\n'-ended lines: the first "train_gpt: <model>, <parameters>", the others
 // indented by two spaces: precision and FP8 recipe, batch and accumulation over `gpus` GPUs (started by
-// `launcher`) and `micro_steps`, data, logs, checkpoints, weights in and out.
+// `launcher`) and `micro_steps`, data, logs, checkpoints, weights in and out (--generate: precision, what it
+// generates, the weights).
 std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
                         const std::string& launcher);

@@ -234,6 +234,9 @@ std::string validate_shapes(const TrainConfig& cfg) {
         return "--vocab " + std::to_string(m.vocab_size) + " must be a multiple of 16 (pad the vocabulary)";
     std::string overflow = check_token_limits(cfg);
     if (!overflow.empty()) return overflow;
+    if (cfg.generate > 0 && cfg.seq % 16 != 0)
+        return "--seq " + std::to_string(cfg.seq) +
+               " must be a multiple of 16 with --generate (the kernels' row count, of one sequence)";
     if ((long)cfg.batch * cfg.seq % 16 != 0)
         return "--batch x --seq = " + std::to_string((long)cfg.batch * cfg.seq) + " must be a multiple of 16";
     return "";

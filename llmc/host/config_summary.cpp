@@ -85,23 +85,42 @@ std::string data_line(const TrainConfig& c) {
     return s;
 }
 
+// The weights a run starts from (and --resume's or --resume-if-present's folder).
+std::string weights_lines(const TrainConfig& c) {
+    std::string s;
+    if (!c.resume.empty()) s += "  resume       the newest valid checkpoint in " + c.resume + "\n";
+    if (c.resume.empty() && !c.resume_if_present.empty())
+        s += "  resume       none: no checkpoint in " + c.resume_if_present + " yet, starting fresh\n";
+    if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
+    return s;
+}
+
+// --generate: what it prints and how it picks the tokens.
+std::string generate_line(const TrainConfig& c) {
+    const std::string how = c.temperature == 0 ? "greedy (temperature 0)"
+                                               : "temperature " + shortest(c.temperature) + ", top-k " +
+                                                     (c.top_k > 0 ? std::to_string(c.top_k) : "all") +
+                                                     ", seed " + std::to_string(c.seed);
+    return "  generate     " + plural(c.generate, "token", "tokens") +
+           " after the prompt on stdout (a window of " + plural(c.seq, "token", "tokens") + "), " + how +
+           "; tokenizer " + (c.tokenizer.empty() ? "bytes" : "'" + c.tokenizer + "'") + "\n";
+}
+
 std::string output_lines(const TrainConfig& c) {
     std::string s = "  logs         " + c.log_dir + "/config.json, " + c.log_dir + "/train.jsonl" +
                     (c.resume.empty() ? "" : " (appended)") + "\n";
     const std::string ckpt = checkpoint_dir_of(c);
     s += "  checkpoints  ";
-    if (ckpt.empty())
+    if (run_mode(c) != RunMode::Train)
+        s += "none (no training)";
+    else if (ckpt.empty())
         s += "none (--checkpoint-dir DIR)";
     else
         s +=
             ckpt + "/ " +
             (c.checkpoint_every > 0 ? "every " + plural(c.checkpoint_every, "step", "steps") + " and " : "") +
             "at the end, the newest " + std::to_string(c.keep_checkpoints) + " kept";
-    s += "\n";
-    if (!c.resume.empty()) s += "  resume       the newest valid checkpoint in " + c.resume + "\n";
-    if (c.resume.empty() && !c.resume_if_present.empty())
-        s += "  resume       none: no checkpoint in " + c.resume_if_present + " yet, starting fresh\n";
-    if (!c.init_from.empty()) s += "  weights      from " + c.init_from + "\n";
+    s += "\n" + weights_lines(c);
     if (!c.export_path.empty())
         s += "  export       " + c.export_path + " (" + export_format_description(c.export_format) +
              " layout) " + (export_only(c) ? "and exit, no training" : "after the last step") + "\n";
@@ -112,6 +131,8 @@ std::string output_lines(const TrainConfig& c) {
 
 std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
                         const std::string& launcher) {
+    if (run_mode(cfg) == RunMode::Generate)
+        return model_line(cfg, parameters) + precision_line(cfg) + generate_line(cfg) + weights_lines(cfg);
     return model_line(cfg, parameters) + precision_line(cfg) + batch_line(cfg, gpus, micro_steps, launcher) +
            data_line(cfg) + output_lines(cfg);
 }

@@ -9,6 +9,11 @@ namespace {
         return c.member;            \
     }
 
+// The run modes a row's setting does something in (Setting::only_in): training; the export-only run, which
+// validates (--val-data), evaluates HellaSwag and logs before it writes the weights; generation, which runs
+// the forward on one sequence of --seq tokens and writes nothing but the text. Unmarked rows: every mode.
+constexpr RunMode kTrain = RunMode::Train, kExport = RunMode::Export, kGenerate = RunMode::Generate;
+
 void add(std::vector<Setting>* rows, const char* group, std::vector<Setting> group_rows) {
     for (Setting& s : group_rows) {
         s.group = group;
@@ -65,29 +70,39 @@ void training_settings(std::vector<Setting>* rows) {
     add(rows, "Training",
         {setting("-b,--batch", "micro-batch size B (sequences per micro-step per GPU)", FIELD(batch))
              .at_least(1)
-             .key("batch"),
+             .key("batch")
+             .only_in({kTrain, kExport}),
          setting(
              "--total-batch",
              "tokens per optimizer step = batch x seq x micro-steps x GPUs (gradient accumulation; 0: batch "
              "x seq x GPUs)",
              FIELD(total_batch))
-             .key("total_batch"),
+             .key("total_batch")
+             .only_in({kTrain}),
          setting("-t,--seq", "sequence length T (<= --max-seq)", FIELD(seq)).at_least(1).key("seq"),
-         setting("-n,--steps", "number of optimizer steps", FIELD(steps)).at_least(1).key("steps"),
-         setting("--lr", "peak learning rate", FIELD(lr)).key("lr"),
+         setting("-n,--steps", "number of optimizer steps", FIELD(steps))
+             .at_least(1)
+             .key("steps")
+             .only_in({kTrain}),
+         setting("--lr", "peak learning rate", FIELD(lr)).key("lr").only_in({kTrain}),
          setting("--warmup", "linear warmup steps (from lr/warmup to lr)", FIELD(warmup))
              .at_least(0)
-             .key("warmup"),
+             .key("warmup")
+             .only_in({kTrain}),
          choice("--schedule", "learning-rate schedule after warmup", schedule_names(), FIELD(schedule))
-             .key("schedule"),
+             .key("schedule")
+             .only_in({kTrain}),
          setting("--final-lr-frac", "cosine decays to lr * this at the last step", FIELD(final_lr_frac))
-             .key("final_lr_frac"),
+             .key("final_lr_frac")
+             .only_in({kTrain}),
          setting("--weight-decay", "AdamW weight decay (matrices only)", FIELD(weight_decay))
-             .key("weight_decay"),
+             .key("weight_decay")
+             .only_in({kTrain}),
          setting("--grad-clip", "clip the global gradient norm to this (0: off)", FIELD(grad_clip))
-             .key("grad_clip"),
-         setting("--beta1", "AdamW beta1", FIELD(beta1)).key("beta1"),
-         setting("--beta2", "AdamW beta2", FIELD(beta2)).key("beta2"),
+             .key("grad_clip")
+             .only_in({kTrain}),
+         setting("--beta1", "AdamW beta1", FIELD(beta1)).key("beta1").only_in({kTrain}),
+         setting("--beta2", "AdamW beta2", FIELD(beta2)).key("beta2").only_in({kTrain}),
          setting(nullptr, "AdamW epsilon (no flag)", FIELD(adam_eps)).key("adam_eps"),
          choice(
              "--adam-moments",
@@ -95,7 +110,7 @@ void training_settings(std::vector<Setting>* rows) {
              "memory per parameter, 8 bytes less traffic per step",
              adam_moments_names(), FIELD(adam_bf16_moments))
              .key("adam_moments"),
-         setting("--seed", "seed for weight init and random tokens", FIELD(seed)).key("seed")});
+         setting("--seed", "seed for weight init, random tokens and sampling", FIELD(seed)).key("seed")});
 }
 
 void step_settings(std::vector<Setting>* rows) {
@@ -107,16 +122,19 @@ void step_settings(std::vector<Setting>* rows) {
              "the default from 774m, where it costs about nothing; README lists the cost)",
              FIELD(recompute))
              .shown_default("0 (fp8 from 774m: 2)")
-             .key("recompute"),
+             .key("recompute")
+             .only_in({kTrain}),
          setting("--deterministic,!--no-deterministic",
                  "bitwise reproducible attention backward; --no-deterministic: cuDNN's faster atomics",
                  FIELD(deterministic))
-             .key("deterministic"),
+             .key("deterministic")
+             .only_in({kTrain}),
          setting("--cuda-graph,!--no-cuda-graph",
                  "replay each training step as one captured CUDA graph (bitwise the same results); "
                  "--no-cuda-graph: launch every kernel from the host",
                  FIELD(cuda_graph))
-             .key("cuda_graph"),
+             .key("cuda_graph")
+             .only_in({kTrain}),
          setting(
              "--gemm-autotune,!--no-gemm-autotune",
              "time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest (stored in "
@@ -137,33 +155,40 @@ void data_settings(std::vector<Setting>* rows) {
                  "training shards (glob, e.g. 'data/x_train_*.bin'), or 'random' for uniform random tokens",
                  FIELD(train_data))
              .value("GLOB")
-             .key("train_data"),
+             .key("train_data")
+             .only_in({kTrain}),
          setting("--val-data", "validation shards (glob); empty: no validation", FIELD(val_data))
              .value("GLOB")
-             .key("val_data"),
+             .key("val_data")
+             .only_in({kTrain, kExport}),
          setting("--val-every", "validate every N steps (and after the last)", FIELD(val_every))
              .at_least(1)
-             .key("val_every"),
+             .key("val_every")
+             .only_in({kTrain}),
          setting("--val-batches", "batches per validation", FIELD(val_batches))
              .at_least(1)
-             .key("val_batches"),
+             .key("val_batches")
+             .only_in({kTrain, kExport}),
          setting("--eval-hellaswag",
                  "HellaSwag file (scripts/data/prepare_hellaswag.py): accuracy after the last step (acc and "
                  "acc_norm, as llm.c)",
                  FIELD(eval_hellaswag))
              .value("FILE")
-             .key("eval_hellaswag"),
+             .key("eval_hellaswag")
+             .only_in({kTrain, kExport}),
          setting("--eval-every", "also evaluate HellaSwag every N steps, from step 0 (0: only at the end)",
                  FIELD(eval_every))
              .at_least(0)
-             .key("eval_every"),
+             .key("eval_every")
+             .only_in({kTrain}),
          setting(
              "--eval-hellaswag-dump",
              "write each example's ending losses and choices here (the latest evaluation; with several GPUs "
              "one FILE.rankR per rank)",
              FIELD(eval_hellaswag_dump))
              .value("FILE")
-             .key("eval_hellaswag_dump")});
+             .key("eval_hellaswag_dump")
+             .only_in({kTrain, kExport})});
 }
 
 void fp8_settings(std::vector<Setting>* rows) {
@@ -193,7 +218,8 @@ void fp8_settings(std::vector<Setting>* rows) {
          setting("--fp8-health-every", "print scale range, saturated and fallen-back slots every N steps",
                  FIELD(fp8_health_every))
              .at_least(1)
-             .key("fp8_health_every")});
+             .key("fp8_health_every")
+             .only_in({kTrain})});
 }
 
 void logging_settings(std::vector<Setting>* rows) {
@@ -201,13 +227,18 @@ void logging_settings(std::vector<Setting>* rows) {
         {setting("--log-dir", "directory for config.json (the resolved configuration) and train.jsonl",
                  FIELD(log_dir))
              .value("DIR")
-             .key("log_dir"),
-         setting("--log-every", "print a line every N steps", FIELD(log_every)).at_least(1).key("log_every"),
+             .key("log_dir")
+             .only_in({kTrain, kExport}),
+         setting("--log-every", "print a line every N steps", FIELD(log_every))
+             .at_least(1)
+             .key("log_every")
+             .only_in({kTrain}),
          setting("--profile",
                  "after training, run 3 extra steps with per-phase GPU timing (gemm, cast, attention, "
                  "optimizer, other), replaying the captured step with its phase marks as graph nodes",
                  FIELD(profile))
-             .key("profile")});
+             .key("profile")
+             .only_in({kTrain})});
 }
 
 void checkpoint_settings(std::vector<Setting>* rows) {
@@ -216,18 +247,22 @@ void checkpoint_settings(std::vector<Setting>* rows) {
                  "write checkpoints here (default with --resume or --resume-if-present: that directory)",
                  FIELD(checkpoint_dir))
              .value("DIR")
-             .key("checkpoint_dir"),
+             .key("checkpoint_dir")
+             .only_in({kTrain}),
          setting("--checkpoint-every", "checkpoint every N steps (0: only at the end and on a signal)",
                  FIELD(checkpoint_every))
              .at_least(0)
-             .key("checkpoint_every"),
+             .key("checkpoint_every")
+             .only_in({kTrain}),
          setting("--keep-checkpoints", "keep the newest K checkpoints", FIELD(keep_checkpoints))
              .at_least(1)
-             .key("keep_checkpoints"),
+             .key("keep_checkpoints")
+             .only_in({kTrain}),
          setting("--checkpoint-required",
                  "a failed checkpoint write ends the run (default: a warning, training continues)",
                  FIELD(checkpoint_required))
-             .key("checkpoint_required"),
+             .key("checkpoint_required")
+             .only_in({kTrain}),
          setting("--resume", "continue from the newest valid checkpoint in this directory", FIELD(resume))
              .value("DIR")
              .key("resume"),
@@ -236,14 +271,16 @@ void checkpoint_settings(std::vector<Setting>* rows) {
                  "command continues a run after a crash)",
                  FIELD(resume_if_present))
              .value("DIR")
-             .key("resume_if_present"),
+             .key("resume_if_present")
+             .only_in({kTrain}),
          setting(
              "--max-bad-steps",
              "stop (with a checkpoint of the last good state) after K consecutive steps with a non-finite "
              "loss or gradient norm; each such step is skipped",
              FIELD(max_bad_steps))
              .at_least(1)
-             .key("max_bad_steps")});
+             .key("max_bad_steps")
+             .only_in({kTrain})});
 }
 
 void gpu_and_sampling_settings(std::vector<Setting>* rows) {
@@ -254,11 +291,13 @@ void gpu_and_sampling_settings(std::vector<Setting>* rows) {
                  "MASTER_ADDR:MASTER_PORT)",
                  FIELD(rendezvous))
              .value("SPEC")
-             .key("rendezvous"),
+             .key("rendezvous")
+             .only_in({kTrain, kExport}),
          setting("--comm-timeout",
                  "seconds a rank waits for the others (a dead or hung rank) before it stops with an error",
                  FIELD(comm_timeout))
-             .key("comm_timeout"),
+             .key("comm_timeout")
+             .only_in({kTrain, kExport}),
          setting(
              "--ranks-per-gpu",
              "local ranks sharing one GPU (local rank r uses GPU r / K): to check a multi-GPU run on fewer "
@@ -266,29 +305,44 @@ void gpu_and_sampling_settings(std::vector<Setting>* rows) {
              FIELD(ranks_per_gpu))
              .value("K")
              .at_least(1)
-             .key("ranks_per_gpu")});
+             .key("ranks_per_gpu")
+             .only_in({kTrain, kExport})});
     add(rows, "Sampling",
-        {setting("--sample-every", "generate a text sample every N steps and after the last (0: never)",
+        {setting("--generate",
+                 "print --prompt and N tokens generated after it (streamed, --temperature, --top-k, --seed) "
+                 "from the weights of --init-from or --resume, and exit: no training, nothing written",
+                 FIELD(generate))
+             .value("N")
+             .at_least(0)
+             .key("generate"),  // every mode: N > 0 selects --generate's, 0 is off
+         setting("--sample-every", "generate a text sample every N steps and after the last (0: never)",
                  FIELD(sample_every))
              .at_least(0)
-             .key("sample_every"),
+             .key("sample_every")
+             .only_in({kTrain}),
          setting("--sample-tokens", "tokens per sample", FIELD(sample_tokens))
              .at_least(1)
-             .key("sample_tokens"),
-         setting("--prompt", "text the samples continue (default: start of a document)", FIELD(prompt))
-             .key("prompt"),
+             .key("sample_tokens")
+             .only_in({kTrain}),
+         setting("--prompt", "text the samples (and --generate) continue (default: start of a document)",
+                 FIELD(prompt))
+             .key("prompt")
+             .only_in({kTrain, kGenerate}),
          setting("--temperature", "sampling temperature (0: always the most likely token)",
                  FIELD(temperature))
-             .key("temperature"),
+             .key("temperature")
+             .only_in({kTrain, kGenerate}),
          setting("--top-k", "sample among the K most likely tokens (0: all)", FIELD(top_k))
              .at_least(0)
-             .key("top_k"),
+             .key("top_k")
+             .only_in({kTrain, kGenerate}),
          setting("--tokenizer",
                  "tokenizer file from scripts/data/prepare_data.py (default: tokenizer.bin next to the train "
                  "shards; bytes for --vocab 256)",
                  FIELD(tokenizer))
              .value("FILE")
-             .key("tokenizer")});
+             .key("tokenizer")
+             .only_in({kTrain, kGenerate})});
 }
 
 void weights_settings(std::vector<Setting>* rows) {
@@ -304,14 +358,17 @@ void weights_settings(std::vector<Setting>* rows) {
                  "training; a file (seed) or a folder (hf)",
                  FIELD(export_path))
              .value("FILE|DIR")
-             .key("export"),
+             .key("export")
+             .only_in({kTrain, kExport}),
          choice("--export-format",
                 "seed: one file with the PyTorch module's names; hf: a Hugging Face GPT-2 folder "
                 "(model.safetensors + config.json); llmc, llmc-bf16: llm.c's model file (float32, bfloat16)",
                 export_format_names(), FIELD(export_format))
-             .key("export_format"),
+             .key("export_format")
+             .only_in({kTrain, kExport}),
          setting("--export-at-end", "export after the last step", FIELD(export_at_end))
-             .key("export_at_end")});
+             .key("export_at_end")
+             .only_in({kTrain})});
 }
 
 #undef FIELD

@@ -3,10 +3,13 @@
 // registers its flags from the table (cli.cpp), validate() checks the smallest values (config_checks.cpp),
 // to_json writes the keys (config_json.cpp). Rules between settings stay readable functions
 // (config_checks.cpp, cli.cpp's flags without effect); the start-up summary's prose is config_summary.cpp's.
+// Each row also says in which run modes (RunMode: training, export only) its setting does something: the
+// CLI refuses a flag given in a mode it does nothing in.
 // A new setting is a member in config.h, a row in settings.cpp, and the code that uses it. Host-only.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,6 +35,7 @@ struct Setting {
     bool has_min = false;      // validate(): "--flag: must be >= min, got v" (integers)
     long long min = 0;
     const char* json = nullptr;  // config.json key; null: not written
+    unsigned modes = ~0u;        // the RunModes it does something in, bit (1 << mode) each; default: all
 
     Setting& at_least(long long v) {
         has_min = true;
@@ -54,6 +58,12 @@ struct Setting {
         over_preset = true;
         return *this;
     }
+    Setting& only_in(std::initializer_list<RunMode> in) {
+        modes = 0;
+        for (RunMode m : in) modes |= 1u << (int)m;
+        return *this;
+    }
+    bool applies_in(RunMode m) const { return (modes >> (int)m) & 1u; }
     // The flag's long name ("--batch" of "-b,--batch"; "--cuda-graph" of "--cuda-graph,!--no-cuda-graph").
     std::string long_name() const;
     template <typename T>

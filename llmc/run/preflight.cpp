@@ -24,7 +24,12 @@ std::string about(const std::string& flag, const std::string& msg) {
 }
 
 std::string check_export_has_weights(const TrainConfig& cfg, bool allow_export_of_init) {
-    if (!export_only(cfg) || !cfg.resume.empty() || !cfg.init_from.empty() || allow_export_of_init) return "";
+    if (!cfg.resume.empty() || !cfg.init_from.empty()) return "";
+    if (run_mode(cfg) == RunMode::Generate)
+        return "--generate: no weights to generate from: pass --init-from FILE or --resume DIR (else it "
+               "would "
+               "sample the random initialization)";
+    if (!export_only(cfg) || allow_export_of_init) return "";
     return "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write "
            "the random initialization), or --export-at-end to export after training";
 }
@@ -38,6 +43,9 @@ std::string check_launch(const TrainConfig& cfg, RunPlan* plan) {
     } catch (const std::exception& e) {
         return e.what();  // names the variable or --rendezvous
     }
+    if (run_mode(cfg) == RunMode::Generate && plan->launch.world_size > 1)
+        return "--generate: runs in one process, this one is rank " + std::to_string(plan->launch.rank) +
+               " of " + std::to_string(plan->launch.world_size) + " (start it without a launcher)";
     if (cfg.ranks_per_gpu > 1 && plan->launch.world_size == 1)
         return "--ranks-per-gpu " + std::to_string(cfg.ranks_per_gpu) +
                ": this process is the only rank (no launcher started several); it has no effect on one";
@@ -120,20 +128,23 @@ std::string vocab_warning(const TrainConfig& cfg) {
            std::to_string(padded) + ")";
 }
 
-// The tokenizer for text samples: --tokenizer, else tokenizer.bin next to the training shards, else bytes
-// when the vocabulary is 256. The prompt must encode, and the ids must fit the model's vocabulary.
+// The tokenizer for text samples and --generate: --tokenizer, else tokenizer.bin next to the training shards
+// (samples), else bytes when the vocabulary is 256. The prompt must encode, and the ids must fit the model's
+// vocabulary.
 std::string load_sample_tokenizer(const TrainConfig& cfg, Tokenizer* out) {
-    if (cfg.sample_every <= 0) return "";
+    const bool generating = run_mode(cfg) == RunMode::Generate;
+    if (cfg.sample_every <= 0 && !generating) return "";
     const std::string path = cfg.tokenizer.empty() ? tokenizer_beside_shards(cfg) : cfg.tokenizer;
-    const char* flag = cfg.tokenizer.empty() ? "--sample-every" : "--tokenizer";
+    const char* flag = !cfg.tokenizer.empty() ? "--tokenizer" : generating ? "--generate" : "--sample-every";
     try {
         if (!path.empty())
             *out = Tokenizer::load(path);
         else if (cfg.model.vocab_size == 256)
             *out = Tokenizer::bytes();
         else
-            return "--sample-every: no tokenizer: pass --tokenizer FILE (scripts/data/prepare_data.py writes "
-                   "tokenizer.bin next to the shards)";
+            return std::string(flag) +
+                   ": no tokenizer: pass --tokenizer FILE (scripts/data/prepare_data.py writes tokenizer.bin "
+                   "next to the shards)";
     } catch (const std::exception& e) {  // "tokenizer 'PATH': ..." -> "--tokenizer 'PATH': ..."
         const std::string what = e.what(), lead = "tokenizer '";
         if (!cfg.tokenizer.empty() && what.compare(0, lead.size(), lead) == 0) return "--" + what;
@@ -250,11 +261,12 @@ std::string keep_earlier_logs(const std::string& dir) {
 }  // namespace
 
 std::string prepare_output_dirs(const TrainConfig& cfg, int rank) {
-    if (rank != 0) return "";  // rank 0 writes the logs and the checkpoints
+    if (rank != 0) return "";                           // rank 0 writes the logs and the checkpoints
+    if (run_mode(cfg) == RunMode::Generate) return "";  // writes nothing but the text
     if (std::string e = prepare_writable_dir(cfg.log_dir, "--log-dir"); !e.empty()) return e;
     if (cfg.resume.empty())  // a resumed run appends to its log
         if (std::string e = keep_earlier_logs(cfg.log_dir); !e.empty()) return e;
     const std::string ckpt = checkpoint_dir_of(cfg);
-    if (ckpt.empty()) return "";
+    if (ckpt.empty() || run_mode(cfg) != RunMode::Train) return "";  // only training writes checkpoints
     return prepare_writable_dir(ckpt, cfg.checkpoint_dir.empty() ? "--resume" : "--checkpoint-dir");
 }
