@@ -42,12 +42,17 @@ import numpy as np
 # quadrature: a logit is off by sqrt(23) x 2^-8 = 1.9% of the rms, typically (scripts/check/
 # hellaswag_reference.py's estimate; the model test, test/gpu_model_reference.cu, measured 0.6% normwise).
 # 2^-4 = 6.2% is 3.3 of those: the largest of two such errors stays below it but for one token in ~500.
+# (The emulation on the CPU stand-in below: the top-2 difference moved by 0.6% of the rms (median), 3.8%
+# (largest).)
 BOUND_BF16 = 2.0**-4
 # FP8 (E4M3 forward, --fp8-lm-head): every GEMM input is rounded to 4 significant bits (2^-4 relative at most,
 # per-tensor scales from the amax), so each GEMM output is off by ~2^-4 x sqrt(2/3) = 5% of its rms (both
 # operands, in quadrature); 9 GEMMs lie before the logits of a 2-layer model (4 per block, the LM head):
-# sqrt(9) x 5% = 15%. 2^-1 = 50% is 3.3 of those.
-BOUND_FP8 = 2.0**-1
+# sqrt(9) x 5% = 15%, typically. The tail is longer than that: a tensor scaled to its largest value leaves
+# its small values few significant bits. Measured with this script's emulation on a CPU stand-in of
+# test/gpu_generate.sh's model (trained the same way in float32, 96 tokens): the top-2 difference moved by
+# 4% of the rms (median), 13% (90th percentile), 47% (largest). 2^0 = 100%: twice the largest seen.
+BOUND_FP8 = 1.0
 # Both are checked on every token against an emulation of the rounding (forward(..., rounding)): it must
 # move the two largest logits' difference by at most half the bound, or the test fails and says the bound
 # does not hold for this model.
