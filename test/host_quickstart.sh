@@ -125,9 +125,12 @@ out="$WORK/runs/shakespeare_bf16"
 grep -qE "^shakespeare: done in [0-9]+ s: val loss 4\.900 at step 249 \(lowest 4\.750 at step 150; a random model 10\.82, the train tokens' frequencies $unigram\)$" "$WORK/run.log" ||
   why="$why summary: $(grep '^shakespeare' "$WORK/run.log");"
 grep -q "^  samples   runs/shakespeare_bf16/samples.txt$" "$WORK/run.log" || why="$why no samples line;"
+# the --generate command for the checkpoint, with the run's model flags (a checkpoint of another model is refused)
+grep -qE "^  more text ./train_gpt --model 124m --layers 12 --channels 768 --heads 12 --gelu tanh --precision bf16 --resume runs/shakespeare_bf16/checkpoints --tokenizer $WORK/data/tokenizer.bin --prompt \"ROMEO:\" --generate 200" "$WORK/run.log" ||
+  why="$why the generate line: $(grep 'more text' "$WORK/run.log");"
 if python3 -c "import matplotlib" 2> /dev/null; then
   [ -s "$out/loss.png" ] && grep -q "^  curves    runs/shakespeare_bf16/loss.png$" "$WORK/run.log" || why="$why no loss.png;"
 else
   grep -q "^  curves    none: compare: matplotlib is not installed" "$WORK/run.log" || why="$why the missing PNG unexplained;"
 fi
-if [ -z "$why" ]; then pass "run_with_a_stand_in (samples.txt, the summary with the lowest val loss and the yardsticks, the curves)"; else fail run_with_a_stand_in "$why"; fi
+if [ -z "$why" ]; then pass "run_with_a_stand_in (samples.txt, the summary with the lowest val loss and the yardsticks, the curves, the --generate line)"; else fail run_with_a_stand_in "$why"; fi

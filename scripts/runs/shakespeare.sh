@@ -185,3 +185,13 @@ else
   echo "  curves    none: $(tail -1 "$LOG_DIR/compare.txt")"
 fi
 echo "  log       $LOG_DIR/train.jsonl (python3 scripts/compare.py runs/shakespeare_bf16 runs/shakespeare_fp8 compares two runs)"
+# More text from the checkpoint: --generate with the run's model flags (a checkpoint of another model is refused).
+gen_flags=$(python3 - "$TMP/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+print(f"--model {c['model']} --layers {c['layers']} --channels {c['channels']} --heads {c['heads']} --gelu {c['gelu']}"
+      f" --precision {c['precision']}")
+PY
+)
+echo "  more text ./train_gpt $gen_flags --resume $(json_get "$TMP/config.json" checkpoint_dir)" \
+  "--tokenizer $DATA/tokenizer.bin --prompt \"ROMEO:\" --generate 200 --temperature 0.8"
