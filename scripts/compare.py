@@ -40,6 +40,10 @@ class LogError(Exception):
     """A log that cannot be compared: one line naming the file (and the line)."""
 
 
+class NotYetWritten(LogError):
+    """A log that does not exist yet or holds no step yet: --watch waits for it."""
+
+
 def number(r, key, where, required=True):
     """r[key] as a float: NaN for null (a non-finite value, e.g. a diverged run's loss)."""
     if key not in r:
@@ -88,10 +92,12 @@ def load(path, growing=False):
                     val.append({"step": number(r, "step", where), "val_loss": number(r, "val_loss", where)})
                 elif kind == "skipped":
                     skipped += 1
+    except FileNotFoundError as e:
+        raise NotYetWritten(f"{path}: {e.strerror}")
     except OSError as e:
         raise LogError(f"{path}: {e.strerror}")
     if not train:
-        raise LogError(f"{path}: no training records")
+        raise NotYetWritten(f"{path}: no training records")
     return path, train, val, skipped
 
 
@@ -227,9 +233,7 @@ def watch(a):
             for p in a.logs:
                 try:
                     runs.append(load(p, growing=True))
-                except LogError as e:  # not written yet, or no step yet: look again later
-                    if "No such file" not in str(e) and "no training records" not in str(e):
-                        raise
+                except NotYetWritten:  # look again later
                     waiting.append(p)
             if sys.stdout.isatty():
                 print("\033[H\033[2J", end="")

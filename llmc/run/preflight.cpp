@@ -26,9 +26,8 @@ std::string about(const std::string& flag, const std::string& msg) {
 std::string check_export_has_weights(const TrainConfig& cfg, bool allow_export_of_init) {
     if (!cfg.resume.empty() || !cfg.init_from.empty()) return "";
     if (run_mode(cfg) == RunMode::Generate)
-        return "--generate: no weights to generate from: pass --init-from FILE or --resume DIR (else it "
-               "would "
-               "sample the random initialization)";
+        return "--generate: no weights to generate from: pass --init-from FILE or --resume DIR "
+               "(else it would sample the random initialization)";
     if (!export_only(cfg) || allow_export_of_init) return "";
     return "--export: nothing to export: pass --resume DIR or --init-from FILE (else it would write "
            "the random initialization), or --export-at-end to export after training";
