@@ -1,5 +1,5 @@
 # train_gpt: build, deps, tests. `make deps` once, then `make` (or `make test`).
-# Overridable: CUDA_HOME, GPU_ARCH, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, CUDNN_LIB,
+# Overridable: CUDA_HOME, GPU_ARCH, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, CUDNN_LIB (default: the newest cuDNN 9 present),
 #              NCCL_INCLUDE, NCCL_LIB.
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -12,8 +12,15 @@ INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr
 LIB_DIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/local/lib
 CUDNN_FRONTEND_INCLUDE ?= third_party/cudnn-frontend/include
 CLI11_INCLUDE ?= $(call first_dir_with,CLI/CLI.hpp,/usr/include /usr/local/include third_party/cli11/usr/include)
+# cuDNN: the newest cuDNN 9 present, the system's or a pip nvidia-cudnn-cu13's (scripts/find_cudnn.sh; later
+# cuDNNs carry faster attention), unless CUDNN_INCLUDE or CUDNN_LIB names one
+ifeq ($(origin CUDNN_INCLUDE)$(origin CUDNN_LIB),undefinedundefined)
+CUDNN_FOUND := $(shell CUDNN_INCS="$(INC_DIRS)" CUDNN_LIBS="$(LIB_DIRS)" bash scripts/find_cudnn.sh)
+CUDNN_INCLUDE := $(word 2,$(CUDNN_FOUND))
+CUDNN_LIB := $(word 3,$(CUDNN_FOUND))
+endif
 CUDNN_INCLUDE ?= $(call first_dir_with,cudnn.h,$(INC_DIRS))
-CUDNN_LIB ?= $(call first_dir_with,libcudnn.so,$(LIB_DIRS))
+CUDNN_LIB ?= $(call first_dir_with,libcudnn.so.9,$(LIB_DIRS))
 NCCL_INCLUDE ?= $(call first_dir_with,nccl.h,$(INC_DIRS))
 NCCL_LIB ?= $(call first_dir_with,libnccl.so,$(LIB_DIRS))
 # zlib (crc32): the system's, else the copy `make deps` unpacks into third_party/zlib (static library);
@@ -33,9 +40,11 @@ DEPFLAGS = -MMD -MP -MF $(basename $@).d
 CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter $(INCLUDES)
 NVCCFLAGS := -std=c++17 -O3 --use_fast_math --expt-relaxed-constexpr -lineinfo $(GPU_ARCH) $(INCLUDES) \
              -Xcompiler -Wall,-Wno-unused-parameter
-RPATHS := $(foreach d,$(sort $(CUDA_HOME)/lib64 $(CUDNN_LIB) $(NCCL_LIB)),-Xlinker -rpath=$(d))
-LDLIBS := -L$(CUDA_HOME)/lib64 $(if $(CUDNN_LIB),-L$(CUDNN_LIB)) $(if $(NCCL_LIB),-L$(NCCL_LIB)) \
-          -lcublasLt -lcublas -lcudnn -lnvrtc -lcuda -lnccl $(ZLIB_LIBS) $(RPATHS)
+# cuDNN's folder first in the run path: another libcudnn.so.9 in CUDA's folder must not shadow the one chosen
+# (a pip cuDNN ships libcudnn.so.9 only, hence -l:)
+RPATHS := $(foreach d,$(CUDNN_LIB) $(filter-out $(CUDNN_LIB),$(sort $(CUDA_HOME)/lib64 $(NCCL_LIB))),-Xlinker -rpath=$(d))
+LDLIBS := $(if $(CUDNN_LIB),-L$(CUDNN_LIB)) -L$(CUDA_HOME)/lib64 $(if $(NCCL_LIB),-L$(NCCL_LIB)) \
+          -lcublasLt -lcublas -l:libcudnn.so.9 -lnvrtc -lcuda -lnccl $(ZLIB_LIBS) $(RPATHS)
 
 # The library, one folder per wing of llmc/ (README "Layout"). Host-only sources (no CUDA: configuration,
 # CLI, data, file formats, launcher, the model layout) are also linked into the host tests; the run lifecycle

@@ -45,6 +45,11 @@ else
   echo "bench: llm.c rows skipped (set LLMC=path/to/llm.c/train_gpt2cu to compare with llm.c)"
 fi
 
+# llm.c runs with the cuDNN train_gpt loads (the Makefile's choice, e.g. a pip cuDNN newer than the system's):
+# both sides' attention from the same library.
+llmc_cudnn=$(ldd ./train_gpt 2>/dev/null | sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p')
+llmc_ld=${LD_LIBRARY_PATH:-}; [ -n "$llmc_cudnn" ] && llmc_ld="$llmc_cudnn${llmc_ld:+:$llmc_ld}"
+[ -n "$llmc_ok" ] && echo "bench: llm.c with train_gpt's cuDNN: ${llmc_cudnn:-the default search path}"
 # llm.c at size $1: its step times from its log, its peak memory from nvidia-smi sampled meanwhile.
 run_llmc() {
   local size=$1 depth b log
@@ -53,7 +58,7 @@ run_llmc() {
   log="$out/llmc_$size.log"
   (nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/llmc_$size.mem" 2>/dev/null &
    echo $! > "$out/llmc_$size.smi")
-  "$LLMC" -e "$depth" -i "$out/llmc_data.bin" -j "$out/llmc_data.bin" -b "$b" -t 1024 -d $((b * 1024)) \
+  LD_LIBRARY_PATH="$llmc_ld" "$LLMC" -e "$depth" -i "$out/llmc_data.bin" -j "$out/llmc_data.bin" -b "$b" -t 1024 -d $((b * 1024)) \
     -x "$steps" -v 1000000 -m 1 -s 1000000 -h 0 -y 0 > "$log" 2>&1 ||
     { echo "bench: llm.c $size failed:"; tail -3 "$log"; }
   kill "$(cat "$out/llmc_$size.smi")" 2>/dev/null
