@@ -1,6 +1,6 @@
 # train_gpt: build, deps, tests. `make deps` once, then `make` (or `make test`).
-# Overridable: CUDA_HOME, GPU_ARCH, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, CUDNN_LIB (default: the newest cuDNN 9 present),
-#              NCCL_INCLUDE, NCCL_LIB.
+# Overridable: CUDA_HOME, GPU_ARCH, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN (system|newest), CUDNN_INCLUDE,
+#              CUDNN_LIB, NCCL_INCLUDE, NCCL_LIB.
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CXX ?= g++
@@ -12,9 +12,15 @@ INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr
 LIB_DIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/local/lib
 CUDNN_FRONTEND_INCLUDE ?= third_party/cudnn-frontend/include
 CLI11_INCLUDE ?= $(call first_dir_with,CLI/CLI.hpp,/usr/include /usr/local/include third_party/cli11/usr/include)
-# cuDNN: the newest cuDNN 9 present, the system's or a pip nvidia-cudnn-cu13's (scripts/find_cudnn.sh; later
-# cuDNNs carry faster attention), unless CUDNN_INCLUDE or CUDNN_LIB names one
-ifeq ($(origin CUDNN_INCLUDE)$(origin CUDNN_LIB),undefinedundefined)
+# cuDNN: the system's (the first cudnn.h and libcudnn.so.9 below), or with CUDNN=newest the newest cuDNN 9
+# present, a pip nvidia-cudnn-cu13's included (scripts/find_cudnn.sh): 9.19's attention is 0.8% of the
+# GPT-1.5B fp8 step faster than 9.14's, not yet the default (docs/performance.md, "cuDNN 9.19 as the default").
+# CUDNN_INCLUDE / CUDNN_LIB given by hand win over both.
+CUDNN ?= system
+ifeq ($(filter system newest,$(CUDNN)),)
+$(error CUDNN must be system or newest, got '$(CUDNN)')
+endif
+ifeq ($(CUDNN)$(origin CUDNN_INCLUDE)$(origin CUDNN_LIB),newestundefinedundefined)
 CUDNN_FOUND := $(shell CUDNN_INCS="$(INC_DIRS)" CUDNN_LIBS="$(LIB_DIRS)" bash scripts/find_cudnn.sh)
 CUDNN_INCLUDE := $(word 2,$(CUDNN_FOUND))
 CUDNN_LIB := $(word 3,$(CUDNN_FOUND))

@@ -136,17 +136,13 @@ check() { # label header lib incoverride
   [ -n "${hi:-}" ] && [ -n "${li:-}" ] && echo "deps: $label: $hi/$h, $li/$l"
 }
 check cuBLASLt cublasLt.h libcublasLt.so
-# cuDNN: the Makefile takes the newest cuDNN 9 present, the system's or a pip nvidia-cudnn-cu13's (find_cudnn.sh)
-if [ -n "${CUDNN_INCLUDE:-}" ]; then
-  check cuDNN cudnn.h libcudnn.so.9 "$CUDNN_INCLUDE"
-elif cudnn=$(CUDNN_INCS="${incs[*]}" CUDNN_LIBS="${libs[*]}" bash scripts/find_cudnn.sh --list) && [ -n "$cudnn" ]; then
-  printf '%s\n' "$cudnn" | sed 's/^\(.\) /deps: \1 /'
-  chosen=$(CUDNN_INCS="${incs[*]}" CUDNN_LIBS="${libs[*]}" bash scripts/find_cudnn.sh)
-  [ "${chosen%% *}" -lt 91900 ] &&
-    optional+=("cuDNN 9.19 (its attention is the fastest measured here, 4% ahead of 9.14 at GPT-1.5B): pip install nvidia-cudnn-cu13==9.19.1.2, then make clean && make")
-else
-  missing+=("cuDNN 9 (cudnn_version.h + libcudnn.so.9: the system's, or pip install nvidia-cudnn-cu13==9.19.1.2)")
-fi
+# cuDNN: the system's (the default build); a newer one elsewhere (e.g. pip's nvidia-cudnn-cu13) is named with the
+# Makefile's CUDNN=newest, which builds against it (scripts/find_cudnn.sh)
+check cuDNN cudnn.h libcudnn.so.9 "${CUDNN_INCLUDE:-}"
+newest=$(CUDNN_INCS="${incs[*]}" CUDNN_LIBS="${libs[*]}" bash scripts/find_cudnn.sh --list | sed -n 's/^\* //p')
+case "$newest" in
+  *"(pip("*) echo "deps: newer: $newest: make clean && make CUDNN=newest builds against it (docs/performance.md)" ;;
+esac
 check NCCL nccl.h libnccl.so "${NCCL_INCLUDE:-}"
 
 for m in "${optional[@]}"; do echo "deps: optional, not found: $m"; done

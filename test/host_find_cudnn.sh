@@ -48,21 +48,34 @@ else
   fail list_marks_the_chosen "$list"
 fi
 
-# The Makefile: a pip cuDNN newer than any real one (9.99) becomes the build's, its folder first in the
-# library path and the run path; CUDNN_INCLUDE/CUDNN_LIB given by hand win over it.
+# The Makefile: by default the system's cuDNN, whatever pip has; with CUDNN=newest a pip cuDNN newer than any
+# real one (9.99) becomes the build's, its folder first in the library path and the run path; CUDNN_INCLUDE /
+# CUDNN_LIB given by hand win over it; any other CUDNN is a one-line error.
 fake_pip newest 9 99 0
-mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS CUDNN_PYTHONS="$WORK/py_newest" make --no-print-directory -C "$ROOT" -n -p "$@" train_gpt 2> /dev/null; }
+mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS CUDNN_PYTHONS="$WORK/py_newest" make --no-print-directory -C "$ROOT" -n -p "$@" train_gpt 2>&1; }
 lib="$WORK/pip_newest/nvidia/cudnn/lib"
 vars=$(mk | grep -E '^(CUDNN_INCLUDE|LDLIBS) :?= ')
+if [[ "$vars" != *pip_newest* ]] && printf '%s\n' "$vars" | grep -q '^LDLIBS := .*-l:libcudnn.so.9 '; then
+  pass "makefile_default_is_the_system"
+else
+  fail makefile_default_is_the_system "$(head -c 600 <<< "$vars")"
+fi
+vars=$(mk CUDNN=newest | grep -E '^(CUDNN_INCLUDE|LDLIBS) :?= ')
 if printf '%s\n' "$vars" | grep -q "^CUDNN_INCLUDE := $WORK/pip_newest/nvidia/cudnn/include$" &&
    printf '%s\n' "$vars" | grep -q "^LDLIBS := -L$lib .*-l:libcudnn.so.9 .*-Xlinker -rpath=$lib -Xlinker"; then
-  pass "makefile_takes_the_newest"
+  pass "makefile_newest_takes_pip"
 else
-  fail makefile_takes_the_newest "$(printf '%s\n' "$vars" | head -c 600)"
+  fail makefile_newest_takes_pip "$(printf '%s\n' "$vars" | head -c 600)"
 fi
-vars=$(mk CUDNN_INCLUDE="$WORK/sys/include" CUDNN_LIB="$WORK/sys/lib" | grep -E '^LDLIBS :?= ')
+vars=$(mk CUDNN=newest CUDNN_INCLUDE="$WORK/sys/include" CUDNN_LIB="$WORK/sys/lib" | grep -E '^LDLIBS :?= ')
 if [[ "$vars" == *"-L$WORK/sys/lib "* ]] && [[ "$vars" != *pip_newest* ]]; then
   pass "makefile_override_wins"
 else
   fail makefile_override_wins "$(head -c 600 <<< "$vars")"
+fi
+out=$(mk CUDNN=latest)
+if [ "$(printf '%s\n' "$out" | grep -c "CUDNN must be system or newest, got 'latest'")" = 1 ]; then
+  pass "makefile_bad_cudnn_is_one_line"
+else
+  fail makefile_bad_cudnn_is_one_line "$(head -c 400 <<< "$out")"
 fi
