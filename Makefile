@@ -66,7 +66,7 @@ HOST_TESTS := $(patsubst test/%.cpp,$(BUILD)/test/%,$(wildcard test/host_*.cpp))
 GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
              $(patsubst test/%.cu,$(BUILD)/test/%,$(wildcard test/gpu_*.cu))
 
-.PHONY: all deps test sanitize clean format format-check
+.PHONY: all deps test test-host test-gpu sanitize clean format format-check
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
 all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS) $(BUILD)/dev/bench_attention
@@ -151,9 +151,15 @@ $(BUILD)/fe_new/%.o: %.cu
 
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.
+# test-host and test-gpu run one half each, with its own summary line (make test on an H200 takes ~10 minutes).
+HOST_TEST_RUNS = $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check/check_format.sh
+GPU_TEST_RUNS = $(GPU_TESTS) $(wildcard test/gpu_*.sh)
 test: all
-	@bash scripts/run_tests.sh $(HOST_TESTS) $(wildcard test/host_*.sh) scripts/check/check_format.sh -- $(GPU_TESTS) \
-	  $(wildcard test/gpu_*.sh)
+	@bash scripts/run_tests.sh $(HOST_TEST_RUNS) -- $(GPU_TEST_RUNS)
+test-host: all
+	@bash scripts/run_tests.sh $(HOST_TEST_RUNS) --
+test-gpu: all
+	@bash scripts/run_tests.sh -- $(GPU_TEST_RUNS)
 
 # The first run (README "First run: tiny Shakespeare"): GPT-2 124M from scratch on tiny Shakespeare (from
 # `make deps`), then text samples and the loss curve; PRECISION=fp8 for FP8.
