@@ -24,6 +24,24 @@ done
 for d in "$cuda/lib64" "$cuda/lib" /usr/lib/x86_64-linux-gnu /usr/local/lib; do
   [ -e "$d/libcudnn.so" ] && { export LIBRARY_PATH="$d${LIBRARY_PATH:+:$LIBRARY_PATH}"; break; }
 done
+# llm.c links NVML (libnvidia-ml, part of the GPU driver). A build machine without a driver gets a stand-in
+# library with the functions llm.c names, all returning 0, for the link only: the driver's real one loads when
+# the binary runs on a GPU machine (same soname).
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so '; then
+  have=""
+  for d in ${LIBRARY_PATH:+${LIBRARY_PATH//:/ }} "$cuda/lib64/stubs" "$cuda/lib/stubs"; do [ -e "$d/libnvidia-ml.so" ] && have=$d; done
+  if [ -z "$have" ]; then
+    mkdir -p nvml_stub
+    grep -rhoE '\bnvml[A-Z][A-Za-z0-9_]*\(' llmc train_gpt2.cu | tr -d '(' | sort -u |
+      sed 's/.*/int &(void) { return 0; }/' > nvml_stub/stub.c
+    grep -q ' nvmlInit_v2(' nvml_stub/stub.c ||  # nvml.h's nvmlInit is a macro for it
+      echo 'int nvmlInit_v2(void) { return 0; }' >> nvml_stub/stub.c
+    gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o nvml_stub/libnvidia-ml.so nvml_stub/stub.c ||
+      { echo "build_llmc: no libnvidia-ml here and the stand-in did not build" >&2; exit 1; }
+    export LIBRARY_PATH="$build/nvml_stub${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    echo "build_llmc: no libnvidia-ml on this machine (no GPU driver): linking against a stand-in"
+  fi
+fi
 fe="$repo/third_party/cudnn-frontend/include"
 # (llm.c's Makefile looks for the headers in ./cudnn-frontend/include before it takes CUDNN_FRONTEND_PATH)
 [ -d "$fe" ] && ln -sfn "$repo/third_party/cudnn-frontend" cudnn-frontend

@@ -1,35 +1,75 @@
 #!/usr/bin/env bash
-# Trains the same model on the same data from the same seed in bf16 and fp8 and prints both loss curves.
+# Trains the same model on the same data from the same seed twice, run A and run B (by default bf16 and fp8),
+# and prints both loss curves with the validation loss ratio B / A at every evaluation, its mean and its largest
+# deviation from 1. With NOISE set, run A is repeated with those extra flags (a change that moves bits but not
+# the math, e.g. --no-gemm-autotune: other GEMM algorithms, other summation orders), and the same figures for
+# A' / A tell how far this data and model move under such a perturbation: the floor a B / A can be judged against.
 # Usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]   e.g.
 #   scripts/runs/compare_curves.sh logs/kjv124m --model 124m --vocab 256 --batch 8 --seq 1024 --steps 600 \
 #       --train-data 'data/kjv/kjv_train_*.bin' --val-data 'data/kjv/kjv_val_*.bin' --val-every 100
+# Environment (each run is "ENV BIN flags... EXTRA"):
+#   A_NAME, B_NAME  names in the table and the log folders (default bf16, fp8)
+#   A_FLAGS, B_FLAGS  extra flags (default --precision bf16, --precision fp8)
+#   A_ENV, B_ENV  environment assignments, e.g. B_ENV="LD_LIBRARY_PATH=/path/to/cudnn/lib" (default none)
+#   A_BIN, B_BIN  binaries (default ./train_gpt), e.g. the previous commit's build as A_BIN
+#   NOISE  flags for the repeat of run A (default: no repeat)
+# e.g. a default change against the previous default, fp8, with the noise floor:
+#   A_NAME=old B_NAME=new A_FLAGS="--precision fp8" B_FLAGS="--precision fp8" A_BIN=old/train_gpt \
+#   NOISE=--no-gemm-autotune scripts/runs/compare_curves.sh logs/check --model 124m ...
 set -u
-out=$1; shift
-for p in bf16 fp8; do
-  ./train_gpt "$@" --precision "$p" --log-dir "$out/$p" > "$out.$p.log" 2>&1 || { echo "$p failed:"; tail -3 "$out.$p.log"; }
+out=${1:?usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]}
+shift
+a_name=${A_NAME:-bf16} b_name=${B_NAME:-fp8}
+[ "$a_name" != "$b_name" ] || { echo "compare_curves: A_NAME and B_NAME must differ (both '$a_name')" >&2; exit 2; }
+names=("$a_name" "$b_name")
+[ -n "${NOISE:-}" ] && names+=("${a_name}_noise")
+mkdir -p "$(dirname "$out")"
+for name in "${names[@]}"; do
+  case $name in
+    "$a_name") env=${A_ENV:-} bin=${A_BIN:-./train_gpt} extra=${A_FLAGS:---precision bf16} ;;
+    "$b_name") env=${B_ENV:-} bin=${B_BIN:-./train_gpt} extra=${B_FLAGS:---precision fp8} ;;
+    *) env=${A_ENV:-} bin=${A_BIN:-./train_gpt} extra="${A_FLAGS:---precision bf16} $NOISE" ;;
+  esac
+  # shellcheck disable=SC2086  # ENV and the extra flags are word lists
+  env $env "$bin" "$@" $extra --log-dir "$out/$name" > "$out.$name.log" 2>&1 ||
+    { echo "$name failed:"; tail -3 "$out.$name.log"; }
 done
-python3 - "$out" <<'PY'
+python3 - "$out" "${names[@]}" <<'PY'
 import json, sys
-out = sys.argv[1]
-def load(p):
+out, names = sys.argv[1], sys.argv[2:]
+def load(name):
     try:
-        return [json.loads(l) for l in open(f"{out}/{p}/train.jsonl")]
+        return [json.loads(l) for l in open(f"{out}/{name}/train.jsonl")]
     except OSError:
         return []
-b, f = load("bf16"), load("fp8")
-vb = {r["step"]: r["val_loss"] for r in b if r["kind"] == "val"}
-vf = {r["step"]: r["val_loss"] for r in f if r["kind"] == "val"}
-tb = {r["step"]: r["loss"] for r in b if r["kind"] == "train"}
-tf = {r["step"]: r["loss"] for r in f if r["kind"] == "train"}
-print("| step | bf16 train | fp8 train | bf16 val | fp8 val | fp8/bf16 val |")
-print("|---|---|---|---|---|---|")
-for s in sorted(set(vb) | set(vf)):
-    a, c = vb.get(s), vf.get(s)
-    ratio = f"{c / a:.4f}" if a and c else "-"
-    fmt = lambda x: f"{x:.4f}" if x is not None else "-"
-    print(f"| {s} | {fmt(tb.get(s))} | {fmt(tf.get(s))} | {fmt(a)} | {fmt(c)} | {ratio} |")
-for name, recs in (("bf16", b), ("fp8", f)):
-    s = [r for r in recs if r["kind"] == "summary"]
+runs = {n: load(n) for n in names}
+val = {n: {r["step"]: r["val_loss"] for r in rs if r["kind"] == "val"} for n, rs in runs.items()}
+train = {n: {r["step"]: r["loss"] for r in rs if r["kind"] == "train"} for n, rs in runs.items()}
+a, b = names[0], names[1]
+fmt = lambda x: f"{x:.4f}" if x is not None else "-"
+hdr = f"| step | {a} train | {b} train | {a} val | {b} val | {b}/{a} val |"
+if len(names) > 2:
+    hdr += f" {names[2]}/{a} val |"
+print(hdr)
+print("|---" * (hdr.count("|") - 1) + "|")
+ratios = {n: [] for n in names[1:]}
+for s in sorted(set(val[a]) | set(val[b])):
+    va = val[a].get(s)
+    row = f"| {s} | {fmt(train[a].get(s))} | {fmt(train[b].get(s))} | {fmt(va)} | {fmt(val[b].get(s))} |"
+    for n in names[1:]:
+        v = val[n].get(s)
+        r = v / va if va and v else None
+        if r is not None and s > 0:
+            ratios[n].append(r)
+        row += f" {r:.4f} |" if r is not None else " - |"
+    print(row)
+for n in names[1:]:
+    rs = ratios[n]
+    if rs:
+        print(f"{n}/{a} val over {len(rs)} evaluations after step 0: end {rs[-1]:.4f}, mean {sum(rs) / len(rs):.4f}, "
+              f"largest |ratio - 1| {max(abs(r - 1) for r in rs):.4f}")
+for n in names:
+    s = [r for r in runs[n] if r["kind"] == "summary"]
     if s:
-        print(f"{name}: median step {s[0]['median_step_ms']:.1f} ms, {s[0]['tokens_per_s']:.0f} tok/s")
+        print(f"{n}: median step {s[0]['median_step_ms']:.1f} ms, {s[0]['tokens_per_s']:.0f} tok/s")
 PY
