@@ -175,6 +175,40 @@ static void accumulate_onto(RefGemm* r, const std::vector<float>& c0, const Tol&
     }
 }
 
+// The residual add in the forward's epilogue (beta 1, C = the residual, out of place): D = A B + bias + R,
+// the bound of accumulate_onto (each addend may carry its own bf16 rounding). R is scaled like the residual
+// stream
+// (|R| ~ 4 |AB|); the residual stays untouched, and a repeat gives the same bits.
+TEST(bf16_forward_residual) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{256, 128, 384}, Shape{100, 200, 264}}) {
+        printf(" N=%d C=%d OC=%d\n", s.N, s.C, s.OC);
+        MatmulPlanCache cache;
+        auto x = randn_bf16((size_t)s.N * s.C), w = randn_bf16((size_t)s.OC * s.C, 0.5f),
+             b = randn_bf16(s.OC);
+        auto res = randn_bf16((size_t)s.N * s.OC, 4.0f * std::sqrt((float)s.C) * 0.5f);
+        bf16 *d_x = dev::to_device_bf16(x), *d_w = dev::to_device_bf16(w), *d_b = dev::to_device_bf16(b);
+        bf16* d_res = dev::to_device_bf16(res);
+        bf16 *d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC),
+             *d_out2 = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+        matmul_forward(&cache, ctx, d_out, d_x, d_w, d_b, s.N, s.C, s.OC, kStream, d_res);
+        matmul_forward(&cache, ctx, d_out2, d_x, d_w, d_b, s.N, s.C, s.OC, kStream, d_res);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        EXPECT_EQ(cache.size(), (size_t)1);
+        RefGemm r = ref_gemm(to_double(x), to_double(w), s.N, s.OC, s.C);
+        for (int i = 0; i < s.N; i++)
+            for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
+        const Tol tol = bf16_tol(s.C);
+        accumulate_onto(&r, res, tol);
+        check("out + residual", dev::from_device_bf16(d_out, (size_t)s.N * s.OC), r.val, r.unit, tol);
+        EXPECT_TRUE(bitwise_equal(d_out, d_out2, (size_t)s.N * s.OC));
+        const std::vector<float> res_after = dev::from_device_bf16(d_res, res.size());
+        EXPECT_TRUE(res_after == res);
+        cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_res), cudaFree(d_out), cudaFree(d_out2);
+    }
+}
+
 // Full backward: dinp, dweight (overwrite or accumulate onto random values), dbias; rerun for determinism.
 static void backward_case(Shape s, bool accumulate) {
     GpuContext* ctx = gpu();
@@ -327,6 +361,43 @@ TEST(fp8_forward) {
             check("fp8 out (fast accum)", dev::from_device_bf16(d_out, r.val.size()), r.val, r.unit,
                   fp8_fast_tol(s.C));
             cudaFree(d_x), cudaFree(d_w), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_b), cudaFree(d_out);
+        }
+    }
+}
+
+// The FP8 forward with the residual add in its epilogue (BF16 C, beta 1, out of place), with and without the
+// bias: the fast-accumulation bound plus accumulate_onto's for the BF16 residual, and with GEMM autotuning
+// on (its timing runs read C and write D: the residual must come out untouched).
+TEST(fp8_forward_residual) {
+    REQUIRE_GPU();
+    GpuContext* ctx = gpu();
+    for (Shape s : {Shape{208, 144, 400}, Shape{64, 1600, 256}}) {
+        for (bool tuned : {false, true}) {
+            printf(" N=%d C=%d OC=%d autotune=%d\n", s.N, s.C, s.OC, tuned);
+            MatmulPlanCache cache;
+            cache.tuning.autotune = tuned;
+            Quant qx = quantize(dev::random_normal((size_t)s.N * s.C), CUDA_R_8F_E4M3);
+            Quant qw = quantize(dev::random_normal((size_t)s.OC * s.C, 0.f, 0.05f), CUDA_R_8F_E4M3);
+            auto b = randn_bf16(s.OC);
+            auto res = randn_bf16((size_t)s.N * s.OC, 4.0f * 0.05f * std::sqrt((float)s.C));
+            auto* d_x = (__nv_fp8_e4m3*)dev::to_device(qx.bytes);
+            auto* d_w = (__nv_fp8_e4m3*)dev::to_device(qw.bytes);
+            float *d_xs = scalar_to_device(qx.scale_inv), *d_ws = scalar_to_device(qw.scale_inv);
+            bf16 *d_b = dev::to_device_bf16(b), *d_res = dev::to_device_bf16(res);
+            bf16* d_out = dev::device_alloc<bf16>((size_t)s.N * s.OC);
+            matmul_fp8_forward(&cache, ctx, d_out, fp8_tensor(d_x, nullptr, d_xs, s.N, s.C, CUDA_R_8F_E4M3),
+                               fp8_tensor(d_w, nullptr, d_ws, s.OC, s.C, CUDA_R_8F_E4M3), d_b, kStream,
+                               d_res);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            RefGemm r = ref_gemm(qx.deq, qw.deq, s.N, s.OC, s.C);
+            for (int i = 0; i < s.N; i++)
+                for (int j = 0; j < s.OC; j++) r.val[(size_t)i * s.OC + j] += b[j];
+            const Tol tol = fp8_fast_tol(s.C);
+            accumulate_onto(&r, res, tol);
+            check("fp8 out + residual", dev::from_device_bf16(d_out, r.val.size()), r.val, r.unit, tol);
+            EXPECT_TRUE(dev::from_device_bf16(d_res, res.size()) == res);
+            cudaFree(d_x), cudaFree(d_w), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_b), cudaFree(d_res),
+                cudaFree(d_out);
         }
     }
 }

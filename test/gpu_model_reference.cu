@@ -290,7 +290,9 @@ void check_trajectory(const RefConfig& cfg, const std::vector<float>& losses, co
     }
 }
 
-void run_reference_test(const RefConfig& cfg) {
+// fuse_residual: the residual adds in the projection GEMMs' epilogue (--fuse-residual), one rounding of the
+// FP32 sum instead of two, so the same tolerances hold.
+void run_reference_test(const RefConfig& cfg, bool fuse_residual = false) {
     Reference ref;
     if (!load_reference(cfg, &ref)) return;
     const ModelConfig& m = ref.model;
@@ -300,18 +302,20 @@ void run_reference_test(const RefConfig& cfg) {
     EXPECT_EQ(table.back().offset + table.back().numel, ref.params.size());
     if (testing::state().failed) return;
     printf(
-        "%s: L=%d C=%d H=%d V=%d maxT=%d B=%d T=%d gelu %s, %zu parameters; AdamW lr %g betas (%g, %g) "
+        "%s%s: L=%d C=%d H=%d V=%d maxT=%d B=%d T=%d gelu %s, %zu parameters; AdamW lr %g betas (%g, %g) "
         "eps %g wd %g clip %g\n",
-        cfg.name, m.num_layers, m.channels, m.num_heads, V, m.max_seq_len, ref.B, ref.T,
-        m.gelu_tanh ? "tanh" : "erf", ref.params.size(), ref.adamw.lr, ref.adamw.beta1, ref.adamw.beta2,
-        ref.adamw.eps, ref.adamw.weight_decay, ref.adamw.grad_clip);
+        cfg.name, fuse_residual ? " (residual adds in the GEMMs)" : "", m.num_layers, m.channels, m.num_heads,
+        V, m.max_seq_len, ref.B, ref.T, m.gelu_tanh ? "tanh" : "erf", ref.params.size(), ref.adamw.lr,
+        ref.adamw.beta1, ref.adamw.beta2, ref.adamw.eps, ref.adamw.weight_decay, ref.adamw.grad_clip);
 
     ContextGuard guard;
     std::vector<float> weights, logits, grads;
     std::vector<float> losses(ref.steps), norms(ref.steps);
     double ms = 0;
     {
-        GptModel model(m, ref.B, ref.T, Precision::BF16, &guard.ctx);
+        StepOptions options;
+        options.fuse_residual = fuse_residual;
+        GptModel model(m, ref.B, ref.T, Precision::BF16, &guard.ctx, Fp8Config(), DataParallel(), options);
         EXPECT_EQ(model.num_parameters(), ref.params.size());
         model.load_weights(ref.params);
         weights = model.weights_to_host();
@@ -365,6 +369,8 @@ void run_reference_test(const RefConfig& cfg) {
 TEST(model_reference_small) { run_reference_test(kSmall); }
 TEST(model_reference_small_tanh) { run_reference_test(kSmallTanh); }
 TEST(model_reference_gpt1p5b_2layer) { run_reference_test(kBig); }
+TEST(model_reference_small_fused_residual) { run_reference_test(kSmall, true); }
+TEST(model_reference_gpt1p5b_2layer_fused_residual) { run_reference_test(kBig, true); }
 
 // ---- Determinism: the same 3 steps from the same weights, twice, in two fresh models --------------------
 // FP8 (per-tensor delayed scaling, hybrid format) against the float64 reference and against our BF16 path.
@@ -382,7 +388,8 @@ constexpr double kFp8StepRtol = 5e-2, kFp8StepAtol = 5e-2;
 // lm_head: the LM head is an FP8 Linear too (--fp8-lm-head): its logits see E4M3 x E4M3 and the tied
 // embedding's LM-head gradient E5M2 x E4M3, the same per-GEMM errors as a block Linear, so the same
 // tolerances hold (and are checked against our BF16 path as well as the reference).
-void run_fp8_reference_test(const RefConfig& cfg, bool lm_head = false) {
+// fuse_residual: both runs with the residual adds in the projection GEMMs (run_reference_test's note).
+void run_fp8_reference_test(const RefConfig& cfg, bool lm_head = false, bool fuse_residual = false) {
     Reference ref;
     if (!load_reference(cfg, &ref)) return;
     const ModelConfig& m = ref.model;
@@ -391,7 +398,10 @@ void run_fp8_reference_test(const RefConfig& cfg, bool lm_head = false) {
     for (int run = 0; run < 2; run++) {  // 0: bf16, 1: fp8 (with the LM head in FP8 too when lm_head)
         Fp8Config fp8;
         fp8.lm_head = lm_head;
-        GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx, fp8);
+        StepOptions options;
+        options.fuse_residual = fuse_residual;
+        GptModel model(m, ref.B, ref.T, run ? Precision::FP8 : Precision::BF16, &guard.ctx, fp8,
+                       DataParallel(), options);
         model.load_weights(ref.params);
         for (int s = 1; s <= ref.steps; s++) {
             losses[run].push_back(gpt_testing::forward(model, ref.inputs.data(), ref.targets.data()));
@@ -400,8 +410,8 @@ void run_fp8_reference_test(const RefConfig& cfg, bool lm_head = false) {
             gpt_testing::update(model, ref.adamw, s);
         }
     }
-    printf("%s fp8%s vs reference (and vs our bf16 path)\n", cfg.name,
-           lm_head ? " with the FP8 LM head" : "");
+    printf("%s fp8%s%s vs reference (and vs our bf16 path)\n", cfg.name,
+           lm_head ? " with the FP8 LM head" : "", fuse_residual ? ", residual adds in the GEMMs" : "");
     printf("  loss      fp8 %.6f  bf16 %.6f  ref %.6f  fp8 rel %.2e  (tol %.1e)\n", losses[1][0],
            losses[0][0], ref.loss, rel_error(losses[1][0], ref.loss), kFp8Loss0Rtol);
     EXPECT_NEAR(losses[1][0], ref.loss, kFp8Loss0Rtol * ref.loss);
@@ -428,6 +438,8 @@ TEST(model_fp8_small) { run_fp8_reference_test(kSmall); }
 TEST(model_fp8_gpt1p5b_2layer) { run_fp8_reference_test(kBig); }
 TEST(model_fp8_lm_head_small) { run_fp8_reference_test(kSmall, true); }
 TEST(model_fp8_lm_head_gpt1p5b_2layer) { run_fp8_reference_test(kBig, true); }
+TEST(model_fp8_small_fused_residual) { run_fp8_reference_test(kSmall, true, true); }
+TEST(model_fp8_gpt1p5b_2layer_fused_residual) { run_fp8_reference_test(kBig, true, true); }
 
 struct Run {
     std::vector<float> losses, norms, weights, fp8_state;

@@ -108,10 +108,11 @@ struct TrainConfig {
                         // attention projection's. The CLI's default: default_recompute()
     InputKeep fc_proj_input() const { return recompute >= 1 ? InputKeep::FromGelu : InputKeep::Saved; }
     InputKeep att_proj_input() const { return recompute >= 2 ? InputKeep::FromInput : InputKeep::Saved; }
-    bool deterministic = true;  // cuDNN's deterministic attention backward (bitwise reproducible runs)
-    bool cuda_graph = true;     // each training step replays one captured CUDA graph (same results)
-    bool gemm_autotune = true;  // time cuBLASLt's best candidates per GEMM once, keep the fastest
-    std::string gemm_cache;     // file of those choices, shared by runs; "": the default; "none": no file
+    bool deterministic = true;   // cuDNN's deterministic attention backward (bitwise reproducible runs)
+    bool fuse_residual = false;  // the residual adds in the projection GEMMs' epilogue (docs/performance.md)
+    bool cuda_graph = true;      // each training step replays one captured CUDA graph (same results)
+    bool gemm_autotune = true;   // time cuBLASLt's best candidates per GEMM once, keep the fastest
+    std::string gemm_cache;      // file of those choices, shared by runs; "": the default; "none": no file
 
     // Text samples during training (llmc/run/generate.h).
     int sample_every = 0;  // 0: never; else every N steps and after the last

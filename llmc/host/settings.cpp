@@ -129,6 +129,14 @@ void step_settings(std::vector<Setting>* rows) {
                  FIELD(deterministic))
              .key("deterministic")
              .only_in({kTrain}),
+         setting(
+             "--fuse-residual,!--no-fuse-residual",
+             "add the residual stream in the attention and MLP projection GEMMs' epilogue (one rounding of "
+             "the sum; the LayerNorm after them reads one tensor, not two): experimental, not yet timed "
+             "or loss-checked on a GPU",
+             FIELD(fuse_residual))
+             .key("fuse_residual")
+             .only_in({kTrain}),
          setting("--cuda-graph,!--no-cuda-graph",
                  "replay each training step as one captured CUDA graph (bitwise the same results); "
                  "--no-cuda-graph: launch every kernel from the host",

@@ -14,8 +14,9 @@ class GeluMlp {
     // The Linears, for their input producer (fc: input_from_layernorm) and their weight verbs.
     virtual Linear& fc() = 0;
     virtual Linear& fc_proj() = 0;
-    // After fc().input_from_layernorm: pre_gelu_NF = fc(x) (kept for the backward), out_NC = fc_proj(gelu).
-    virtual void forward(bf16* out_NC, bf16* pre_gelu_NF) = 0;
+    // After fc().input_from_layernorm: pre_gelu_NF = fc(x) (kept for the backward), out_NC = fc_proj(gelu)
+    // (+ residual_NC when given: Linear::forward's residual add).
+    virtual void forward(bf16* out_NC, bf16* pre_gelu_NF, const bf16* residual_NC) = 0;
     // dinp_NC from dout_NC (dout_NC untouched), the weight and bias gradients (accumulate: +=); dpre_gelu_NF:
     // an [N, F] scratch for the gradient between the Linears.
     virtual void backward(bf16* dinp_NC, const bf16* dout_NC, bf16* dpre_gelu_NF, const bf16* pre_gelu_NF,

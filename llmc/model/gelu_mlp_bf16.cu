@@ -13,11 +13,11 @@ class Bf16GeluMlp : public GeluMlp {
     Linear& fc() override { return *fc_; }
     Linear& fc_proj() override { return *fc_proj_; }
 
-    void forward(bf16* out, bf16* pre_gelu) override {
-        fc_->forward(pre_gelu);
+    void forward(bf16* out, bf16* pre_gelu, const bf16* residual) override {
+        fc_->forward(pre_gelu, nullptr);
         gelu(pre_gelu);
         fc_proj_->input_from(gelu_out_);
-        fc_proj_->forward(out);
+        fc_proj_->forward(out, residual);
     }
     void backward(bf16* dinp, const bf16* dout, bf16* dpre_gelu, const bf16* pre_gelu,
                   bool accumulate) override {

@@ -29,6 +29,7 @@ struct StepOptions {
     InputKeep fc_proj_input = InputKeep::Saved;   // what the fc-proj keeps of its input (fp8: its X^T)
     InputKeep att_proj_input = InputKeep::Saved;  // what the attn-proj keeps of its input (fp8: its X^T)
     bool deterministic_attention = true;
+    bool fuse_residual = false;   // the residual adds in the projection GEMMs (Linear::forward's residual)
     bool cuda_graph = true;       // launch_step(): replay one captured CUDA graph per step
     bool bf16_moments = false;    // AdamW moments stored in BF16 (FP32 arithmetic)
     bool gemm_autotune = false;   // time cuBLASLt's best candidates per GEMM (llmc/kernels/gemm/matmul.cuh)

@@ -17,38 +17,52 @@ static void begin_forward(GptModel::Impl& s, int k, bool training) {
     s.cast_stale_weights();
 }
 
-// The transformer blocks: residual[l] -> residual[l+1]; each block's last residual add is fused with the
-// next LayerNorm (the next block's ln1, or the final one feeding the LM head).
+// The transformer blocks: residual[l] -> residual[l+1]. Each residual add is fused either with the LayerNorm
+// that follows it (the next block's ln1, or the final one feeding the LM head), which then reads the stream
+// and the projection's output, or (--fuse-residual) with the projection GEMM, whose epilogue writes the new
+// residual, so that the LayerNorm reads that one tensor.
 static void blocks_forward(GptModel::Impl& s) {
-    const int B = s.B, T = s.T, C = s.cfg.channels, H = s.cfg.num_heads, L = s.cfg.num_layers;
+    const int L = s.cfg.num_layers;
     const Activations& a = s.act;
-    bf16* scratch = a.bf(Act::ScratchNC);
+    const bool fused = s.options.fuse_residual;
+    bf16* scratch = fused ? nullptr : a.bf(Act::ScratchNC);  // the projections' outputs when not fused
     const LayerNormParams ln0 = s.layernorm_params(0);
     s.blocks[0].qkv->input_from_layernorm(nullptr, a.f32(Act::Ln1Mean, 0), a.f32(Act::Ln1Rstd, 0),
                                           a.bf(Act::Residual, 0), nullptr, ln0.ln1w, ln0.ln1b);
     for (int l = 0; l < L; l++) {
         const LayerNormParams ln = s.layernorm_params(l);
         GptModel::Impl::Block& block = s.blocks[l];
-        block.qkv->forward(a.bf(Act::Qkv, l));
+        block.qkv->forward(a.bf(Act::Qkv, l), nullptr);
         s.mark(kPhaseAttention);
         attention_forward(s.attention_graphs.get(), s.ctx, a.bf(Act::Atty, l), a.f32(Act::AttStats, l),
-                          a.bf(Act::Qkv, l), B, T, H, C / H, s.ctx->stream);
+                          a.bf(Act::Qkv, l), s.B, s.T, s.cfg.num_heads, s.cfg.channels / s.cfg.num_heads,
+                          s.ctx->stream);
         block.att_proj->input_from(a.bf(Act::Atty, l));
-        block.att_proj->forward(scratch);
-        block.mlp->fc().input_from_layernorm(a.bf(Act::ResidualMid, l), a.f32(Act::Ln2Mean, l),
-                                             a.f32(Act::Ln2Rstd, l), a.bf(Act::Residual, l), scratch, ln.ln2w,
-                                             ln.ln2b);
-        block.mlp->forward(scratch, a.bf(Act::FchPreGelu, l));
+        bf16* residual_mid = a.bf(Act::ResidualMid, l);
+        const bf16* residual_in = a.bf(Act::Residual, l);
+        if (fused) {
+            block.att_proj->forward(residual_mid, residual_in);
+            block.mlp->fc().input_from_layernorm(nullptr, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l),
+                                                 residual_mid, nullptr, ln.ln2w, ln.ln2b);
+        } else {
+            block.att_proj->forward(scratch, nullptr);
+            block.mlp->fc().input_from_layernorm(residual_mid, a.f32(Act::Ln2Mean, l), a.f32(Act::Ln2Rstd, l),
+                                                 residual_in, scratch, ln.ln2w, ln.ln2b);
+        }
         bf16* residual_out = a.bf(Act::Residual, l + 1);
+        block.mlp->forward(fused ? residual_out : scratch, a.bf(Act::FchPreGelu, l),
+                           fused ? residual_mid : nullptr);
+        // the next LayerNorm: of residual_out as written (fused), or of residual_mid + scratch, writing it
+        bf16* ln_residual_out = fused ? nullptr : residual_out;
+        const bf16* ln_inp1 = fused ? residual_out : residual_mid;
         if (l + 1 < L) {
             const LayerNormParams next = s.layernorm_params(l + 1);
-            s.blocks[l + 1].qkv->input_from_layernorm(residual_out, a.f32(Act::Ln1Mean, l + 1),
-                                                      a.f32(Act::Ln1Rstd, l + 1), a.bf(Act::ResidualMid, l),
-                                                      scratch, next.ln1w, next.ln1b);
+            s.blocks[l + 1].qkv->input_from_layernorm(ln_residual_out, a.f32(Act::Ln1Mean, l + 1),
+                                                      a.f32(Act::Ln1Rstd, l + 1), ln_inp1, scratch, next.ln1w,
+                                                      next.ln1b);
         } else {
-            s.lm_head->input_from_layernorm(residual_out, a.f32(Act::LnfMean), a.f32(Act::LnfRstd),
-                                            a.bf(Act::ResidualMid, l), scratch, s.params.param(kLnfw),
-                                            s.params.param(kLnfb));
+            s.lm_head->input_from_layernorm(ln_residual_out, a.f32(Act::LnfMean), a.f32(Act::LnfRstd),
+                                            ln_inp1, scratch, s.params.param(kLnfw), s.params.param(kLnfb));
         }
     }
 }

@@ -64,7 +64,9 @@ class Linear {
                                       const bf16* inp1_NI, const bf16* inp2_NI, const bf16* ln_weight_I,
                                       const bf16* ln_bias_I) = 0;
     virtual void input_from(const bf16* x_NI) = 0;  // kept (not copied) until the backward
-    virtual void forward(bf16* out_NO) = 0;
+    // out_NO = x W^T + b, + residual_NO when given (the residual stream's add in the GEMM's epilogue, one
+    // rounding of the FP32 sum; out_NO then is the next residual and must not alias residual_NO).
+    virtual void forward(bf16* out_NO, const bf16* residual_NO) = 0;
     // dinp_NI = dY W (null: not needed), dW = dY^T x, db = sum dY (accumulate: += for gradient accumulation).
     virtual void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) = 0;
 

@@ -30,10 +30,10 @@ class Bf16Linear : public Linear {
             layernorm_forward(buffer_, mean, rstd, inp1, w, b, p_.N, p_.in, stream());
     }
     void input_from(const bf16* x) override { input_ = x; }
-    void forward(bf16* out) override {
+    void forward(bf16* out, const bf16* residual) override {
         rt_->mark(kPhaseGemm);
         matmul_forward(rt_->plans, rt_->ctx, out, input_, p_.weight_OI, p_.bias_O, p_.N, p_.in, p_.out,
-                       stream());
+                       stream(), residual);
     }
 
     void backward(bf16* dinp, const bf16* dout, bool accumulate) override {

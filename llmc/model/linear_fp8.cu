@@ -73,10 +73,10 @@ void Fp8Linear::input_from(const bf16* x) {
     }
 }
 
-void Fp8Linear::forward(bf16* out) {
+void Fp8Linear::forward(bf16* out, const bf16* residual) {
     CHECK(x_.rows == p_.N && x_.cols == p_.in && w_.rows == p_.out, "fp8_linear_forward: shape mismatch");
     rt_->mark(kPhaseGemm);
-    matmul_fp8_forward(rt_->plans, rt_->ctx, out, x_, w_, p_.bias_O, stream());
+    matmul_fp8_forward(rt_->plans, rt_->ctx, out, x_, w_, p_.bias_O, stream(), residual);
 }
 
 // dinp = dY W (null: skipped) from dY's row-wise copy; dW (+)= dY^T X from the transposed copies.

@@ -53,7 +53,7 @@ class Fp8Linear : public Linear {
     void input_from_layernorm(bf16* residual_out_NI, float* mean_N, float* rstd_N, const bf16* inp1_NI,
                               const bf16* inp2_NI, const bf16* ln_weight_I, const bf16* ln_bias_I) override;
     void input_from(const bf16* x_NI) override;
-    void forward(bf16* out_NO) override;
+    void forward(bf16* out_NO, const bf16* residual_NO) override;
     void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) override;
     void cast_weight() override;
     void weights_gathered() override;

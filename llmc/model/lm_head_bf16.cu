@@ -20,7 +20,7 @@ class Bf16LmHead : public LmHead {
                               const bf16* inp2, const bf16* w, const bf16* b) override {
         linear_->input_from_layernorm(residual_out, mean, rstd, inp1, inp2, w, b);
     }
-    void forward(bf16* logits) override { linear_->forward(logits); }
+    void forward(bf16* logits) override { linear_->forward(logits, nullptr); }
     void loss(bf16* logits, float* losses, const int* targets, float dloss, bool training) override {
         if (!training) return lm_head_eval_loss(logits, losses, targets, dloss, N_, V_, rt_->stream());
         fused_classifier(logits, losses, targets, dloss, N_, V_, /*write_dlogits=*/true, rt_->stream());

@@ -22,7 +22,7 @@ void Fp8LmHead::input_from_layernorm(bf16* residual_out, float* mean, float* rst
                                      const bf16* inp2, const bf16* w, const bf16* b) {
     linear_.input_from_layernorm(residual_out, mean, rstd, inp1, inp2, w, b);
 }
-void Fp8LmHead::forward(bf16* logits) { linear_.forward(logits); }
+void Fp8LmHead::forward(bf16* logits) { linear_.forward(logits, nullptr); }
 void Fp8LmHead::cast_weight() { linear_.cast_weight(); }
 void Fp8LmHead::weights_gathered() { linear_.weights_gathered(); }
 

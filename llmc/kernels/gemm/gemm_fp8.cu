@@ -27,11 +27,13 @@ void check_agree(const char* who, const char* dim, const Fp8Tensor& p, int p_dim
 }  // namespace
 
 void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const Fp8Tensor& x,
-                        const Fp8Tensor& w, const bf16* bias_O, cudaStream_t stream) {
+                        const Fp8Tensor& w, const bf16* bias_O, cudaStream_t stream,
+                        const bf16* residual_NO) {
     check_agree("matmul_fp8_forward", "C", x, x.cols, w, w.cols);
     GemmCall call = fp8_call(GemmKind::Fp8Forward, x.rows, x.cols, w.rows, out_NO, operand(w.data, w),
                              operand(x.data, x));
     call.bias = bias_O;
+    call.residual = residual_NO;
     matmul_gemm(cache, ctx, call, stream);
 }
 

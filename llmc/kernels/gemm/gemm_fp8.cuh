@@ -6,10 +6,11 @@
 #include "llmc/fp8/fp8_tensor.h"
 #include "llmc/kernels/gemm/matmul.cuh"
 
-// out_NO = x w^T + bias_O (nullable): x.data [N, C], w.data [OC, C], both E4M3. Fast accumulation unless
-// GemmTuning says otherwise.
+// out_NO = x w^T + bias_O (nullable) (+ residual_NO when given, BF16 [N, OC], not aliasing out_NO): x.data
+// [N, C], w.data [OC, C], both E4M3. Fast accumulation unless GemmTuning says otherwise.
 void matmul_fp8_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const Fp8Tensor& x,
-                        const Fp8Tensor& w, const bf16* bias_O, cudaStream_t stream);
+                        const Fp8Tensor& w, const bf16* bias_O, cudaStream_t stream,
+                        const bf16* residual_NO = nullptr);
 
 // dinp_NC = dy w (overwritten): dy.data [N, OC] (E4M3 or E5M2) and w.data_T [C, OC] (E4M3).
 void matmul_fp8_dgrad(MatmulPlanCache* cache, GpuContext* ctx, bf16* dinp_NC, const Fp8Tensor& dy,

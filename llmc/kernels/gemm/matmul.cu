@@ -95,11 +95,15 @@ void check_call(const GemmCall& c) {
         CHECK(c.a.type == CUDA_R_16BF && c.b.type == CUDA_R_16BF, "%s: operands must be BF16", nm.who);
     }
     CHECK(c.bias == nullptr || is_forward(c.kind), "%s: a bias only in a forward GEMM", nm.who);
+    CHECK(c.residual == nullptr || is_forward(c.kind), "%s: a residual only in a forward GEMM", nm.who);
+    CHECK(c.residual == nullptr || (const void*)c.residual != (const void*)c.d,
+          "%s: the residual must not be the output (out of place)", nm.who);
     CHECK(!c.accumulate || is_wgrad(c.kind), "%s: accumulation only in a wgrad GEMM", nm.who);
     check_aligned(c.d, nm.who, nm.d);
     check_aligned(c.a.data, nm.who, nm.a);
     check_aligned(c.b.data, nm.who, nm.b);
     if (c.bias) check_aligned(c.bias, nm.who, "bias");
+    if (c.residual) check_aligned(c.residual, nm.who, "residual");
 }
 
 }  // namespace
@@ -108,7 +112,7 @@ void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, 
     check_call(call);
     GemmKey key = role_key(call);
     key.epilogue = call.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    key.beta_nonzero = call.accumulate;
+    key.beta_nonzero = call.accumulate || call.residual;
     key.fast_accum = call.kind == GemmKind::Fp8Forward && cache->tuning.fp8_forward_fast_accum ? 1 : 0;
     key.scaled = is_fp8(call.kind);
     GemmArgs args;
@@ -118,7 +122,8 @@ void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, 
     args.b_scale = call.b.scale_inv;
     args.d = call.d;
     args.bias = call.bias;
-    args.beta = call.accumulate ? 1.0f : 0.0f;
+    args.c = call.residual;
+    args.beta = call.accumulate || call.residual ? 1.0f : 0.0f;
     gemm_run(cache, ctx, key, args, stream);
 }
 
@@ -128,7 +133,8 @@ void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, 
 static GemmOperand bf16_operand(const bf16* p) { return {p, CUDA_R_16BF, nullptr}; }
 
 void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const bf16* inp_NC,
-                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream) {
+                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream,
+                    const bf16* residual_NO) {
     GemmCall call;
     call.kind = GemmKind::Forward;
     call.N = N, call.C = C, call.OC = OC;
@@ -136,6 +142,7 @@ void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const
     call.b = bf16_operand(inp_NC);
     call.d = out_NO;
     call.bias = bias_O;
+    call.residual = residual_NO;
     matmul_gemm(cache, ctx, call, stream);
 }
 

@@ -71,9 +71,11 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache);
 // ---------------------------------------------------------------------------------------------------------
 // BF16
 
-// out_NO = inp_NC weight_OI^T + bias_O (bias nullable: then no bias, e.g. the LM head logits_NV).
+// out_NO = inp_NC weight_OI^T + bias_O (bias nullable: then no bias, e.g. the LM head logits_NV)
+// (+ residual_NO when given: the residual stream's add in the GEMM's epilogue; out_NO must not alias it).
 void matmul_forward(MatmulPlanCache* cache, GpuContext* ctx, bf16* out_NO, const bf16* inp_NC,
-                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream);
+                    const bf16* weight_OI, const bf16* bias_O, int N, int C, int OC, cudaStream_t stream,
+                    const bf16* residual_NO = nullptr);
 
 // Bytes of FP32 scratch the dbias reduction needs (pass as dbias_scratch).
 size_t matmul_dbias_scratch_bytes(int N, int OC);
@@ -118,14 +120,16 @@ struct GemmOperand {
 //   Fp8Dgrad   a = weightT_COC       b = dout_NO   d = dinp_NC       E4M3 x (E4M3 or E5M2)
 //   Fp8Wgrad   a = inpT_CN           b = doutT_OCN  d = dweight_OI   E4M3 x (E4M3 or E5M2)
 // clang-format on
-// bias (forward roles, nullable) is added through the epilogue; accumulate (wgrad roles) makes D += (beta 1)
-// instead of D =.
+// bias (forward roles, nullable) is added through the epilogue; residual (forward roles, nullable) is added
+// as C (beta 1, out of place: D = A B + bias + residual, one rounding of their FP32 sum); accumulate (wgrad
+// roles) makes D += (beta 1) instead of D =.
 struct GemmCall {
     GemmKind kind = GemmKind::Forward;
     int N = 0, C = 0, OC = 0;
     GemmOperand a, b;
     bf16* d = nullptr;
     const bf16* bias = nullptr;
+    const bf16* residual = nullptr;
     bool accumulate = false;
 };
 void matmul_gemm(MatmulPlanCache* cache, GpuContext* ctx, const GemmCall& call, cudaStream_t stream);

@@ -52,13 +52,14 @@ bool adopt(GpuContext* ctx, MatmulPlan* p, const std::vector<uint64_t>& words) {
     return true;
 }
 
-// Mean microseconds of one launch of `algo` writing D at `d`, or -1 if cuBLASLt refuses it.
+// Mean microseconds of one launch of `algo` reading C at `c` and writing D at `d`, or -1 if cuBLASLt refuses
+// it.
 float time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
-                     const GemmArgs& args, void* d, cudaStream_t stream, cudaEvent_t start,
+                     const GemmArgs& args, const void* c, void* d, cudaStream_t stream, cudaEvent_t start,
                      cudaEvent_t stop) {
     const float alpha = 1.0f, beta = args.beta;
     auto run = [&] {
-        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, d, p.c, d, p.d,
+        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
                               &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
     };
     for (int i = 0; i < 2; i++)
@@ -72,15 +73,15 @@ float time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulA
     return 1000.0f * ms / kTimedRuns;
 }
 
-// Microseconds of each candidate (infinity where refused). With beta != 0 cuBLASLt reads C = D, so the
-// timings write a scratch copy and the real accumulator stays untouched; otherwise they write D itself, which
-// the real call that follows overwrites.
+// Microseconds of each candidate (infinity where refused). Accumulating in place (beta != 0, C = D), the
+// timings write a scratch copy and the real accumulator stays untouched; otherwise (C elsewhere, or no C)
+// they write D itself, which the real call that follows overwrites.
 std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
                                    const std::vector<cublasLtMatmulHeuristicResult_t>& cands,
                                    const GemmArgs& args, cudaStream_t stream) {
     void* d = args.d;
     void* scratch = nullptr;
-    if (p.key.beta_nonzero) {
+    if (p.key.beta_nonzero && !args.c) {
         CHECK_CUDA(cudaMalloc(&scratch, gemm_d_bytes(p.key)));
         CHECK_CUDA(cudaMemsetAsync(scratch, 0, gemm_d_bytes(p.key), stream));
         d = scratch;
@@ -91,7 +92,8 @@ std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
     std::vector<float> us(cands.size(), INFINITY);
     for (int round = 0; round < kTimingRounds; round++)
         for (size_t i = 0; i < cands.size(); i++) {
-            const float t = time_algorithm(ctx, p, cands[i].algo, args, d, stream, start, stop);
+            const float t =
+                time_algorithm(ctx, p, cands[i].algo, args, args.c ? args.c : d, d, stream, start, stop);
             if (t >= 0.0f) us[i] = std::min(us[i], t);
         }
     CHECK_CUDA(cudaEventDestroy(start));

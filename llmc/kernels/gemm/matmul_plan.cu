@@ -180,7 +180,7 @@ void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const
     set_pointers(plan->desc, key, args);
     const float alpha = 1.0f, beta = args.beta;
     cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b,
-                                       &beta, args.d, plan->c, args.d, plan->d, &plan->algo,
+                                       &beta, args.c ? args.c : args.d, plan->c, args.d, plan->d, &plan->algo,
                                        ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
     if (st != CUBLAS_STATUS_SUCCESS)
         fatal("cublasLtMatmul failed with status %d for the %s", (int)st, gemm_describe(key).c_str());

@@ -27,7 +27,8 @@ static_assert(sizeof(GemmKey) == 16 * sizeof(int32_t), "GemmKey must have no pad
 struct GemmArgs {
     const void* a = nullptr;
     const void* b = nullptr;
-    void* d = nullptr;  // also C when beta != 0
+    void* d = nullptr;
+    const void* c = nullptr;  // C when beta != 0, out of place (null: C = D, accumulation in place)
     float beta = 0.0f;
     const void* bias = nullptr;  // bias (forward, BIAS epilogue)
     const float* a_scale = nullptr;
