@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The loss check a numerics change passes before it becomes a default: GPT-2 124M x 1000 steps and GPT-1.5B x
+# 300 steps on real text (token shards of scripts/data/prepare_data.py, GPT-2 BPE), run A (the current default)
+# against run B (the change), and run A again perturbed (NOISE, default --no-gemm-autotune: other GEMM
+# algorithms, other summation orders, the same math) for the floor the data and model move by under a change
+# of rounding alone. Runs scripts/runs/compare_curves.sh per size, then prints one verdict line per size:
+#   loss_check SIZE: B/A end E, mean M over the evaluations; A'/A end e, mean m: within TOL: yes|no; within the
+#   noise floor: yes|no
+# "within TOL": |E - 1| and |M - 1| <= TOL (default 0.001, 0.1%); "within the noise floor": both <= the larger
+# of TOL and A'/A's own |e - 1| and |m - 1| (a floor above TOL says the data cannot resolve TOL: take data
+# whose evaluations repeat better, e.g. more --val-batches or documents cut shorter).
+# Usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB
+#   A_NAME/B_NAME, A_FLAGS/B_FLAGS, A_ENV/B_ENV, A_BIN/B_BIN as in compare_curves.sh (default: bf16 against fp8;
+#   a default change sets both FLAGS, e.g. A_FLAGS="--precision fp8" B_FLAGS="--precision fp8 --fuse-residual");
+#   NOISE (default --no-gemm-autotune); SIZES (default "124m 1.5b"); TOL (default 0.001); EXTRA: more flags
+#   for every run (e.g. --seed 2).
+set -u
+out=${1:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
+train=${2:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
+val=${3:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
+tol=${TOL:-0.001}
+export NOISE=${NOISE:---no-gemm-autotune}
+here=$(dirname "$0")
+a_name=${A_NAME:-bf16} b_name=${B_NAME:-fp8}
+status=0
+mkdir -p "$out"
+for size in ${SIZES:-124m 1.5b}; do
+  case $size in  # the recipes of docs/numerics.md's loss checks
+    124m) flags=(--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 20) ;;
+    1.5b) flags=(--model 1.5b --batch 12 --steps 300 --warmup 30 --lr 3e-4 --val-every 50 --val-batches 5) ;;
+    *) echo "loss_check: SIZES takes 124m and 1.5b, got '$size'" >&2; exit 2 ;;
+  esac
+  # shellcheck disable=SC2086  # EXTRA is a word list
+  bash "$here/compare_curves.sh" "$out/$size" "${flags[@]}" --vocab 50304 --train-data "$train" --val-data "$val" \
+    ${EXTRA:-} | tee "$out/$size.table.txt"
+  python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" <<'PY' || status=1
+import re, sys
+table, size, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+found = {}
+for line in open(table):
+    m = re.match(r"^(\S+)/(\S+) val over \d+ evaluations after step 0: end ([0-9.]+), mean ([0-9.]+)", line)
+    if m and m.group(2) == a:
+        found[m.group(1)] = (float(m.group(3)), float(m.group(4)))
+if b not in found or f"{a}_noise" not in found:
+    print(f"loss_check {size}: no B/A or A'/A ratios (a run failed? see {table} and the logs next to it)")
+    sys.exit(1)
+(e, m), (ne, nm) = found[b], found[f"{a}_noise"]
+within_tol = abs(e - 1) <= tol and abs(m - 1) <= tol
+floor = max(tol, abs(ne - 1), abs(nm - 1))
+within_floor = abs(e - 1) <= floor and abs(m - 1) <= floor
+yn = lambda v: "yes" if v else "no"
+print(f"loss_check {size}: B/A end {e:.4f}, mean {m:.4f} over the evaluations; A'/A end {ne:.4f}, mean {nm:.4f}: "
+      f"within {tol:g}: {yn(within_tol)}; within the noise floor: {yn(within_floor)}")
+sys.exit(0 if within_tol else 1)
+PY
+done
+exit $status

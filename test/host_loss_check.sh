@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# scripts/runs/loss_check.sh with a stand-in trainer (part of `make test`): the verdict lines and the exit
+# status from the B/A and A'/A ratios, the recipe flags of each size reaching the runs, a failed run and a bad
+# SIZES. The stand-in's val loss is 3 + $FP8_DELTA with --precision fp8 + $NOISE_DELTA with
+# --no-gemm-autotune, at steps 0, 100, 200 (step 0: 10.0). One [PASS]/[FAIL] line per case.
+set -u
+source "$(dirname "$0")/lib_host.sh" loss_check python3  # ROOT, WORK, pass/fail/skip
+cat > "$WORK/fake_train" <<'EOF'
+#!/usr/bin/env bash
+echo "$*" >> "$(dirname "$0")/args.txt"
+[ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
+dir="" p=bf16 noise=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --log-dir) dir=$2; shift ;;
+    --precision) p=$2; shift ;;
+    --no-gemm-autotune) noise=1 ;;
+  esac
+  shift
+done
+mkdir -p "$dir"
+python3 - "$dir" "$p" "$noise" <<'PY'
+import json, os, sys
+d, p, noise = sys.argv[1], sys.argv[2], int(sys.argv[3])
+v = 3 + (float(os.environ.get("FP8_DELTA", 0)) if p == "fp8" else 0) + noise * float(os.environ.get("NOISE_DELTA", 0))
+with open(f"{d}/train.jsonl", "w") as f:
+    for s in (0, 100, 200):
+        f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
+PY
+EOF
+chmod +x "$WORK/fake_train"
+lc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train bash "$ROOT/scripts/runs/loss_check.sh" "$@" 2>&1); }
+
+rm -f "$WORK/args.txt"
+out=$(FP8_DELTA=0.0015 NOISE_DELTA=0.006 lc "$WORK/ok" 'tr_*.bin' 'va_*.bin')
+rc=$?
+if [ $rc = 0 ] &&
+   grep -q "^loss_check 124m: B/A end 1.0005, mean 1.0005 over the evaluations; A'/A end 1.0020, mean 1.0020: within 0.001: yes; within the noise floor: yes$" <<< "$out" &&
+   grep -q "^loss_check 1.5b: B/A end 1.0005" <<< "$out" &&
+   [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 20 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 3 ] &&
+   [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 30 --lr 3e-4 --val-every 50 --val-batches 5 ' "$WORK/args.txt")" = 3 ] &&
+   [ "$(grep -c -- '--no-gemm-autotune' "$WORK/args.txt")" = 2 ]; then
+  pass "within_tolerance (both sizes, 3 runs each with the recipe's flags, exit 0)"
+else
+  fail within_tolerance "status $rc: $(tail -c 600 <<< "$out") | args: $(head -c 300 "$WORK/args.txt")"
+fi
+
+out=$(SIZES=124m FP8_DELTA=0.03 NOISE_DELTA=0.06 lc "$WORK/noisy" t v)
+rc=$?
+if [ $rc = 1 ] && grep -q "^loss_check 124m: B/A end 1.0100, mean 1.0100 over the evaluations; A'/A end 1.0200, mean 1.0200: within 0.001: no; within the noise floor: yes$" <<< "$out"; then
+  pass "outside_tolerance_inside_noise (exit 1, the floor named)"
+else
+  fail outside_tolerance_inside_noise "status $rc: $(tail -c 500 <<< "$out")"
+fi
+
+out=$(SIZES=124m TOL=0.05 FP8_DELTA=0.3 lc "$WORK/off" t v)
+rc=$?
+if [ $rc = 1 ] && grep -q "^loss_check 124m: B/A end 1.1000, .*within 0.05: no; within the noise floor: no$" <<< "$out"; then
+  pass "outside_both (TOL=0.05, a 10% change: exit 1)"
+else
+  fail outside_both "status $rc: $(tail -c 500 <<< "$out")"
+fi
+
+out=$(SIZES=124m FAIL_FP8=1 lc "$WORK/failed" t v)
+rc=$?
+if [ $rc = 1 ] && grep -q "^loss_check 124m: no B/A or A'/A ratios (a run failed?" <<< "$out"; then
+  pass "failed_run_is_a_failure"
+else
+  fail failed_run_is_a_failure "status $rc: $(tail -c 500 <<< "$out")"
+fi
+
+out=$(SIZES=350m lc "$WORK/bad" t v)
+rc=$?
+if [ $rc = 2 ] && [ "$out" = "loss_check: SIZES takes 124m and 1.5b, got '350m'" ]; then
+  pass "bad_size_one_line"
+else
+  fail bad_size_one_line "status $rc: $out"
+fi
