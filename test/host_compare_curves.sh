@@ -1,35 +1,13 @@
 #!/usr/bin/env bash
 # scripts/runs/compare_curves.sh with a stand-in trainer (part of `make test`): the val ratios B / A per
 # evaluation, their end / mean / largest deviation, the NOISE repeat of run A, each run's binary, environment and
-# flags. The stand-in writes a train.jsonl whose val loss is 3 + 0.01 x (its --precision fp8) + $SHIFT + 0.001 x
-# (--no-gemm-autotune given) at steps 0, 10, 20 (step 0: 10.0). One [PASS]/[FAIL] line per case.
+# flags, with test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
+# --no-gemm-autotune). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" compare_curves python3  # ROOT, WORK, pass/fail/skip
-cat > "$WORK/fake_train" <<'EOF'
-#!/usr/bin/env bash
-dir="" p=bf16 noise=0
-while [ $# -gt 0 ]; do
-  case $1 in
-    --log-dir) dir=$2; shift ;;
-    --precision) p=$2; shift ;;
-    --no-gemm-autotune) noise=1 ;;
-  esac
-  shift
-done
-mkdir -p "$dir"
-python3 - "$dir" "$p" "$noise" "${SHIFT:-0}" "$(basename "$0")" <<'PY'
-import json, sys
-d, p, noise, shift, me = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-v = 3 + (0.01 if p == "fp8" else 0) + shift + 0.001 * noise
-with open(f"{d}/train.jsonl", "w") as f:
-    for s in (0, 10, 20):
-        f.write(json.dumps({"kind": "train", "step": s, "loss": v + 1}) + "\n")
-        f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
-    f.write(json.dumps({"kind": "summary", "median_step_ms": 2.0 if me == "fake_train" else 1.0, "tokens_per_s": 5}) + "\n")
-PY
-EOF
-chmod +x "$WORK/fake_train"
-cp "$WORK/fake_train" "$WORK/other_train"
+cp "$ROOT/test/stand_in_trainer.sh" "$WORK/fake_train"
+cp "$ROOT/test/stand_in_trainer.sh" "$WORK/other_train"
+export FP8_DELTA=0.01 NOISE_DELTA=0.001
 cc="$ROOT/scripts/runs/compare_curves.sh"
 
 out=$(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train bash "$cc" "$WORK/default" --steps 20 2>&1)
@@ -42,7 +20,7 @@ else
 fi
 
 out=$(cd "$WORK" && A_NAME=old B_NAME=new A_FLAGS="--precision fp8" B_FLAGS="--precision fp8" A_BIN=./fake_train \
-      B_BIN=./other_train B_ENV="SHIFT=0.03" NOISE=--no-gemm-autotune bash "$cc" "$WORK/ab" --steps 20 2>&1)
+      B_BIN=./other_train B_ENV="SHIFT=0.03 MEDIAN_MS=1.0" NOISE=--no-gemm-autotune bash "$cc" "$WORK/ab" --steps 20 2>&1)
 if grep -q '^| 20 | 4.0100 | 4.0400 | 3.0100 | 3.0400 | 1.0100 | 1.0003 |$' <<< "$out" &&
    grep -q '^new/old val over 2 evaluations after step 0: end 1.0100, mean 1.0100, largest |ratio - 1| 0.0100$' <<< "$out" &&
    grep -q '^old_noise/old val over 2 evaluations after step 0: end 1.0003, mean 1.0003, largest |ratio - 1| 0.0003$' <<< "$out" &&

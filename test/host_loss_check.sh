@@ -1,34 +1,12 @@
 #!/usr/bin/env bash
 # scripts/runs/loss_check.sh with a stand-in trainer (part of `make test`): the verdict lines and the exit
 # status from the B/A and A'/A ratios, the recipe flags of each size reaching the runs, a failed run and a bad
-# SIZES. The stand-in's val loss is 3 + $FP8_DELTA with --precision fp8 + $NOISE_DELTA with
-# --no-gemm-autotune, at steps 0, 100, 200 (step 0: 10.0). One [PASS]/[FAIL] line per case.
+# SIZES, with test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with --precision fp8 + $NOISE_DELTA with
+# --no-gemm-autotune at steps 100 and 200). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" loss_check python3  # ROOT, WORK, pass/fail/skip
-cat > "$WORK/fake_train" <<'EOF'
-#!/usr/bin/env bash
-echo "$*" >> "$(dirname "$0")/args.txt"
-[ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
-dir="" p=bf16 noise=0
-while [ $# -gt 0 ]; do
-  case $1 in
-    --log-dir) dir=$2; shift ;;
-    --precision) p=$2; shift ;;
-    --no-gemm-autotune) noise=1 ;;
-  esac
-  shift
-done
-mkdir -p "$dir"
-python3 - "$dir" "$p" "$noise" <<'PY'
-import json, os, sys
-d, p, noise = sys.argv[1], sys.argv[2], int(sys.argv[3])
-v = 3 + (float(os.environ.get("FP8_DELTA", 0)) if p == "fp8" else 0) + noise * float(os.environ.get("NOISE_DELTA", 0))
-with open(f"{d}/train.jsonl", "w") as f:
-    for s in (0, 100, 200):
-        f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
-PY
-EOF
-chmod +x "$WORK/fake_train"
+cp "$ROOT/test/stand_in_trainer.sh" "$WORK/fake_train"
+export STEPS="0 100 200" STAND_IN_ARGS="$WORK/args.txt"
 lc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train bash "$ROOT/scripts/runs/loss_check.sh" "$@" 2>&1); }
 
 rm -f "$WORK/args.txt"

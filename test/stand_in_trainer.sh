@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A stand-in for train_gpt in the host tests of the run scripts (compare_curves.sh, loss_check.sh); not a test
+# itself. It writes --log-dir/train.jsonl: at each step of $STEPS (default "0 10 20") a train record (loss v + 1)
+# and a val record (10.0 at step 0, else v), then a summary (median step $MEDIAN_MS, default 2.0), where
+# v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-gemm-autotune), deltas default 0.
+# $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8.
+[ -n "${STAND_IN_ARGS:-}" ] && echo "$*" >> "$STAND_IN_ARGS"
+[ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
+dir="" p=bf16 noise=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --log-dir) dir=$2; shift ;;
+    --precision) p=$2; shift ;;
+    --no-gemm-autotune) noise=1 ;;
+  esac
+  shift
+done
+mkdir -p "$dir"
+python3 - "$dir" "$p" "$noise" <<'PY'
+import json, os, sys
+d, p, noise = sys.argv[1], sys.argv[2], int(sys.argv[3])
+env = lambda k, default="0": float(os.environ.get(k) or default)
+v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA")
+with open(f"{d}/train.jsonl", "w") as f:
+    for s in map(int, os.environ.get("STEPS", "0 10 20").split()):
+        f.write(json.dumps({"kind": "train", "step": s, "loss": v + 1}) + "\n")
+        f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
+    f.write(json.dumps({"kind": "summary", "median_step_ms": env("MEDIAN_MS", "2.0"), "tokens_per_s": 5}) + "\n")
+PY
