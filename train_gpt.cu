@@ -20,6 +20,7 @@
 #include "llmc/gpu/context.h"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/check.h"
+#include "llmc/host/checkpoint_flags.h"
 #include "llmc/host/choice_cache.h"
 #include "llmc/host/cli.h"
 #include "llmc/host/config.h"
@@ -553,7 +554,9 @@ void Run::print_summary(std::vector<double> step_ms, int warmup_steps_skipped, d
 int train_main(int argc, char** argv, const DriverHooks& hooks) {
     const double start_s = now_s();
     TrainConfig cfg;
-    const CliResult cli = parse_cli(argc, argv, &cfg);
+    std::vector<std::string>
+        adopted;  // --generate/--export --resume: the checkpoint's model and recipe flags
+    const CliResult cli = parse_cli_adopting_checkpoint(argc, argv, &cfg, &adopted);
     if (cli.version) {
         fputs(version_report(kBuildCommit).c_str(), stdout);
         return 0;
@@ -561,6 +564,12 @@ int train_main(int argc, char** argv, const DriverHooks& hooks) {
     if (!cli.run) {
         fprintf(cli.exit_code == 0 ? stdout : stderr, "%s", cli.message.c_str());
         return cli.exit_code;
+    }
+    if (!adopted.empty()) {
+        std::string flags;
+        for (const std::string& f : adopted) flags += " " + f;
+        fprintf(stderr, "train_gpt: --resume %s: the model and recipe of its checkpoint:%s\n",
+                cfg.resume.c_str(), flags.c_str());
     }
     resolve_resume_if_present(&cfg, !list_checkpoints(cfg.resume_if_present).empty());
     RunPlan plan;

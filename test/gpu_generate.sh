@@ -16,6 +16,8 @@
 #   generate_stdout_is_the_text: stdout is the prompt, the tokens and a newline, nothing else; the summary
 #     is on stderr; no folder is created (no logs, no checkpoints).
 #   generate_resume_same_text: --resume of the checkpoint prints the same text, byte for byte.
+#   generate_resume_adopts_model: the same without any model flag: the model (and --seq) come from the
+#     checkpoint's configuration, said on stderr, and the text is again the same.
 #   generate_top_k_1_is_greedy: --top-k 1 --temperature 0.8 --seed 5 prints the greedy text.
 #   generate_seed_repeats: --temperature 1 --seed 7 twice prints the same text (another seed is reported).
 #   generate_fp8_matches_reference: --precision fp8 from the same export: each token the reference's argmax
@@ -27,8 +29,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${TRAIN_GPT:-$ROOT/train_gpt}
 REF=$ROOT/scripts/check/generate_reference.py
 source "$ROOT/test/lib_gpu.sh"  # pass, fail, skip
-CASES="greedy_matches_reference control_fails stdout_is_the_text resume_same_text top_k_1_is_greedy seed_repeats
-  fp8_matches_reference"
+CASES="greedy_matches_reference control_fails stdout_is_the_text resume_same_text resume_adopts_model
+  top_k_1_is_greedy seed_repeats fp8_matches_reference"
 if ! python3 -c "import numpy" 2> /dev/null; then
   for c in $CASES; do skip "generate_$c" "needs python3 with numpy"; done
   exit 0
@@ -94,6 +96,19 @@ same() {  # case name args...: generate, then compare with the greedy text byte 
 }
 same resume_same_text resume --resume "$WORK/ck" --temperature 0
 same top_k_1_is_greedy top1 --init-from "$WORK/hf" --top-k 1 --temperature 0.8 --seed 5
+
+mkdir -p "$WORK/cwd_adopt"
+if (cd "$WORK/cwd_adopt" && "$BIN" --generate $N --prompt "$PROMPT" --resume "$WORK/ck" --temperature 0 \
+      > "$WORK/adopt.out" 2> "$WORK/adopt.err"); then
+  said=$(grep -m1 "the model and recipe of its checkpoint:" "$WORK/adopt.err")
+  if [ -n "$said" ] && [[ "$said" == *"--layers 2 --channels 64"*"--seq 64"* ]] && cmp -s "$WORK/greedy.out" "$WORK/adopt.out"; then
+    pass "generate_resume_adopts_model (no model flag: the greedy text, byte for byte; ${said#*: })"
+  else
+    fail generate_resume_adopts_model "stderr: '${said:-no adoption line}'; text $(cmp -s "$WORK/greedy.out" "$WORK/adopt.out" && echo same || echo differs)"
+  fi
+else
+  fail generate_resume_adopts_model "the run failed: $(tail -1 "$WORK/adopt.err")"
+fi
 
 if gen s7a --init-from "$WORK/hf" --temperature 1 --seed 7 && gen s7b --init-from "$WORK/hf" --temperature 1 --seed 7 &&
    gen s8 --init-from "$WORK/hf" --temperature 1 --seed 8; then

@@ -177,6 +177,19 @@ std::string find_resumable_checkpoint(const std::string& dir, const CheckpointMe
     throw std::runtime_error("--resume: no valid checkpoint in '" + dir + "' (last: " + last_error + ")");
 }
 
+std::string latest_checkpoint_config(const std::string& dir) {
+    for (const std::string& path : list_checkpoints(dir)) {
+        try {
+            SafetensorsReader r(path);
+            if (r.has_metadata("format") && r.metadata("format") == kFormat && r.has_metadata("config"))
+                return r.metadata("config");
+        } catch (const std::runtime_error&) {
+            // damaged or not ours: the next older one
+        }
+    }
+    return "";
+}
+
 CheckpointMeta read_latest_checkpoint(const std::string& dir, const CheckpointMeta& expect,
                                       const std::vector<HostTensor>& tensors, std::string* path_out) {
     std::vector<std::string> all = list_checkpoints(dir);

@@ -65,6 +65,9 @@ CheckpointMeta read_checkpoint_meta(const std::string& path, const CheckpointMet
 // CheckpointMismatch; no checkpoint, or none that reads, throws std::runtime_error naming `dir`. Prints
 // nothing (the resume itself warns about the ones it skips).
 std::string find_resumable_checkpoint(const std::string& dir, const CheckpointMeta& expect);
+// The configuration (config.json text) of the newest checkpoint of `dir` whose header reads as ours, whatever
+// its model and recipe; "" when there is none (the resume's own checks then say what is wrong).
+std::string latest_checkpoint_config(const std::string& dir);
 // The newest checkpoint of `dir` that reads without error; each damaged newer one is reported on stderr as a
 // one-line warning and skipped. Throws if `dir` has no checkpoint or none is valid (naming the last reason).
 CheckpointMeta read_latest_checkpoint(const std::string& dir, const CheckpointMeta& expect,

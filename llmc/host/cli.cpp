@@ -67,6 +67,13 @@ class CliSpec {
     std::string flag_without_effect_in_mode() const;
     // A flag given that does nothing with the others: its one-line error, or "".
     std::string flag_without_effect() const;
+    // The config.json keys of the table's flags given on the command line.
+    std::vector<std::string> given_keys() const {
+        std::vector<std::string> keys;
+        for (const Setting& s : settings())
+            if (s.flags && s.json && given(s.long_name().c_str())) keys.push_back(s.json);
+        return keys;
+    }
 
     CLI::App app;
     bool print_config = false;
@@ -341,5 +348,6 @@ CliResult parse_cli(int argc, const char* const* argv, TrainConfig* cfg) {
     CliResult r;
     r.run = true;
     r.print_config = spec.print_config;
+    r.given = spec.given_keys();
     return r;
 }

@@ -7,6 +7,7 @@
 //   if (!r.run) { fputs(r.message.c_str(), r.exit_code == 0 ? stdout : stderr); return r.exit_code; }
 #pragma once
 #include <string>
+#include <vector>
 
 #include "llmc/host/config.h"
 
@@ -17,6 +18,7 @@ struct CliResult {
     int exit_code = 0;          // when !run: 0 for --help or --version, 2 for a usage error
     std::string
         message;  // when !run: the help text (exit 0) or ONE line "error: ..." (exit != 0), '\n'-ended
+    std::vector<std::string> given;  // with run: the config.json keys of the flags given on the command line
 };
 
 // Parses argv into *cfg (defaults: TrainConfig's). The model preset (--model) is applied first, then the
