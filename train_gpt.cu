@@ -554,8 +554,8 @@ void Run::print_summary(std::vector<double> step_ms, int warmup_steps_skipped, d
 int train_main(int argc, char** argv, const DriverHooks& hooks) {
     const double start_s = now_s();
     TrainConfig cfg;
-    std::vector<std::string>
-        adopted;  // --generate/--export --resume: the checkpoint's model and recipe flags
+    // --generate/--export --resume without model flags: those taken from the checkpoint
+    std::vector<std::string> adopted;
     const CliResult cli = parse_cli_adopting_checkpoint(argc, argv, &cfg, &adopted);
     if (cli.version) {
         fputs(version_report(kBuildCommit).c_str(), stdout);

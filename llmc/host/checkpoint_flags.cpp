@@ -16,20 +16,13 @@ const Setting& setting_of(const std::string& key) {
     throw std::logic_error("no flag writes config key '" + key + "'");
 }
 
-// The negation of a switch ("--no-x" of "--x,!--no-x").
-std::string negation_of(const Setting& s) {
-    const std::string names = s.flags;
-    const size_t neg = names.find(",!");
-    if (neg == std::string::npos) throw std::logic_error(s.long_name() + " has no negation");
-    return names.substr(neg + 2);
-}
-
 // The flag (and its value) that sets `s` to `v`, as config.json wrote it.
 std::vector<std::string> flag_for(const Setting& s, const json::Value& v) {
     const std::string flag = s.long_name();
     switch (s.type) {
         case SettingType::Switch:
-            return {v.as_bool() ? flag : negation_of(s)};
+            if (!v.as_bool() && s.negated_name().empty()) throw std::logic_error(flag + " has no negation");
+            return {v.as_bool() ? flag : s.negated_name()};
         case SettingType::Int:
         case SettingType::Int64:
         case SettingType::Uint64:
@@ -46,18 +39,6 @@ std::vector<std::string> flag_for(const Setting& s, const json::Value& v) {
     }
     return {};
 }
-
-}  // namespace
-
-const std::vector<std::string>& model_recipe_keys() {
-    static const std::vector<std::string> keys = {
-        "model",       "layers",        "channels",   "heads",        "vocab",
-        "max_seq",     "gelu",          "precision",  "adam_moments", "fp8_format",
-        "fp8_history", "fp8_amax_algo", "fp8_margin", "fp8_lm_head"};
-    return keys;
-}
-
-namespace {
 
 json::Value parsed_config(const std::string& config_json) {
     json::Value cfg;
@@ -81,16 +62,28 @@ void append_flag(const json::Value& cfg, const std::string& key, std::vector<std
     }
 }
 
-}  // namespace
-
-std::vector<std::string> model_recipe_flags(const std::string& config_json) {
-    const json::Value cfg = parsed_config(config_json);
+// model_recipe_flags of a parsed configuration.
+std::vector<std::string> flags_of(const json::Value& cfg) {
     const json::Value* precision = cfg.find("precision");
     const bool fp8 = precision && precision->is_string() && precision->as_string() == "fp8";
     std::vector<std::string> flags;
     for (const std::string& key : model_recipe_keys())
         if (key.rfind("fp8_", 0) != 0 || fp8) append_flag(cfg, key, &flags);
     return flags;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_recipe_keys() {
+    static const std::vector<std::string> keys = {
+        "model",       "layers",        "channels",   "heads",        "vocab",
+        "max_seq",     "gelu",          "precision",  "adam_moments", "fp8_format",
+        "fp8_history", "fp8_amax_algo", "fp8_margin", "fp8_lm_head"};
+    return keys;
+}
+
+std::vector<std::string> model_recipe_flags(const std::string& config_json) {
+    return flags_of(parsed_config(config_json));
 }
 
 CliResult parse_cli_adopting_checkpoint(int argc, const char* const* argv, TrainConfig* cfg,
@@ -106,10 +99,11 @@ CliResult parse_cli_adopting_checkpoint(int argc, const char* const* argv, Train
     if (config.empty()) return r;
     std::vector<std::string> flags;
     try {
-        flags = model_recipe_flags(config);
+        const json::Value parsed = parsed_config(config);
+        flags = flags_of(parsed);
         // the run's sequence length too, unless given: the default may exceed the checkpoint's --max-seq
         if (std::find(r.given.begin(), r.given.end(), "seq") == r.given.end())
-            append_flag(parsed_config(config), "seq", &flags);
+            append_flag(parsed, "seq", &flags);
     } catch (const std::runtime_error&) {
         return r;  // an odd configuration: the resume's own checks name what does not match
     }

@@ -391,6 +391,12 @@ std::string Setting::long_name() const {
     return dd == std::string::npos ? names : names.substr(dd);
 }
 
+std::string Setting::negated_name() const {
+    const std::string names = flags ? flags : "";
+    const size_t neg = names.find(",!");
+    return neg == std::string::npos ? "" : names.substr(neg + 2);
+}
+
 const std::vector<Setting>& settings() {
     static const std::vector<Setting> rows = [] {
         std::vector<Setting> r;

@@ -66,6 +66,9 @@ struct Setting {
     bool applies_in(RunMode m) const { return (modes >> (int)m) & 1u; }
     // The flag's long name ("--batch" of "-b,--batch"; "--cuda-graph" of "--cuda-graph,!--no-cuda-graph").
     std::string long_name() const;
+    // A negatable switch's negation ("--no-cuda-graph" of "--cuda-graph,!--no-cuda-graph"); "" for the
+    // others.
+    std::string negated_name() const;
     template <typename T>
     T& ref(TrainConfig& c) const {
         return *static_cast<T*>(member(c));
