@@ -18,6 +18,7 @@
 #     nondeterministic_close) and over the first 3 (fp8: on random tokens its delayed scales amplify rounding
 #     differences within a few more steps, test/gpu_multi.sh's equivalence_fp8_124m): rounding-level
 #     differences, where a missing or doubled residual is off by O(1) from the first step.
+# OPTIONS_ONLY=REGEX runs only the cases whose names it matches.
 set -u
 export NCCL_NVLS_ENABLE=0
 BIN=${TRAIN_GPT:-./train_gpt}
@@ -25,12 +26,15 @@ WORK=$(mktemp -d /tmp/gpu_options_XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 COMMON=(--model 124m --batch 8 --seq 1024 --steps 8 --train-data random --log-every 1)
 source "$(dirname "$0")/lib_gpu.sh"  # pass, fail, losses
+ONLY=${OPTIONS_ONLY:-}  # a regular expression: only the cases whose names it matches
+want() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 run() {  # name args...
   local name=$1; shift
   "$BIN" "${COMMON[@]}" --log-dir "$WORK/$name" "$@" > "$WORK/$name.txt" 2>&1
 }
 
-if run r0 --precision fp8 --recompute 0; then
+if ! want recompute_bitwise_; then :
+elif run r0 --precision fp8 --recompute 0; then
   for level in 1 2; do
     if run r$level --precision fp8 --recompute $level; then
       if [ "$(losses "$WORK/r0/train.jsonl")" = "$(losses "$WORK/r$level/train.jsonl")" ] &&
@@ -53,6 +57,7 @@ for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--pr
                "bf16_options:--precision bf16 --adam-moments bf16" \
                "fp8_options:--precision fp8 --fp8-lm-head --adam-moments bf16"; do
   p=${variant%%:*}; read -r -a VARGS <<< "${variant#*:}"
+  want "graph_bitwise_$p" || continue
   if run g1_$p "${VARGS[@]}" --batch 4 --total-batch 8192 && run g0_$p "${VARGS[@]}" --batch 4 --total-batch 8192 --no-cuda-graph; then
     if ! grep -q "training step captured" "$WORK/g1_$p.txt" || grep -q "training step captured" "$WORK/g0_$p.txt"; then
       fail graph_bitwise_$p "the CUDA graph was not used (or used with --no-cuda-graph)"
@@ -67,7 +72,10 @@ for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--pr
   fi
 done
 
-if run prof --precision fp8 --recompute 0 --profile && [ -f "$WORK/r0/train.jsonl" ]; then
+if ! want profile_captured; then :
+elif ! [ -f "$WORK/r0/train.jsonl" ] && ! run r0 --precision fp8 --recompute 0; then
+  fail profile_captured "the --recompute 0 run failed: $(tail -2 "$WORK/r0.txt" | tr '\n' ' ')"
+elif run prof --precision fp8 --recompute 0 --profile; then
   if ! grep -q "^profile (fp8, mean of 3 captured steps" "$WORK/prof.txt" ||
      ! grep -q "training step captured with its phase marks" "$WORK/prof.txt"; then
     fail profile_captured "no profile line of captured steps: $(grep -m1 '^profile' "$WORK/prof.txt")"
@@ -104,7 +112,8 @@ sys.exit(0 if len(a) == 8 and set(a) == set(b) and d <= float(sys.argv[3]) else 
 PY
 }
 
-if run d1 --precision bf16 && run d0 --precision bf16 --no-deterministic; then
+if ! want nondeterministic_close; then :
+elif run d1 --precision bf16 && run d0 --precision bf16 --no-deterministic; then
   m=$(close_losses "$WORK/d1/train.jsonl" "$WORK/d0/train.jsonl" 2e-3) &&
     pass "nondeterministic_close (bf16, 8 steps: max |loss difference| $m, tolerance 2e-3)" ||
     fail nondeterministic_close "max |loss difference| $m"
@@ -114,6 +123,7 @@ fi
 
 for p in bf16 fp8; do
   tol=2e-3 upto=$([ $p = bf16 ] && echo 8 || echo 3)
+  want "fused_residual_close_$p" || continue
   if run u_$p --precision $p && run f_$p --precision $p --fuse-residual; then
     m=$(close_losses "$WORK/u_$p/train.jsonl" "$WORK/f_$p/train.jsonl" "$tol" "$upto") &&
       pass "fused_residual_close_$p (the first $upto steps: max |loss difference| $m, tolerance $tol)" ||
