@@ -4,9 +4,11 @@
 # test prints counts once. Usage: run_tests.sh HOST_TEST... -- GPU_TEST...
 # A GPU test named *_multi.sh (the multi-rank suite) starts first, in the background, beside the GPU test
 # binaries: its two ranks spend most of their time waiting on each other (one GPU time-shared, ~0.36 s a
-# step at 124M), so it takes ~6 minutes whatever else runs; the binaries compare kernels and the model
-# against references with tolerances and do not time anything. The other scripts (which compare runs of the
-# binary bitwise, with GEMM autotuning on) run after both, alone on the GPU.
+# step at 124M), so it takes ~6 minutes whatever else runs. The test binaries, then the other scripts, run
+# beside it: none times anything (the binaries compare kernels and the model against references with
+# tolerances; the scripts compare runs of the binary with each other, and their runs share the tuned GEMM
+# choices through --gemm-cache, the first writer's choice winning, so a GPU shared with another process
+# does not make two runs choose differently).
 set -u
 host=(); gpu=(); seen_sep=0
 for a in "$@"; do
@@ -36,14 +38,14 @@ if nvidia-smi -L >/dev/null 2>&1; then
     bg_pid=$!
   fi
   for b in "${gpu[@]}"; do [[ "$b" == *.sh ]] || { echo "-- $b"; run_one "$b"; }; done
+  for b in "${gpu[@]}"; do [[ "$b" == *.sh && "$b" != *_multi.sh ]] && { echo "-- $b"; run_one "$b"; }; done
   if [ -n "$bg_pid" ]; then
     wait "$bg_pid"
-    echo "-- ${bg[*]} (ran beside the binaries)"
+    echo "-- ${bg[*]} (ran beside the others)"
     bg_result() { grep -v '^rc=' "$bg_out"; ! grep -q '^rc=[1-9]' "$bg_out"; }
     run_one bg_result  # its [PASS]/[FAIL]/[SKIP] lines; a non-zero exit without a [FAIL] line is one
   fi
   rm -f "$bg_out"
-  for b in "${gpu[@]}"; do [[ "$b" == *.sh && "$b" != *_multi.sh ]] && { echo "-- $b"; run_one "$b"; }; done
 else
   for b in "${gpu[@]}"; do echo "[SKIP] $(basename "$b"): no CUDA device on this machine"; skipped=$((skipped + 1)); done
   [ ${#gpu[@]} -gt 0 ] && echo "GPU tests skipped: run 'make test' on a machine with an NVIDIA GPU (sm_90) to run them."
