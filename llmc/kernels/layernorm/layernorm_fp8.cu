@@ -159,8 +159,7 @@ __global__ void __launch_bounds__(kLnThreads, 2)
     const auto slot = [&](int input, int k) {
         return stage + ((warp * kInputs + input) * K + k) * 32 + lane;
     };
-    // Segment s holds tile rows 16s .. 16s + 15; this warp's are 16s + warp and 16s + 8 + warp (j = 2s, 2s +
-    // 1).
+    // Segment s holds tile rows 16s .. 16s + 15; this warp's j-th row is 16 (j / 2) + 8 (j % 2) + warp.
     const auto row_of = [&](int j) { return n0 + 16 * (j / 2) + 8 * (j % 2) + warp; };
     const auto fetch = [&](int j) {  // this lane's chunks of the warp's j-th row, then one commit group
         if (j < 2 * segments) {
