@@ -58,6 +58,23 @@ struct LnTuning {
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
+// A chunk of y (8 values at column c of the row at element offset off) quantized: its 8 row-wise bytes to
+// out_NC (when given) and the same bytes into the tile row's words c/4 and c/4 + 1, in the bank-conflict-free
+// store order described above.
+template <__nv_fp8_interpretation_t FMT>
+__device__ __forceinline__ void quantize_chunk(const x128& o, float scale, fp8s* out_NC, size_t off, int c,
+                                               uint32_t* tile, int r, int pitch, int lane) {
+    float y[x128::size];
+#pragma unroll
+    for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
+    const uint2 q = to_fp8x8<FMT>(y, scale);
+    if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
+    uint32_t* t = tile + r * pitch + c / 4;
+    const bool hi = lane >= 16;
+    t[hi ? 1 : 0] = hi ? q.y : q.x;
+    t[hi ? 0 : 1] = hi ? q.x : q.y;
+}
+
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT,
           int kInp2Batch = LnTuning::inp2_batch(K), int kMinBlocks = LnTuning::min_blocks(K)>
 __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
@@ -86,17 +103,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
         // y: amax of every value, then (kWrite) the chunk's 8 row-wise bytes and its tile words.
         const auto on_value = [&](bf16 y) { amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y))); };
         const auto on_chunk = [&](int c, const x128& o) {
-            if constexpr (kWrite) {
-                float y[x128::size];
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
-                const uint2 q = to_fp8x8<FMT>(y, scale);
-                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
-                uint32_t* t = tile + r * pitch + c / 4;
-                const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
-                t[hi ? 1 : 0] = hi ? q.y : q.x;
-                t[hi ? 0 : 1] = hi ? q.x : q.y;
-            }
+            if constexpr (kWrite) quantize_chunk<FMT>(o, scale, out_NC, off, c, tile, r, pitch, lane);
         };
         float m, s;
         layernorm_row_forward<K, kResidual, kResidual && kWrite, kInp2Batch>(
@@ -206,15 +213,7 @@ __global__ void __launch_bounds__(kLnThreads, 2)
                 amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y)));
             };
             const auto on_chunk = [&](int c, const x128& o) {
-                float y[x128::size];
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
-                const uint2 q = to_fp8x8<FMT>(y, scale);
-                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
-                uint32_t* t = tile + r * pitch + c / 4;
-                const bool hi = lane >= 16;  // bank-conflict-free store order (fp8_layernorm_kernel)
-                t[hi ? 1 : 0] = hi ? q.y : q.x;
-                t[hi ? 0 : 1] = hi ? q.x : q.y;
+                quantize_chunk<FMT>(o, scale, out_NC, off, c, tile, r, pitch, lane);
             };
             float m, sd;
             layernorm_row_finish<K>(m, sd, x, weight, bias, C, lane, on_value, on_chunk);
