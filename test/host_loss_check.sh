@@ -23,29 +23,25 @@ else
   fail within_tolerance "status $rc: $(tail -c 600 <<< "$out") | args: $(head -c 300 "$WORK/args.txt")"
 fi
 
+# expect_verdict NAME WANT_STATUS REGEX NOTE: $out (a run of lc) has a line matching REGEX and status $rc.
+expect_verdict() {
+  if [ "$rc" = "$2" ] && grep -q "$3" <<< "$out"; then pass "$1 ($4)"; else fail "$1" "status $rc: $(tail -c 500 <<< "$out")"; fi
+}
+
 out=$(SIZES=124m FP8_DELTA=0.03 NOISE_DELTA=0.06 lc "$WORK/noisy" t v)
 rc=$?
-if [ $rc = 1 ] && grep -q "^loss_check 124m: B/A end 1.0100, mean 1.0100 over the evaluations; A'/A end 1.0200, mean 1.0200: within 0.001: no; within the noise floor: yes$" <<< "$out"; then
-  pass "outside_tolerance_inside_noise (exit 1, the floor named)"
-else
-  fail outside_tolerance_inside_noise "status $rc: $(tail -c 500 <<< "$out")"
-fi
+expect_verdict outside_tolerance_inside_noise 1 \
+  "^loss_check 124m: B/A end 1.0100, mean 1.0100 over the evaluations; A'/A end 1.0200, mean 1.0200: within 0.001: no; within the noise floor: yes$" \
+  "exit 1, the floor named"
 
 out=$(SIZES=124m TOL=0.05 FP8_DELTA=0.3 lc "$WORK/off" t v)
 rc=$?
-if [ $rc = 1 ] && grep -q "^loss_check 124m: B/A end 1.1000, .*within 0.05: no; within the noise floor: no$" <<< "$out"; then
-  pass "outside_both (TOL=0.05, a 10% change: exit 1)"
-else
-  fail outside_both "status $rc: $(tail -c 500 <<< "$out")"
-fi
+expect_verdict outside_both 1 "^loss_check 124m: B/A end 1.1000, .*within 0.05: no; within the noise floor: no$" \
+  "TOL=0.05, a 10% change: exit 1"
 
 out=$(SIZES=124m FAIL_FP8=1 lc "$WORK/failed" t v)
 rc=$?
-if [ $rc = 1 ] && grep -q "^loss_check 124m: no B/A or A'/A ratios (a run failed?" <<< "$out"; then
-  pass "failed_run_is_a_failure"
-else
-  fail failed_run_is_a_failure "status $rc: $(tail -c 500 <<< "$out")"
-fi
+expect_verdict failed_run_is_a_failure 1 "^loss_check 124m: no B/A or A'/A ratios (a run failed?" "a failed run: exit 1"
 
 out=$(SIZES=350m lc "$WORK/bad" t v)
 rc=$?
