@@ -132,8 +132,9 @@ void step_settings(std::vector<Setting>* rows) {
          setting(
              "--fuse-residual,!--no-fuse-residual",
              "add the residual stream in the attention and MLP projection GEMMs' epilogue (one rounding of "
-             "the sum; the LayerNorm after them reads one tensor, not two): experimental, not yet timed "
-             "or loss-checked on a GPU",
+             "the sum; the LayerNorm after them reads one tensor, not two): faster (H200, GPT-1.5B: fp8 "
+             "-0.45%, bf16 -0.8% a step), not the default: its loss check moved the validation loss by up "
+             "to 1.2%",
              FIELD(fuse_residual))
              .key("fuse_residual")
              .only_in({kTrain}),
