@@ -124,15 +124,13 @@ struct LnCase {
     Fp8Dtype d;
     bool residual, rowwise, saturate;
     int tile_rows = 0;  // 0: the launcher's choice
-    Fp8LnKernel kernel = Fp8LnKernel::kRegisters;
 };
 
 void ln_case(const LnCase& k) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;
-    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d, %s kernel\n", N, C, name(k.d),
-           k.residual ? " residual" : "", k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "",
-           k.tile_rows, k.kernel == Fp8LnKernel::kStaged ? "staged" : "registers");
+    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d\n", N, C, name(k.d), k.residual ? " residual" : "",
+           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "", k.tile_rows);
     Fixture f;
     Allocs A;
     // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
@@ -173,7 +171,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), d_mean, d_rstd,
-                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows, k.kernel);
+                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -306,38 +304,29 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
 // Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 768 / 1024 / 1280 / 1600 (K = 3, 4, 5,
 // 7: the residual loaded 3, 2, 1 and 4 chunks a round trip; 2 blocks per SM from K = 6), 2064 (K = 9 -> the
 // 16-chunk kernel, partial last chunk), 1600 at N = 12288 (GPT-1.5B: one-wave 48-row tiles) and N = 12304 (a
-// last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels). Each
-// case with both kernels where the staged one applies (C <= 2048): each must give the shipped sequence's
-// bits.
+// last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels).
 TEST(layernorm_fp8_bit_exact) {
-    const auto both = [](LnCase k) {
-        ln_case(k);
-        if (k.C > 2048) return;
-        k.kernel = Fp8LnKernel::kStaged;
-        ln_case(k);
-    };
     const int small[][2] = {{48, 80}, {272, 144}, {272, 768}, {272, 1024}, {272, 1280}, {272, 1600}};
     for (auto& s : small)
         for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
             for (int residual = 0; residual < 2; residual++)
                 for (int saturate = 0; saturate < 2; saturate++)
-                    both({s[0], s[1], d, (bool)residual, true, (bool)saturate});
-    both({48, 80, Fp8Dtype::E4M3, true, false, true});  // no row-wise output
-    both({80, 2064, Fp8Dtype::E4M3, true, true, true});
-    both({64, 3200, Fp8Dtype::E5M2, true, true, false});
-    both({32, 8192, Fp8Dtype::E4M3, false, true, true});
-    both({32, 8192, Fp8Dtype::E5M2, true, false, false});
-    both({12288, 1600, Fp8Dtype::E4M3, true, true, true});
-    both({12288, 1600, Fp8Dtype::E5M2, false, false, false});
-    both({12288, 1600, Fp8Dtype::E4M3, false, true, false});
-    both({12304, 1600, Fp8Dtype::E4M3, true, true, false});
-    both({16384, 768, Fp8Dtype::E4M3, true, true, false});  // GPT-2 124M, B = 16
+                    ln_case({s[0], s[1], d, (bool)residual, true, (bool)saturate});
+    ln_case({48, 80, Fp8Dtype::E4M3, true, false, true});  // no row-wise output
+    ln_case({80, 2064, Fp8Dtype::E4M3, true, true, true});
+    ln_case({64, 3200, Fp8Dtype::E5M2, true, true, false});
+    ln_case({32, 8192, Fp8Dtype::E4M3, false, true, true});
+    ln_case({32, 8192, Fp8Dtype::E5M2, true, false, false});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true});
+    ln_case({12288, 1600, Fp8Dtype::E5M2, false, false, false});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, false, true, false});
+    ln_case({12304, 1600, Fp8Dtype::E4M3, true, true, false});
     // Other tile heights (the benchmark's sweep): 16 to 128 rows, N = 272 leaves a partial last tile.
     for (int rows : {16, 48, 64, 128}) {
-        both({272, 1600, Fp8Dtype::E4M3, true, true, true, rows});
-        both({272, 1600, Fp8Dtype::E5M2, false, false, false, rows});
+        ln_case({272, 1600, Fp8Dtype::E4M3, true, true, true, rows});
+        ln_case({272, 1600, Fp8Dtype::E5M2, false, false, false, rows});
     }
-    both({12288, 1600, Fp8Dtype::E4M3, true, true, false, 64});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, false, 64});
 }
 
 TEST(gelu_fp8_bit_exact) {
@@ -485,23 +474,6 @@ BENCH(fp8_residual_layernorm) {
         fp8_residual_layernorm_forward(b.res, b.out(kC, false), b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0);
     });
     bench::report_bandwidth("fp8_residual_layernorm_forward", "12288x1600,e4m3,T-only", ms, 7 * nc);
-    // The two kernels (the launcher's default is the register one) at GPT-1.5B's C and
-    // GPT-2 124M's (C = 768), with and without the residual.
-    for (int C : {kC, 768}) {
-        const double n = (double)kN * C;
-        for (int residual = 1; residual >= 0; residual--) {
-            for (Fp8LnKernel k : {Fp8LnKernel::kRegisters, Fp8LnKernel::kStaged}) {
-                ms = dev::time_ms([&] {
-                    fp8_residual_layernorm_forward(residual ? b.res : nullptr, b.out(C), b.mean, b.rstd, b.a,
-                                                   residual ? b.b2 : nullptr, b.w, b.bias, 0, 0, k);
-                });
-                bench::report_bandwidth("fp8_residual_layernorm_forward",
-                                        bench::fmt("%dx%d,e4m3,%s%s", kN, C, residual ? "" : "no-residual,",
-                                                   k == Fp8LnKernel::kStaged ? "staged" : "registers"),
-                                        ms, (residual ? 8 : 4) * n);
-            }
-        }
-    }
     // Tile rows: the transposed copy's contiguous bytes per row and per block (shared memory: rows x C
     // bytes).
     for (int rows : {16, 32, 64, 128}) {

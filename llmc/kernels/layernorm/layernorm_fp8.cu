@@ -8,8 +8,6 @@
 // value exactly as llmc/kernels/cast/cast.cu does: the per-row LayerNorm is layernorm_row.cuh (inlined by
 // layernorm.cu too), the quantization, amax and transposition helpers are llmc/fp8/fp8_device.cuh (inlined by
 // cast.cu too).
-#include <cuda_pipeline_primitives.h>
-
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
@@ -58,23 +56,6 @@ struct LnTuning {
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 
-// A chunk of y (8 values at column c of the row at element offset off) quantized: its 8 row-wise bytes to
-// out_NC (when given) and the same bytes into the tile row's words c/4 and c/4 + 1, in the bank-conflict-free
-// store order described above.
-template <__nv_fp8_interpretation_t FMT>
-__device__ __forceinline__ void quantize_chunk(const x128& o, float scale, fp8s* out_NC, size_t off, int c,
-                                               uint32_t* tile, int r, int pitch, int lane) {
-    float y[x128::size];
-#pragma unroll
-    for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
-    const uint2 q = to_fp8x8<FMT>(y, scale);
-    if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
-    uint32_t* t = tile + r * pitch + c / 4;
-    const bool hi = lane >= 16;
-    t[hi ? 1 : 0] = hi ? q.y : q.x;
-    t[hi ? 0 : 1] = hi ? q.x : q.y;
-}
-
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT,
           int kInp2Batch = LnTuning::inp2_batch(K), int kMinBlocks = LnTuning::min_blocks(K)>
 __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
@@ -103,7 +84,17 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
         // y: amax of every value, then (kWrite) the chunk's 8 row-wise bytes and its tile words.
         const auto on_value = [&](bf16 y) { amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y))); };
         const auto on_chunk = [&](int c, const x128& o) {
-            if constexpr (kWrite) quantize_chunk<FMT>(o, scale, out_NC, off, c, tile, r, pitch, lane);
+            if constexpr (kWrite) {
+                float y[x128::size];
+#pragma unroll
+                for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
+                const uint2 q = to_fp8x8<FMT>(y, scale);
+                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
+                uint32_t* t = tile + r * pitch + c / 4;
+                const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
+                t[hi ? 1 : 0] = hi ? q.y : q.x;
+                t[hi ? 0 : 1] = hi ? q.x : q.y;
+            }
         };
         float m, s;
         layernorm_row_forward<K, kResidual, kResidual && kWrite, kInp2Batch>(
@@ -132,117 +123,6 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     }
 }
 
-// The same LayerNorm -> FP8, rows loaded through shared memory one row ahead (C <= 2048: K <= 8). The kernel
-// above waits for every row's loads with nothing else in flight (Nsight Compute at 12288 x 1600: 45% of DRAM
-// bandwidth, half of the warps' cycles stalled on global loads, 4 warps per scheduler by its registers and
-// tile). Here each lane copies its own chunks of its warp's next row (inp1, and inp2 with the residual) into
-// its own shared-memory slots with cp.async while the current row is normalized, quantized and written, so a
-// row's loads are in flight during the previous row's work and the block's barriers. Only the copy's path
-// changes: the row arrives in the same registers (x, lane l holding chunks l, l+32, ...), and the residual
-// add and layernorm_row_finish are the register kernel's expressions, so every output is the same bits. The
-// transposed tile is written per 16-row segment (each warp's two rows of it, a barrier, the segment's 16 x C
-// bytes out, a barrier): 16 tile rows instead of rows_per_block keep staging + tile at 2 blocks per SM.
-template <int K, bool kResidual, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kLnThreads, 2)
-    fp8_layernorm_staged_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC,
-                                fp8s* __restrict__ out_T, float* __restrict__ out_scale_inv,
-                                float* __restrict__ mean, float* __restrict__ rstd, float* staging,
-                                const bf16* __restrict__ inp1, const bf16* __restrict__ inp2,
-                                const bf16* __restrict__ weight, const bf16* __restrict__ bias,
-                                const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr,
-                                int N, int C, int rows_per_block) {
-    constexpr int kInputs = kResidual ? 2 : 1;
-    extern __shared__ __align__(16) unsigned char ln_smem[];
-    x128* stage = reinterpret_cast<x128*>(ln_smem);  // [warp][input][K][lane]
-    uint32_t* tile = reinterpret_cast<uint32_t*>(stage + kLnWarps * kInputs * K * 32);  // [16][pitch] words
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int n0 = blockIdx.x * rows_per_block;
-    const int pitch = ln_pitch_words(C);
-    const int segments = min(rows_per_block, N - n0) / 16;  // N is a multiple of 16: whole segments only
-    const float scale = *scale_ptr;
-    if (out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *out_scale_inv = *scale_inv_ptr;
-    uint32_t amax_bits = 0;
-
-    const auto slot = [&](int input, int k) {
-        return stage + ((warp * kInputs + input) * K + k) * 32 + lane;
-    };
-    // Segment s holds tile rows 16s .. 16s + 15; this warp's j-th row is 16 (j / 2) + 8 (j % 2) + warp.
-    const auto row_of = [&](int j) { return n0 + 16 * (j / 2) + 8 * (j % 2) + warp; };
-    const auto fetch = [&](int j) {  // this lane's chunks of the warp's j-th row, then one commit group
-        if (j < 2 * segments) {
-            const size_t off = (size_t)row_of(j) * C;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const int c = (k * 32 + lane) * x128::size;
-                if (c < C) {
-                    __pipeline_memcpy_async(slot(0, k), inp1 + off + c, sizeof(x128));
-                    if constexpr (kResidual)
-                        __pipeline_memcpy_async(slot(1, k), inp2 + off + c, sizeof(x128));
-                }
-            }
-        }
-        __pipeline_commit();
-    };
-
-    fetch(0);
-    for (int s = 0; s < segments; s++) {
-        for (int h = 0; h < 2; h++) {
-            const int j = 2 * s + h, row = row_of(j);
-            const size_t off = (size_t)row * C;
-            __pipeline_wait_prior(0);  // row j has landed (the only group in flight)
-            x128 x[K];
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const int c = (k * 32 + lane) * x128::size;
-                if (c < C) {
-                    x[k] = *slot(0, k);
-                    if constexpr (kResidual) {
-                        const x128 y = *slot(1, k);
-#pragma unroll
-                        for (int i = 0; i < x128::size; i++)
-                            x[k][i] = __float2bfloat16(__bfloat162float(x[k][i]) + __bfloat162float(y[i]));
-                        store128(residual + off + c, x[k]);
-                    }
-                }
-            }
-            // The next row into the slots just read, once their values are used: with the residual by the
-            // add and the stores above; without it, after the row's LayerNorm below.
-            if constexpr (kResidual) fetch(j + 1);
-            const int r = 8 * h + warp;  // tile row within the segment
-            const auto on_value = [&](bf16 y) {
-                amax_bits = max(amax_bits, fp8_abs_bits(__bfloat162float(y)));
-            };
-            const auto on_chunk = [&](int c, const x128& o) {
-                quantize_chunk<FMT>(o, scale, out_NC, off, c, tile, r, pitch, lane);
-            };
-            float m, sd;
-            layernorm_row_finish<K>(m, sd, x, weight, bias, C, lane, on_value, on_chunk);
-            if constexpr (!kResidual) fetch(j + 1);
-            if (lane == 0) {
-                if (mean != nullptr) mean[row] = m;
-                if (rstd != nullptr) rstd[row] = sd;
-            }
-        }
-        __syncthreads();  // the segment's 16 tile rows are written
-        for (int g = threadIdx.x; g < C / 4; g += kLnThreads) {
-            uint32_t w[16];
-#pragma unroll
-            for (int k = 0; k < 16; k++) w[k] = tile[k * pitch + g];
-            write_transposed_16x4(out_T, w, 4 * g, n0 + 16 * s, N);
-        }
-        __syncthreads();  // the tile is read before the next segment overwrites it
-    }
-    __pipeline_wait_prior(0);  // no copy may still be writing shared memory when the block exits
-    block_amax_atomic(amax_bits, staging);
-}
-
-// Shared memory of the staged kernel: one row per warp of each input, and a 16-row tile.
-size_t ln_staged_smem(int C, bool residual) {
-    const int k = ceil_div(C / x128::size, 32);
-    return (size_t)kLnWarps * (residual ? 2 : 1) * k * 32 * sizeof(x128) +
-           (size_t)16 * ln_pitch_words(C) * sizeof(uint32_t);
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------------------------------
@@ -254,15 +134,6 @@ template <bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
 LnKernel pick_ln_kernel(int C) {
     return layernorm_pick_k(
         C, [](auto k) { return fp8_layernorm_kernel<decltype(k)::value, kResidual, kWrite, FMT>; });
-}
-
-constexpr int kLnStagedMaxC = 2048;  // K <= 8 chunks a lane: one row per warp staged in shared memory
-
-template <bool kResidual, __nv_fp8_interpretation_t FMT>
-LnKernel pick_ln_staged_kernel(int C) {
-    return layernorm_pick_k_of<1, 2, 3, 4, 5, 6, 7, 8>(ceil_div(C / x128::size, 32), [](auto k) {
-        return fp8_layernorm_staged_kernel<decltype(k)::value, kResidual, FMT>;
-    });
 }
 
 void check_ln_shape(const char* who, int N, int C) {
@@ -281,37 +152,6 @@ int ln_tile_rows(int N, int C) {
         if (2 * (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 226 * 1024) return rows;
     }
     return C <= kLnRows32MaxC ? 32 : 16;
-}
-
-// The staged kernel's rows per block: the fewest (a multiple of 16) that put every block in one wave at the
-// blocks per SM its registers and shared memory allow.
-int ln_staged_rows(LnKernel kernel, size_t smem, int N) {
-    int per_sm = 0;
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kLnThreads, smem));
-    CHECK(per_sm > 0, "fp8 LayerNorm: the staged kernel does not fit an SM (%zu bytes of shared memory)",
-          smem);
-    return 16 * ceil_div(ceil_div(N, per_sm * current_device_sms()), 16);
-}
-
-void launch_ln_staged(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, const bf16* inp1,
-                      const bf16* inp2, const bf16* weight, const bf16* bias, cudaStream_t stream,
-                      int tile_rows) {
-    const int N = t.rows, C = t.cols;
-    fp8_check_bound(t, "fp8 LayerNorm");
-    const size_t smem = ln_staged_smem(C, inp2 != nullptr);
-    fp8_dispatch_written<true>(t, [&](auto tag) {
-        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        const LnKernel kernel =
-            inp2 != nullptr ? pick_ln_staged_kernel<true, FMT>(C) : pick_ln_staged_kernel<false, FMT>(C);
-        if (smem > 48 * 1024)
-            CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        const int rows = tile_rows > 0 ? tile_rows : ln_staged_rows(kernel, smem, N);
-        CHECK(rows % 16 == 0, "fp8 LayerNorm: %d tile rows (a multiple of 16)", rows);
-        kernel<<<ceil_div(N, rows), kLnThreads, smem, stream>>>(residual, t.data, t.data_T, t.scale_inv, mean,
-                                                                rstd, t.slot.amax, inp1, inp2, weight, bias,
-                                                                t.slot.scale, t.slot.scale_inv, N, C, rows);
-        CHECK_LAUNCH();
-    });
 }
 
 // t: the FP8 tensor written (kWrite), or whose amax alone is measured. tile_rows: rows per block (a multiple
@@ -345,8 +185,7 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
 
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
                                     const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
-                                    const bf16* bias_C, cudaStream_t stream, int tile_rows,
-                                    Fp8LnKernel kernel) {
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows) {
     check_ln_shape("fp8_residual_layernorm_forward", out.rows, out.cols);
     CHECK(out.data_T != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
@@ -355,15 +194,7 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, flo
     CHECK(aligned16(residual_NC) && aligned16(out.data) && aligned16(out.data_T) && aligned16(inp1_NC) &&
               aligned16(inp2_NC) && aligned16(weight_C) && aligned16(bias_C),
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
-    const bool staged = kernel == Fp8LnKernel::kStaged;  // kAuto: the register kernel (header)
-    CHECK(!staged || out.cols <= kLnStagedMaxC,
-          "fp8_residual_layernorm_forward: the staged kernel takes C <= %d", kLnStagedMaxC);
-    if (staged)
-        launch_ln_staged(residual_NC, out, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, stream,
-                         tile_rows);
-    else
-        launch_ln<true>(residual_NC, out, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, stream,
-                        tile_rows);
+    launch_ln<true>(residual_NC, out, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, stream, tile_rows);
 }
 
 void fp8_layernorm_amax(const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C,

@@ -19,20 +19,14 @@
 // inp2_NC == null: inp1_NC is normalized and residual_NC is not written (may be null).
 // mean_N / rstd_N (may be null) receive the same fp32 statistics as the BF16 kernel, bit for bit. Outputs
 // must not overlap the inputs.
-// Two kernels, the same bits: each warp normalizes whole rows held in registers, writes the row-wise FP8
-// bytes and stages them in a shared-memory tile, which the block then writes transposed.
-// - kRegisters: each row loaded straight into registers; tiles of 32 rows (16 when C > 3072; for 1280 < C <=
-//   2048 as many as put every block in one wave), written out at the end of the block.
-// - kStaged (C <= 2048): each warp's next row is copied into shared memory (cp.async) while the current one
-//   is worked on; tiles written per 16 rows; as many rows per block as put every block in one wave.
-// kAuto: kRegisters, the measured one (kStaged is written and compiled, not yet run on a GPU: its dev test
-// and benchmark rows decide whether it becomes the default). tile_rows > 0 (a multiple of 16) sets the rows
-// per block: the tests and the benchmark's sweep. [N, C] = [out.rows, out.cols].
-enum class Fp8LnKernel { kAuto, kRegisters, kStaged };
+// One block per 32 rows (16 when C > 3072; for 1280 < C <= 2048 as many as put every block in one wave;
+// tile_rows > 0, a multiple of 16, sets it: the tests and the benchmark's sweep):
+// each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
+// memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
+// [N, C] = [out.rows, out.cols].
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
                                     const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
-                                    const bf16* bias_C, cudaStream_t stream, int tile_rows = 0,
-                                    Fp8LnKernel kernel = Fp8LnKernel::kAuto);
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows = 0);
 
 // Calibration: max |y| of the same LayerNorm outputs ([t.rows, t.cols]) into t's staging amax; nothing else
 // written.

@@ -32,45 +32,6 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
     }
 }
 
-// The second half of layernorm_row_forward, for a row already in registers (x: this lane's chunks of the
-// LayerNorm input, as loaded and residual-added above): the statistics, then y chunk by chunk through the two
-// hooks. The FP8 producer's staged kernel (layernorm_fp8.cu) loads the row through shared memory and calls
-// this directly: the same expressions in the same order, so the same bits.
-template <int K, class OnValue, class OnChunk>
-__device__ __forceinline__ void layernorm_row_finish(float& mean, float& rstd, const x128 (&x)[K],
-                                                     const bf16* weight, const bf16* bias, int C, int lane,
-                                                     OnValue on_value, OnChunk on_chunk) {
-    const float inv_c = 1.0f / (float)C;
-    float sum = 0.0f;
-    layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
-    const float m = warp_reduce_sum(sum) * inv_c;
-    float sq = 0.0f;
-    layernorm_row_values<K>(x, C, lane, [&](float v) {
-        const float d = v - m;
-        sq += d * d;
-    });
-    const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
-
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) {
-            const x128 w = load128ldg(weight + c);
-            const x128 b = load128ldg(bias + c);
-            x128 o;
-#pragma unroll
-            for (int i = 0; i < x128::size; i++) {
-                const float n = (__bfloat162float(x[k][i]) - m) * s;
-                o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
-                on_value(o[i]);
-            }
-            on_chunk(c, o);
-        }
-    }
-    mean = m;
-    rstd = s;
-}
-
 // Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index):
 // - x = inp1, or with kResidual x = bf16(inp1 + inp2) (fp32 add), stored to `residual` if kStoreResidual;
 // - two passes over the registers: mean = sum(x) / C, then rstd = 1/sqrt(sum((x - mean)^2) / C + eps) (the
@@ -121,7 +82,35 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
         }
     }
 
-    layernorm_row_finish<K>(mean, rstd, x, weight, bias, C, lane, on_value, on_chunk);
+    const float inv_c = 1.0f / (float)C;
+    float sum = 0.0f;
+    layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
+    const float m = warp_reduce_sum(sum) * inv_c;
+    float sq = 0.0f;
+    layernorm_row_values<K>(x, C, lane, [&](float v) {
+        const float d = v - m;
+        sq += d * d;
+    });
+    const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
+
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int c = (k * 32 + lane) * x128::size;
+        if (c < C) {
+            const x128 w = load128ldg(weight + c);
+            const x128 b = load128ldg(bias + c);
+            x128 o;
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) {
+                const float n = (__bfloat162float(x[k][i]) - m) * s;
+                o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
+                on_value(o[i]);
+            }
+            on_chunk(c, o);
+        }
+    }
+    mean = m;
+    rstd = s;
 }
 
 // Host: returns pick(std::integral_constant<int, K>{}) for the K used with rows of C elements: K = ceil(C /
