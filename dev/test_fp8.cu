@@ -95,35 +95,40 @@ TEST(cast_transpose_bit_exact) {
     cast_transpose_case<bf16>(12288, 1600, Fp8Dtype::E5M2, false, false);
 }
 
-// Row-wise only (fp8_cast, --recompute 2's forward): the bytes of the CPU quantization, exactly; amax and
-// scale_inv as the cast_transpose cases. n from one 8-element chunk to several blocks with a partial last
-// one.
+// Row-wise only (fp8_cast: --recompute 2's forward from bf16; a rank's rows of an FP32 master weight on
+// several GPUs): the bytes of the CPU quantization, exactly; amax and scale_inv as the cast_transpose cases.
+// n from one 8-element chunk to several blocks with a partial last one.
 TEST(cast_rows_bit_exact) {
     for (long n : {8L, 8200L, 12288L * 1600})
         for (Fp8Dtype d : {Fp8Dtype::E4M3, Fp8Dtype::E5M2})
-            for (bool saturate : {false, true}) {
-                printf(" n=%ld %s%s\n", n, name(d), saturate ? " saturating" : "");
-                Fixture f;
-                Allocs A;
-                const std::vector<float> x = wide_values((size_t)n, true);
-                const uint32_t ref_amax = ref_amax_bits(x);
-                float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
-                if (saturate) scale *= 4.0f;
-                f.set_scale(d, scale);
-                f.reset_staging();
-                bf16* d_in = A(dev::to_device_bf16(x));
-                fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)n));
-                float* d_sinv = A(dev::device_alloc<float>(1));
-                fp8_cast(d_in, f.out(d_out, nullptr, d_sinv, d, 1, (int)n), 0);
-                CHECK_CUDA(cudaDeviceSynchronize());
-                std::vector<uint8_t> ref, refT;
-                ref_fp8_quantize_transpose(x, 1, (int)n, scale, d, ref, refT);  // one row: row-wise bytes
-                testing::expect_same_bits("row-wise", dev::from_device(d_out, ref.size()), ref);
-                EXPECT_EQ(f.staged_bits(d), ref_amax);
-                EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
-                          fp8_float_bits(fp8_compute_scale_inv(scale)));
-                if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);
-            }
+            for (bool saturate : {false, true})
+                for (bool fp32_in : {false, true}) {
+                    printf(" n=%ld %s %s%s\n", n, name(d), fp32_in ? "fp32" : "bf16",
+                           saturate ? " saturating" : "");
+                    Fixture f;
+                    Allocs A;
+                    const std::vector<float> x = wide_values((size_t)n, !fp32_in);
+                    const uint32_t ref_amax = ref_amax_bits(x);
+                    float scale = fp8_compute_scale(fp8_bits_float(ref_amax), fp8_dtype_max(d), 0, 1.0f);
+                    if (saturate) scale *= 4.0f;
+                    f.set_scale(d, scale);
+                    f.reset_staging();
+                    fp8b* d_out = A(dev::device_alloc<fp8b>((size_t)n));
+                    float* d_sinv = A(dev::device_alloc<float>(1));
+                    const Fp8Tensor out = f.out(d_out, nullptr, d_sinv, d, 1, (int)n);
+                    if (fp32_in)
+                        fp8_cast(A(dev::to_device(x)), out, 0);
+                    else
+                        fp8_cast(A(dev::to_device_bf16(x)), out, 0);
+                    CHECK_CUDA(cudaDeviceSynchronize());
+                    std::vector<uint8_t> ref, refT;
+                    ref_fp8_quantize_transpose(x, 1, (int)n, scale, d, ref, refT);  // one row: row-wise bytes
+                    testing::expect_same_bits("row-wise", dev::from_device(d_out, ref.size()), ref);
+                    EXPECT_EQ(f.staged_bits(d), ref_amax);
+                    EXPECT_EQ(fp8_float_bits(dev::from_device(d_sinv, 1)[0]),
+                              fp8_float_bits(fp8_compute_scale_inv(scale)));
+                    if (saturate) EXPECT_TRUE(check_saturation(x, ref, scale, d) > 0);
+                }
 }
 
 TEST(weight_cast_transpose_fp32_master) {

@@ -61,6 +61,10 @@ void DelayedScaling::calibrate(int slot, cudaStream_t stream) {
     fp8_calibrate_scales(&state_, slot, 1, cfg_.margin, stream);
 }
 
+void DelayedScaling::all_reduce_staged_amax(cudaStream_t stream) {
+    if (all_reduce_max_) all_reduce_max_(fp8_staging_amax(&state_), state_.num_slots);
+}
+
 void DelayedScaling::restore(cudaStream_t stream) {
     copy_storage(state_.storage, step_start_, stream);
     weights_stale_ = true;

@@ -49,6 +49,10 @@ class ScalingRecipe {
     // Step-0 calibration of one slot, once its amax has been measured into the staging row: the slot's scale
     // from that amax (the maximum over the ranks, and over this step's micro-steps so far).
     virtual void calibrate(int slot, cudaStream_t stream) {}
+    // Several ranks, after casts where each rank measured its own part (its rows of the weights): the staged
+    // amaxes as the maximum over the ranks now, so that every rank holds the same state between steps (and a
+    // checkpoint the one a single rank would have).
+    virtual void all_reduce_staged_amax(cudaStream_t stream) {}
     // Host-driven undo of the current step (one call at a time, tests): back to the step-start snapshot.
     virtual void restore(cudaStream_t stream) {}
     // Host, once the step's verdict is read: a skipped calibration step calibrates again.
@@ -88,6 +92,7 @@ class DelayedScaling : public ScalingRecipe {
     void set_all_reduce_max(AllReduceMax fn) override { all_reduce_max_ = std::move(fn); }
     void update(const int* apply_flag, cudaStream_t stream) override;
     void calibrate(int slot, cudaStream_t stream) override;
+    void all_reduce_staged_amax(cudaStream_t stream) override;
     void restore(cudaStream_t stream) override;
     void end_step(bool applied) override;
     void health(Fp8Health* h) const override;

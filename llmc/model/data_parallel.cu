@@ -47,17 +47,24 @@ void DataParallelComm::reduce_scatter_grads(int l) {
     CHECK_NCCL(ncclGroupEnd());
 }
 
-void DataParallelComm::gather_weights() {
+void DataParallelComm::gather_weights(const std::function<bool(int k)>& skip,
+                                      const std::function<void(int l, const GatherBytes& gather)>& more) {
     if (!sharded()) return;
     comm_after_compute();
+    const GatherBytes gather = [&](unsigned char* whole, size_t chunk) {
+        CHECK_NCCL(ncclAllGather(whole + (size_t)rank_ * chunk, whole, chunk, ncclUint8, comm_->nccl(),
+                                 comm_->stream()));
+    };
     for (int l = -1; l < (int)params_->table[kQkvw].slices(); l++) {  // the other tensors first
         CHECK_NCCL(ncclGroupStart());
-        for (const ParamShard& sh : params_->shards) {
-            if ((sh.slices > 1) != (l >= 0)) continue;
+        for (int k = 0; k < (int)params_->shards.size(); k++) {
+            const ParamShard& sh = params_->shards[k];
+            if ((sh.slices > 1) != (l >= 0) || (skip && skip(k))) continue;
             bf16* base = params_->params + sh.full_offset + (l >= 0 ? l : 0) * sh.slice_numel;
             CHECK_NCCL(ncclAllGather(base + sh.view.rank_offset, base, sh.view.chunk, ncclBfloat16,
                                      comm_->nccl(), comm_->stream()));
         }
+        if (more && l >= 0) more(l, gather);
         CHECK_NCCL(ncclGroupEnd());
     }
     compute_after_comm();

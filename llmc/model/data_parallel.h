@@ -3,6 +3,8 @@
 // the per-layer reduce-scatter of the gradients into each rank's ZeRO-1 shard, the all-gather of the new
 // BF16 weights, and the gather of whole state tensors for checkpoints. With one GPU nothing is communicated.
 #pragma once
+#include <functional>
+
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/model/params.h"
 #include "llmc/parallel/comm.h"
@@ -32,8 +34,13 @@ class DataParallelComm {
     // Gradients of layer l (the per-layer tensors), or of the other tensors (wte, wpe, lnf) for l < 0:
     // afterwards this rank's chunk holds the sum over the ranks.
     void reduce_scatter_grads(int l);
-    // Every rank's updated shard of the BF16 working weights to every rank, one group per layer.
-    void gather_weights();
+    // Every rank's updated shard of the BF16 working weights to every rank, one group per layer; with
+    // skip(k), not those of parameter tensor k, and more(l, gather) adds to layer l's group: gather(whole,
+    // chunk) all-gathers in place the bytes of every rank's chunk of `whole` (world x chunk bytes,
+    // rank-major).
+    using GatherBytes = std::function<void(unsigned char* whole, size_t chunk)>;
+    void gather_weights(const std::function<bool(int k)>& skip = nullptr,
+                        const std::function<void(int l, const GatherBytes& gather)>& more = nullptr);
     // Every rank's n elements at `chunk` into `whole` (world x n, rank order), on the communication stream
     // alone: the caller orders it against the compute stream (comm_after_compute) and waits for it.
     void all_gather(const float* chunk, float* whole, size_t n);

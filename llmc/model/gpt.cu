@@ -75,14 +75,23 @@ static LinearParams linear_params(const GptModel::Impl& s, int l, int kind) {
     const LinearSpec& spec = linear_spec(kind);
     const ModelParams& p = s.params;
     const bool bias = spec.bias >= 0;
-    return {p.slice(p.params, spec.weight, l),
-            p.slice(p.grads, spec.weight, l),
-            bias ? p.slice(p.params, spec.bias, l) : nullptr,
-            bias ? p.slice(p.grads, spec.bias, l) : nullptr,
-            s.dp.sharded() ? nullptr : p.slice(p.master, spec.weight, l),
-            s.B * s.T,
-            (int)dim_size(spec.in, s.cfg),
-            (int)dim_size(spec.out, s.cfg)};
+    LinearParams lp = {p.slice(p.params, spec.weight, l),
+                       p.slice(p.grads, spec.weight, l),
+                       bias ? p.slice(p.params, spec.bias, l) : nullptr,
+                       bias ? p.slice(p.grads, spec.bias, l) : nullptr,
+                       s.dp.sharded() ? nullptr : p.slice(p.master, spec.weight, l),
+                       s.B * s.T,
+                       (int)dim_size(spec.in, s.cfg),
+                       (int)dim_size(spec.out, s.cfg)};
+    if (s.dp.sharded()) {  // this rank's chunk of layer l's weight: whole rows when the ranks divide them
+        const ParamShard& sh = p.shards[spec.weight];
+        CHECK(sh.view.chunk % lp.in == 0, "%d ranks do not divide the %d rows of a %s weight", s.dp.world(),
+              lp.out, p.table[spec.weight].name.c_str());
+        lp.master_shard_OI = shard_slice(p, p.master, spec.weight, l);
+        lp.shard_row0 = (int)(sh.view.rank_offset / lp.in);
+        lp.shard_rows = (int)(sh.view.chunk / lp.in);
+    }
+    return lp;
 }
 
 // Once allocated: every layer from the factory, over its slices of the parameters.
@@ -135,7 +144,23 @@ void GptModel::Impl::cast_stale_weights() {
     mark(kPhaseCast);
     for_each_linear([](Linear& lin) { lin.cast_weight(); });
     lm_head->cast_weight();
+    if (dp.sharded()) {  // the FP8 Linears cast their rank's rows: every rank's to every rank, then W^T
+        recipe->all_reduce_staged_amax(ctx->stream);
+        gather_weights([](int) { return true; });
+        for_each_linear([](Linear& lin) {
+            if (lin.gathered_weight_bytes().whole) lin.weights_gathered();
+        });
+    }
     recipe->set_weights_stale(false);
+}
+
+void GptModel::Impl::gather_weights(const std::function<bool(int k)>& skip) {
+    dp.gather_weights(skip, [&](int l, const DataParallelComm::GatherBytes& gather) {
+        for (int kind = 0; kind < kLinearsPerLayer; kind++) {
+            const Linear::GatheredBytes b = linear(l, kind).gathered_weight_bytes();
+            if (b.whole) gather(b.whole, b.chunk);
+        }
+    });
 }
 
 void GptModel::Impl::publish_weights() {

@@ -96,6 +96,9 @@ struct GptModel::Impl {
 
     // FP8 weight copies from the current weights, when the recipe says they are stale.
     void cast_stale_weights();
+    // Several GPUs: every rank's new weights to every rank (DataParallelComm::gather_weights), the BF16 ones
+    // but those of the tensors skip(k) names, and the rows of W the FP8 Linears quantized themselves.
+    void gather_weights(const std::function<bool(int k)>& skip);
     // BF16 working weights from this rank's master shard, then gathered from all ranks.
     void publish_weights();
 };

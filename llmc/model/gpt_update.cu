@@ -36,17 +36,18 @@ static bool updated_by_its_linears(GptModel::Impl& s, int k) {
     return is_block_linear_weight(k) && s.linear(0, param_spec(k).linear).updates_own_weight();
 }
 
-// Linear `kind` of layer l's AdamW step (one GPU: the master is unsharded).
+// Linear `kind` of layer l's AdamW step: this rank's chunk of its master and moments (on one GPU the whole
+// weight) and the same elements of its gradient.
 static LinearAdamW linear_adamw(GptModel::Impl& s, int l, int kind, float beta1, float beta2, float eps) {
     const ModelParams& p = s.params;
     const int w = linear_spec(kind).weight;
     const bool b16 = p.bf16_moments;
-    return {p.slice(p.master, w, l),
-            b16 ? nullptr : p.slice(p.adam_m, w, l),
-            b16 ? nullptr : p.slice(p.adam_v, w, l),
-            b16 ? p.slice(p.adam_m16, w, l) : nullptr,
-            b16 ? p.slice(p.adam_v16, w, l) : nullptr,
-            p.slice(p.grads, w, l),
+    return {shard_slice(p, p.master, w, l),
+            b16 ? nullptr : shard_slice(p, p.adam_m, w, l),
+            b16 ? nullptr : shard_slice(p, p.adam_v, w, l),
+            b16 ? shard_slice(p, p.adam_m16, w, l) : nullptr,
+            b16 ? shard_slice(p, p.adam_v16, w, l) : nullptr,
+            p.slice(p.grads, w, l) + p.shards[w].view.rank_offset,
             beta1,
             beta2,
             eps,
@@ -88,11 +89,14 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     s.recipe->update(&d->apply, st);
     s.mark(kPhaseOptimizer);
     adamw_all(s, beta1, beta2, eps);
-    s.dp.gather_weights();  // every rank's updated shard to every rank
+    if (s.dp.sharded()) s.recipe->all_reduce_staged_amax(st);  // the weight amaxes of every rank's rows
+    // every rank's updated shard to every rank: the BF16 weights, and the rows of W that FP8 Linears updating
+    // their own weight quantized (instead of their BF16 weights, which nothing reads then)
+    s.gather_weights([&](int k) { return updated_by_its_linears(s, k); });
     s.micro = 0;
-    // FP8 Linears without fused AdamW (several GPUs; the FP8 LM head): W and W^T for the next step from the
-    // new BF16 weights, with the just-updated weight scales (a skipped step: the restored scales and
-    // unchanged weights, so the same bytes as before)
+    // The copies made from the gathered weights (several GPUs: the FP8 Linears' W^T; the FP8 LM head's W and
+    // W^T from the BF16 embedding), with the just-updated weight scales (a skipped step: the restored scales
+    // and unchanged weights, so the same bytes as before)
     s.for_each_linear([](Linear& lin) { lin.weights_gathered(); });
     s.lm_head->weights_gathered();
     s.mark(kPhaseOther);

@@ -31,6 +31,10 @@ struct LinearParams {
     bf16* dbias_O;
     const float* master_OI;  // the FP32 master weight, whole on one GPU (null: sharded over several)
     int N, in, out;          // rows (tokens) and features
+    // Several GPUs: this rank's rows [shard_row0, shard_row0 + shard_rows) of the weight, whose FP32 master
+    // values are its ZeRO-1 shard of this layer (master_shard_OI; null on one GPU).
+    const float* master_shard_OI = nullptr;
+    int shard_row0 = 0, shard_rows = 0;
 };
 
 // What every Linear of a model shares.
@@ -72,11 +76,20 @@ class Linear {
 
     // Lower-precision weight copies (FP8: W and W^T) from the weights, when they changed.
     virtual void cast_weight() {}
-    // After the new BF16 weights were gathered from all ranks: the copies that are cast from them.
+    // After the new weights were gathered from all ranks (the BF16 ones, and gathered_weight_bytes()): the
+    // copies made from them.
     virtual void weights_gathered() {}
-    // Where updates_own_weight(): AdamW on this Linear's weight, fused with its cast (FP8 on one GPU). The
-    // other weights are updated by the model's plain AdamW pass over every parameter tensor.
+    // Where updates_own_weight(): AdamW on this Linear's weight (its rank's rows on several GPUs), fused with
+    // or followed by its FP8 cast. The other weights are updated by the model's plain AdamW pass over every
+    // parameter tensor.
     virtual void optimizer_step(const LinearAdamW& a) {}
+    // Several GPUs, FP8: this rank's rows of the quantized weight (W [out, in] bytes, rank-major), which
+    // every rank all-gathers in place with the BF16 weights before weights_gathered(); none otherwise.
+    struct GatheredBytes {
+        unsigned char* whole = nullptr;  // world x chunk bytes
+        size_t chunk = 0;
+    };
+    virtual GatheredBytes gathered_weight_bytes() const { return {}; }
     bool updates_own_weight() const { return updates_own_weight_; }
 
   protected:
@@ -87,7 +100,7 @@ class Linear {
 struct LinearLayout {
     ModelConfig model;
     InputKeep fc_proj_input, att_proj_input;
-    bool sharded;  // several GPUs: the FP32 master is sharded, the gathered BF16 weights are cast
+    bool sharded;  // several GPUs: the FP32 master is sharded (FP8: each rank casts its rows, then gathers)
     // What the Linear of LinearKind `kind` keeps of its input.
     InputKeep input_keep(int kind) const {
         return kind == kFcProj ? fc_proj_input : kind == kAttProj ? att_proj_input : InputKeep::Saved;

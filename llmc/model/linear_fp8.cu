@@ -41,7 +41,19 @@ void Fp8Linear::bind(const LinearParams& p, __nv_fp8_storage_t* weight_bytes, __
     fp8_bind(&x_, st, fp8_slot(index_, kFp8X), p.N, p.in);
     fp8_bind(&dy_, st, fp8_slot(index_, kFp8DY), p.N, p.out);
     kept_ = kept;
-    updates_own_weight_ = p.master_OI != nullptr;
+    if (p.master_shard_OI)
+        CHECK(p.shard_rows > 0 && p.shard_row0 >= 0 && p.shard_row0 + p.shard_rows <= p.out,
+              "FP8 Linear: rows [%d, %d) of %d", p.shard_row0, p.shard_row0 + p.shard_rows, p.out);
+    updates_own_weight_ = p.master_OI != nullptr || p.master_shard_OI != nullptr;
+}
+
+// Several GPUs: this rank's rows of W (row-wise bytes only; W^T is made from the gathered W).
+Fp8Tensor Fp8Linear::weight_rows() const {
+    Fp8Tensor rows = w_;
+    rows.data = w_.data + (size_t)p_.shard_row0 * p_.in;
+    rows.data_T = nullptr;
+    rows.rows = p_.shard_rows;
+    return rows;
 }
 
 cudaStream_t Fp8Linear::stream() const { return rt_->stream(); }
@@ -150,30 +162,59 @@ void Fp8Linear::backward_dgrad(bf16* dinp, const bf16* dout, bool accumulate) {
 }
 void Fp8Linear::backward_wgrad(bool accumulate) { wgrad_gemm(kept_dy(), accumulate); }
 
-// W and W^T from the FP32 master on one GPU; with several the master is sharded and every rank casts the
-// gathered BF16 weight.
+// W and W^T from the FP32 master on one GPU. On several, each rank quantizes its rows of W from its shard of
+// the master (the same values one GPU quantizes, with the scale the ranks agree on: calibration takes the
+// maximum over the ranks) and the model gathers them (gathered_weight_bytes) before weights_gathered() makes
+// W^T. The LM head (no master of its own) casts the gathered BF16 embedding.
 void Fp8Linear::cast_weight() {
     auto cast = [&](const auto* weight_OI) {
         calibrate_if_needed(w_, [&] { fp8_amax(weight_OI, w_, stream()); });
         fp8_cast_transpose(weight_OI, w_, stream());
     };
-    if (p_.master_OI)
+    if (p_.master_OI) {
         cast(p_.master_OI);
-    else
+    } else if (p_.master_shard_OI) {
+        const Fp8Tensor rows = weight_rows();
+        calibrate_if_needed(rows, [&] { fp8_amax(p_.master_shard_OI, rows, stream()); });
+        fp8_cast(p_.master_shard_OI, rows, stream());
+    } else {
         cast(static_cast<const bf16*>(p_.weight_OI));
+    }
+}
+Linear::GatheredBytes Fp8Linear::gathered_weight_bytes() const {
+    if (!p_.master_shard_OI) return {};
+    return {reinterpret_cast<unsigned char*>(w_.data), (size_t)p_.shard_rows * p_.in};
 }
 void Fp8Linear::weights_gathered() {
     if (p_.master_OI) return;
     rt_->mark(kPhaseCast);
-    cast_weight();
+    if (p_.master_shard_OI)
+        fp8_transpose(w_, stream());  // every rank's rows are here: W^T from W, byte for byte
+    else
+        cast_weight();
 }
 // One GPU: AdamW writes the FP32 master and the FP8 W and W^T in one pass, with the just-updated scales.
+// Several: AdamW on this rank's rows (a: their shard of the master and moments, their rows of the gradient;
+// no BF16 copy, as on one GPU), then those rows of W quantized from the new master (the bytes the fused pass
+// writes there); the model gathers them.
 void Fp8Linear::optimizer_step(const LinearAdamW& a) {
-    if (!p_.master_OI) return;
+    if (p_.master_OI) {
+        if (a.m16_OI)
+            adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, a.beta1, a.beta2, a.eps,
+                                    a.step, a.grad_scale, a.apply, w_, stream());
+        else
+            adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
+                                    a.grad_scale, a.apply, w_, stream());
+        return;
+    }
+    if (!p_.master_shard_OI) return;
+    CHECK(a.master_OI == p_.master_shard_OI, "FP8 Linear: AdamW given another shard than its own");
+    const size_t n = (size_t)p_.shard_rows * p_.in;
     if (a.m16_OI)
-        adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
-                                a.grad_scale, a.apply, w_, stream());
+        adamw_update(a.master_OI, nullptr, a.m16_OI, a.v16_OI, a.grads_OI, n, a.beta1, a.beta2, a.eps, a.step,
+                     a.grad_scale, a.apply, stream());
     else
-        adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
-                                a.grad_scale, a.apply, w_, stream());
+        adamw_update(a.master_OI, nullptr, a.m_OI, a.v_OI, a.grads_OI, n, a.beta1, a.beta2, a.eps, a.step,
+                     a.grad_scale, a.apply, stream());
+    fp8_cast(p_.master_shard_OI, weight_rows(), stream());
 }

@@ -56,6 +56,7 @@ class Fp8Linear : public Linear {
     void forward(bf16* out_NO, const bf16* residual_NO) override;
     void backward(bf16* dinp_NI, const bf16* dout_NO, bool accumulate) override;
     void cast_weight() override;
+    GatheredBytes gathered_weight_bytes() const override;
     void weights_gathered() override;
     void optimizer_step(const LinearAdamW& a) override;
 
@@ -94,6 +95,7 @@ class Fp8Linear : public Linear {
     void dgrad_gemm(const Fp8Tensor& dy, bf16* dinp_NI);
     void wgrad_gemm(const Fp8Tensor& dy, bool accumulate);
     Fp8Tensor kept_dy() const;
+    Fp8Tensor weight_rows() const;
 
     Fp8Shared* shared_;
     const LinearRuntime* rt_;

@@ -15,6 +15,7 @@ void Fp8LmHead::plan(Arena* params, Arena* activations, int N) {
 void Fp8LmHead::bind(const LinearParams& p) {
     LinearParams head = p;
     head.master_OI = nullptr;
+    head.master_shard_OI = nullptr;
     linear_.bind(head, nullptr, nullptr, Fp8KeptDy{});
 }
 

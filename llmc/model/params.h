@@ -51,3 +51,11 @@ struct ModelParams {
         return base + table[id].offset + (size_t)l * table[id].slice_numel();
     }
 };
+
+// This rank's chunk of layer l's slice of tensor `id` in a sharded buffer (master, m, v: P_shard elements);
+// on one GPU the same as slice(). The chunk is the elements [view.rank_offset, + view.chunk) of the slice.
+template <class T>
+T* shard_slice(const ModelParams& p, T* shard_base, int id, int l) {
+    const ParamShard& sh = p.shards[id];
+    return shard_base + sh.shard_offset + (size_t)l * sh.view.chunk;
+}

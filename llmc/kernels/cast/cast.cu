@@ -328,16 +328,23 @@ void fp8_cast_transpose(const float* in_NC, const Fp8Tensor& out, cudaStream_t s
     launch_cast_transpose<float, kOpCopy, false>(out, nullptr, in_NC, nullptr, stream);
 }
 
-void fp8_cast(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+template <class Tin>
+static void launch_cast(const Tin* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
     const long n = out.numel();
     CHECK(out.rows > 0 && out.cols > 0 && n % 8 == 0,
           "fp8_cast: N * C = %ld must be a positive multiple of 8", n);
     CHECK(out.data != nullptr && in_NC != nullptr && aligned16(out.data) && aligned16(in_NC),
           "fp8_cast: pointers must be non-null and 16-byte aligned");
     const auto kernel_for = [](auto tag) {
-        return elementwise_kernel<bf16, kOpCopy, true, decltype(tag)::value>;
+        return elementwise_kernel<Tin, kOpCopy, true, decltype(tag)::value>;
     };
     fp8_launch_elementwise(out, "fp8_cast", stream, kernel_for, in_NC, (const bf16*)nullptr);
+}
+void fp8_cast(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+    launch_cast(in_NC, out, stream);
+}
+void fp8_cast(const float* in_NC, const Fp8Tensor& out, cudaStream_t stream) {
+    launch_cast(in_NC, out, stream);
 }
 
 size_t fp8_dbias_scratch_bytes(int N, int O) { return (size_t)ceil_div(N, kCtTile) * O * sizeof(float); }

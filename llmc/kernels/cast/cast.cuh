@@ -32,9 +32,10 @@ void fp8_cast_transpose(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t st
 void fp8_cast_transpose(const float* in_NC, const Fp8Tensor& out, cudaStream_t stream);
 
 // Row-wise only: out.data = the row-wise bytes fp8_cast_transpose writes for the same input, with amax and
-// scale_inv (the transposed copy is rebuilt later by fp8_cast_transpose of out.transposed_only()). N * C
-// multiple of 8.
+// scale_inv (the transposed copy is rebuilt later by fp8_cast_transpose of out.transposed_only(), or by
+// fp8_transpose). N * C multiple of 8. The float overload: a rank's rows of an FP32 master weight.
 void fp8_cast(const bf16* in_NC, const Fp8Tensor& out, cudaStream_t stream);
+void fp8_cast(const float* in_NC, const Fp8Tensor& out, cudaStream_t stream);
 
 // t.data_T [cols, rows] = the bytes of t.data [rows, cols] transposed (already quantized: no scale, no
 // amax). rows and cols multiples of 16, pointers 16-byte aligned, no overlap.
