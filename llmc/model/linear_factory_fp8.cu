@@ -87,6 +87,10 @@ class Fp8LinearFactory : public LinearFactory {
         std::unique_ptr<Fp8Linear>& lin = block_[(size_t)kLinearsPerLayer * l + kind];
         CHECK(lin != nullptr, "FP8 Linear %d of layer %d made twice", kind, l);
         const InputKeep keep = layout_.input_keep(kind);
+        CHECK(!layout_.sharded || p.master_shard_OI != nullptr,
+              "fp8 on several GPUs: each rank quantizes whole rows of the Linear weights, so the number of "
+              "GPUs must divide %d (the rows of a [%d, %d] weight)",
+              p.out, p.out, p.in);
         lin->bind(p, layout_.sharded ? nullptr : fp8_weights_in_bf16_copy(p.weight_OI),
                   keep == InputKeep::FromInput  ? xT_from_input_
                   : keep == InputKeep::FromGelu ? xT_from_gelu_
