@@ -387,6 +387,36 @@ TEST(tcp_rank0_port_taken) {
     EXPECT_CONTAINS(e, rendezvous_spec(r) + ": rank 0 could not listen on port");
 }
 
+// A client socket connected to itself (what connecting to an ephemeral-range port that nobody listens on yet
+// can give; made here on purpose: bound to the port, then connected to it) is recognized, and once closed the
+// port is free for rank 0 at once (a plain close leaves it taken: rank 0's listen fails). A connection to a
+// listener is not taken for one.
+TEST(tcp_self_connection_dropped) {
+    const int port = free_port();
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    const int self = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_TRUE(bind(self, (sockaddr*)&a, sizeof a) == 0 && connect(self, (sockaddr*)&a, sizeof a) == 0);
+    EXPECT_TRUE(drop_self_connection(self));
+    close(self);
+    const Rendezvous r = parse_rendezvous("tcp://127.0.0.1:" + std::to_string(port));
+    const std::vector<unsigned char> id = random_bytes(128);
+    const Outcome out = run_ranks(r, 2, {0, 1}, id, 0, 5.0);
+    EXPECT_CONTAINS("rank 0 error: '" + out.error[0] + "'", "error: ''");
+    EXPECT_TRUE(out.error[1].empty() && out.data[1] == id);
+
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = htons((uint16_t)free_port());
+    const int client = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_TRUE(bind(listener, (sockaddr*)&a, sizeof a) == 0 && listen(listener, 1) == 0 &&
+                connect(client, (sockaddr*)&a, sizeof a) == 0);
+    EXPECT_TRUE(!drop_self_connection(client));
+    close(client);
+    close(listener);
+}
+
 TEST(file_four_ranks_and_cleanup) {
     TempDir dir("host_launch");
     const Rendezvous r = parse_rendezvous("file:" + dir.file("nccl_id"));

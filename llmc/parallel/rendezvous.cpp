@@ -285,6 +285,10 @@ int try_connect(const std::string& host, int port, Clock::time_point deadline, s
             *err = errno_text(errno);
             continue;
         }
+        if (drop_self_connection(s.fd)) {
+            *err = "connected to itself: nothing listens on the port yet";
+            continue;
+        }
         result = s.fd;
         s.fd = -1;
     }
@@ -396,6 +400,18 @@ void mpi_broadcast(void* data, size_t bytes) {
 }
 
 }  // namespace
+
+bool drop_self_connection(int fd) {
+    sockaddr_storage self{}, peer{};
+    socklen_t self_len = sizeof self, peer_len = sizeof peer;
+    if (getsockname(fd, (sockaddr*)&self, &self_len) != 0 ||
+        getpeername(fd, (sockaddr*)&peer, &peer_len) != 0)
+        return false;
+    if (self_len != peer_len || memcmp(&self, &peer, self_len) != 0) return false;
+    const linger reset = {1, 0};  // close sends a reset: no state left behind on the port
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    return true;
+}
 
 void bootstrap_broadcast(const Rendezvous& r, int rank, int world_size, void* data, size_t bytes,
                          double timeout_s) {

@@ -27,6 +27,13 @@ void bootstrap_broadcast(const Rendezvous& r, int rank, int world_size, void* da
 // the next run cannot read a stale id (a failure is only a warning on stderr). No-op otherwise.
 void cleanup_rendezvous(const Rendezvous& r, int rank);
 
+// TCP, the connecting side: whether socket fd is connected to itself. Connecting to a port of the ephemeral
+// range that nobody listens on yet can pick that very port as the local one and "succeed" (TCP simultaneous
+// open); the socket then holds the port, and rank 0's listen on it fails with "Address already in use" even
+// after a plain close. When so, its close is made a reset (the port is free again at once) and true is
+// returned: the caller closes it and tries again.
+bool drop_self_connection(int fd);
+
 // The mpi path with the library's symbols looked up through `sym` (dlsym on the loaded library; tests pass
 // fakes). Open MPI when "ompi_mpi_comm_world" resolves (handles are pointers to ompi_mpi_comm_world /
 // ompi_mpi_byte), else the MPICH ABI (int handles). MPI_Init, MPI_Bcast from rank 0, MPI_Finalize.
