@@ -212,6 +212,12 @@ LLMC ?=
 bench: train_gpt
 	@MODEL=$(MODEL) LLMC=$(LLMC) bash scripts/bench/bench.sh $(BENCH_STEPS)
 
+# The device compilation's flags without line info, for scripts/check/machine_code.sh (machine code of two trees
+# compared without a GPU).
+.PHONY: print-cubin-flags
+print-cubin-flags:
+	@echo $(filter-out -lineinfo,$(NVCCFLAGS))
+
 # Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
 BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
 .PHONY: bench-kernels
