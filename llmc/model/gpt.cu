@@ -144,23 +144,20 @@ void GptModel::Impl::cast_stale_weights() {
     mark(kPhaseCast);
     for_each_linear([](Linear& lin) { lin.cast_weight(); });
     lm_head->cast_weight();
-    if (dp.sharded()) {  // the FP8 Linears cast their rank's rows: every rank's to every rank, then W^T
-        recipe->all_reduce_staged_amax(ctx->stream);
-        gather_weights([](int) { return true; });
-        for_each_linear([](Linear& lin) {
-            if (lin.gathered_weight_bytes().whole) lin.weights_gathered();
-        });
-    }
+    // the FP8 Linears cast their rank's rows: every rank's to every rank (no BF16 weights), then W^T
+    if (dp.sharded()) gather_weights([](int) { return true; });
     recipe->set_weights_stale(false);
 }
 
 void GptModel::Impl::gather_weights(const std::function<bool(int k)>& skip) {
+    recipe->all_reduce_staged_amax(ctx->stream);  // the weight amaxes each rank measured on its rows
     dp.gather_weights(skip, [&](int l, const DataParallelComm::GatherBytes& gather) {
         for (int kind = 0; kind < kLinearsPerLayer; kind++) {
             const Linear::GatheredBytes b = linear(l, kind).gathered_weight_bytes();
             if (b.whole) gather(b.whole, b.chunk);
         }
     });
+    for_each_linear([](Linear& lin) { lin.weights_gathered(); });
 }
 
 void GptModel::Impl::publish_weights() {

@@ -96,8 +96,10 @@ struct GptModel::Impl {
 
     // FP8 weight copies from the current weights, when the recipe says they are stale.
     void cast_stale_weights();
-    // Several GPUs: every rank's new weights to every rank (DataParallelComm::gather_weights), the BF16 ones
-    // but those of the tensors skip(k) names, and the rows of W the FP8 Linears quantized themselves.
+    // After new weights: on several GPUs the weight amaxes staged by each rank made the ranks' maximum, and
+    // every rank's new weights to every rank (DataParallelComm::gather_weights): the BF16 ones but those of
+    // the tensors skip(k) names, and the rows of W the FP8 Linears quantized themselves; then (any number of
+    // GPUs) each block Linear's copies made from the gathered weights (Linear::weights_gathered).
     void gather_weights(const std::function<bool(int k)>& skip);
     // BF16 working weights from this rank's master shard, then gathered from all ranks.
     void publish_weights();

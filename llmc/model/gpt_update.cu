@@ -89,16 +89,14 @@ void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, f
     s.recipe->update(&d->apply, st);
     s.mark(kPhaseOptimizer);
     adamw_all(s, beta1, beta2, eps);
-    if (s.dp.sharded()) s.recipe->all_reduce_staged_amax(st);  // the weight amaxes of every rank's rows
     // every rank's updated shard to every rank: the BF16 weights, and the rows of W that FP8 Linears updating
-    // their own weight quantized (instead of their BF16 weights, which nothing reads then)
+    // their own weight quantized (instead of their BF16 weights, which nothing reads then); then the copies
+    // made from them (several GPUs: the FP8 Linears' W^T; the FP8 LM head's W and W^T from the BF16
+    // embedding), with the just-updated weight scales (a skipped step: the restored scales and unchanged
+    // weights, so the same bytes as before)
     s.gather_weights([&](int k) { return updated_by_its_linears(s, k); });
-    s.micro = 0;
-    // The copies made from the gathered weights (several GPUs: the FP8 Linears' W^T; the FP8 LM head's W and
-    // W^T from the BF16 embedding), with the just-updated weight scales (a skipped step: the restored scales
-    // and unchanged weights, so the same bytes as before)
-    s.for_each_linear([](Linear& lin) { lin.weights_gathered(); });
     s.lm_head->weights_gathered();
+    s.micro = 0;
     s.mark(kPhaseOther);
     s.have_targets = false;
     CHECK_CUDA(cudaMemcpyAsync(s.runtime.readback, d, sizeof(StepScalars), cudaMemcpyDeviceToHost, st));
