@@ -458,9 +458,10 @@ TEST(fp8_wgrad) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Autotuning (GemmTuning): the timed choice must give results within the same tolerances, the timing runs
-// must not touch an accumulating output (beta = 1: a timing run writing D would add A B to it again and
-// again), and a second plan cache on the same file must take the stored algorithms without timing.
+// Autotuning (GemmTuning): the timed choice (both rounds: the heuristic's answers, then the winner's
+// variants with bitwise its output) must give results within the same tolerances, the timing runs must not
+// touch an accumulating output (beta = 1: a timing run writing D would add A B to it again and again), and a
+// second plan cache on the same file must take the stored algorithms without timing.
 
 TEST(autotuned_gemms) {
     REQUIRE_GPU();
@@ -508,6 +509,7 @@ TEST(autotuned_gemms) {
     for (size_t i = 0; i < reports[0].size() && i < reports[1].size(); i++) {
         printf(" %s\n %s\n", reports[0][i].c_str(), reports[1][i].c_str());
         EXPECT_CONTAINS(reports[0][i], "timed: answer");
+        EXPECT_CONTAINS(reports[0][i], "bitwise the same");  // the second round ran (gemm_refine_choice)
         EXPECT_CONTAINS(reports[1][i], "from the cache file");
         // the same algorithm: the report's text up to ", timed" / ", from" names it
         EXPECT_TRUE(reports[0][i].substr(0, reports[0][i].rfind(", timed")) ==

@@ -41,9 +41,11 @@ struct MatmulPlan;  // matmul_plan.cuh: descriptors + layouts + algorithm for on
 
 // How a plan's algorithm is chosen. Off: cuBLASLt's first heuristic answer. On: its best kGemmCandidates
 // answers are each timed on the call's own operands (outside stream capture, e.g. the first training step)
-// and the fastest is kept; with a cache file the choice is stored there (keyed by GPU, SM count, cuBLASLt
-// version and the GEMM) and later processes take it from there instead of timing, so runs sharing the file
-// make the same choices and stay bitwise reproducible.
+// and the fastest is kept, then its variants that compute bitwise its output (other tiles, cluster shapes,
+// kernel options: matmul_autotune.h) are timed against it and the fastest of those kept; with a cache file
+// the choice is stored there (keyed by GPU, SM count, cuBLASLt version and the GEMM) and later processes take
+// it from there instead of timing, so runs sharing the file make the same choices and stay bitwise
+// reproducible.
 struct GemmTuning {
     bool autotune = false;
     std::string cache_path;              // "": no file (each process times its own)

@@ -14,12 +14,13 @@
 namespace {
 
 constexpr int kTimingRounds = 2;  // candidates are timed in turn, twice; each keeps its faster round
-constexpr int kTimedRuns = 8;     // launches per timing (after two warm-up launches)
 
 // What a stored choice is valid for: the GPU, the library and the workspace the algorithms may use.
 std::string tuning_fingerprint(const GpuContext* ctx) {
     char buf[320];
-    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu", ctx->props.name,
+    // "refined": choices of the two-round search (gemm_refine_choice); those of the first round alone are
+    // not taken (they are slower where a variant was faster).
+    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu refined", ctx->props.name,
              ctx->props.major, ctx->props.minor, ctx->props.multiProcessorCount, cublasLtGetVersion(),
              ctx->cublaslt_workspace_size);
     return buf;
@@ -52,27 +53,6 @@ bool adopt(GpuContext* ctx, MatmulPlan* p, const std::vector<uint64_t>& words) {
     return true;
 }
 
-// Mean microseconds of one launch of `algo` reading C at `c` and writing D at `d`, or -1 if cuBLASLt refuses
-// it.
-float time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
-                     const GemmArgs& args, const void* c, void* d, cudaStream_t stream, cudaEvent_t start,
-                     cudaEvent_t stop) {
-    const float alpha = 1.0f, beta = args.beta;
-    auto run = [&] {
-        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
-                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
-    };
-    for (int i = 0; i < 2; i++)
-        if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    for (int i = 0; i < kTimedRuns; i++) run();
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    return 1000.0f * ms / kTimedRuns;
-}
-
 // Microseconds of each candidate (infinity where refused). Accumulating in place (beta != 0, C = D), the
 // timings write a scratch copy and the real accumulator stays untouched; otherwise (C elsewhere, or no C)
 // they write D itself, which the real call that follows overwrites.
@@ -93,7 +73,7 @@ std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
     for (int round = 0; round < kTimingRounds; round++)
         for (size_t i = 0; i < cands.size(); i++) {
             const float t =
-                time_algorithm(ctx, p, cands[i].algo, args, args.c ? args.c : d, d, stream, start, stop);
+                gemm_time_algorithm(ctx, p, cands[i].algo, args, args.c ? args.c : d, d, stream, start, stop);
             if (t >= 0.0f) us[i] = std::min(us[i], t);
         }
     CHECK_CUDA(cudaEventDestroy(start));
@@ -106,6 +86,27 @@ std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
 }
 
 }  // namespace
+
+// Mean microseconds of one launch of `algo` reading C at `c` and writing D at `d`, or -1 if cuBLASLt refuses
+// it.
+float gemm_time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                          const GemmArgs& args, const void* c, void* d, cudaStream_t stream,
+                          cudaEvent_t start, cudaEvent_t stop) {
+    const float alpha = 1.0f, beta = args.beta;
+    auto run = [&] {
+        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
+                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    };
+    for (int i = 0; i < 2; i++)
+        if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < kTimedRuns; i++) run();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0f * ms / kTimedRuns;
+}
 
 void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* p,
                            const std::vector<cublasLtMatmulHeuristicResult_t>& cands, const GemmArgs& args,
@@ -121,19 +122,24 @@ void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* 
     const std::vector<float> us = time_candidates(ctx, *p, cands, args, stream);
     const size_t best = std::min_element(us.begin(), us.end()) - us.begin();  // ties: the heuristic's order
     if (!std::isfinite(us[best])) return;
+    const GemmRefinement refined = gemm_refine_choice(ctx, *p, cands, best, args, stream);
     std::string error;
-    const std::vector<uint64_t> mine = algo_words(cands[best].algo);
+    const std::vector<uint64_t> mine = algo_words(refined.choice.algo);
     const std::vector<uint64_t> kept = cache->choices->publish(key, mine, &error);
     if (!error.empty() && !cache->warned) {
         fprintf(stderr, "warning: GEMM autotuning: choices not stored (%s)\n", error.c_str());
         cache->warned = true;
     }
     if (kept != mine && adopt(ctx, p, kept)) return;  // another process stored its choice first
-    p->algo = cands[best].algo;
-    p->workspace = cands[best].workspaceSize;
+    p->algo = refined.choice.algo;
+    p->workspace = refined.choice.workspaceSize;
     p->choice = MatmulPlan::Choice::Timed;
     p->rank = (int)best;
     p->candidates = (int)cands.size();
     p->us = us[best];
     p->first_us = us[0];
+    p->variants = refined.variants;
+    p->same_bits = refined.same_bits;
+    p->refined_us = refined.us;
+    p->winner_us = refined.base_us;
 }

@@ -9,6 +9,7 @@
 #include "llmc/kernels/gemm/matmul_plan.cuh"
 
 constexpr int kGemmCandidates = 8;  // heuristic answers timed per GEMM when autotuning
+constexpr int kTimedRuns = 8;       // launches per timing (after two warm-up launches)
 
 // The plan's algorithm under autotuning: the stored choice if there is one, else (outside stream capture:
 // no timing inside a graph) the fastest of `cands`, stored for later processes. Inside a capture with no
@@ -16,3 +17,24 @@ constexpr int kGemmCandidates = 8;  // heuristic answers timed per GEMM when aut
 void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* p,
                            const std::vector<cublasLtMatmulHeuristicResult_t>& cands, const GemmArgs& args,
                            cudaStream_t stream);
+
+// Mean microseconds of one launch of `algo` on the plan's operands, reading C at `c` and writing D at `d`
+// (kTimedRuns launches after two warm-ups), or -1 if cuBLASLt refuses it.
+float gemm_time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                          const GemmArgs& args, const void* c, void* d, cudaStream_t stream,
+                          cudaEvent_t start, cudaEvent_t stop);
+
+// The second round of autotuning (llmc/kernels/gemm/matmul_refine.cu). The heuristic's answers may differ
+// in how they sum (split-K); their variants (other tiles, thread-block cluster shapes, custom options and CTA
+// swizzles, split-K and reduction scheme kept) are candidates only where their output on the call's operands
+// is bitwise the first round's winner's (answers[winner]): each runs twice, the second launch timed, and the
+// 8 fastest are timed against the winner as the first round times; the fastest is kept. So the choice
+// computes what the first round chose, faster or as fast. Without the memory for the comparison: the winner.
+struct GemmRefinement {
+    cublasLtMatmulHeuristicResult_t choice;
+    float us = 0.0f, base_us = 0.0f;  // the choice's and the winner's microseconds, timed alike
+    int variants = 0, same_bits = 0;  // variants cuBLASLt accepts; of those, bitwise the winner's output
+};
+GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
+                                  const std::vector<cublasLtMatmulHeuristicResult_t>& answers, size_t winner,
+                                  const GemmArgs& args, cudaStream_t stream);

@@ -144,20 +144,30 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
     std::vector<std::string> lines;
     for (const MatmulPlan* p : cache.plans) {
         if (!p->ok) continue;
-        char how[160];
+        char how[320];
         if (p->choice == MatmulPlan::Choice::Timed)
-            snprintf(how, sizeof how, "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx)",
-                     p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us);
+            snprintf(
+                how, sizeof how,
+                "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx); of %d variants %d bitwise "
+                "the same, %s: %.1f us against %.1f",
+                p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us, p->variants,
+                p->same_bits, p->refined_us < p->winner_us ? "one taken" : "none faster", p->refined_us,
+                p->winner_us);
         else
             snprintf(
                 how, sizeof how, "%s",
                 p->choice == MatmulPlan::Choice::FromCache ? "from the cache file" : "heuristic's first");
-        char line[512];
-        snprintf(line, sizeof line, "%s: algo %u tile %u stages %u split-k %u, %s",
+        char line[768];
+        uint16_t cluster = 0;
+        size_t written = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                             sizeof cluster, &written);
+        snprintf(line, sizeof line, "%s: algo %u tile %u stages %u split-k %u cluster %u custom %u, %s",
                  gemm_describe(p->key).c_str(), algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_ID),
                  algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                  algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
-                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), how);
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), (unsigned)cluster,
+                 algo_attr(p->algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION), how);
         lines.push_back(line);
     }
     return lines;

@@ -46,6 +46,10 @@ struct MatmulPlan {
     enum class Choice { Heuristic, Timed, FromCache } choice = Choice::Heuristic;
     int rank = 0, candidates = 1;      // Timed: the winner's place among the heuristic's answers
     float us = 0.0f, first_us = 0.0f;  // Timed: the winner's and the first answer's microseconds
+    // Timed, the second round: the winner's variants, those bitwise its output, and the microseconds of the
+    // choice and of the winner timed alike (equal: the winner stayed).
+    int variants = 0, same_bits = 0;
+    float refined_us = 0.0f, winner_us = 0.0f;
 };
 
 // Bytes cuBLASLt writes at D: column-major m x n with leading dimension ldd.
