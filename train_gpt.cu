@@ -316,6 +316,7 @@ static StepOptions step_options(const TrainConfig& cfg) {
     o.cuda_graph = cfg.cuda_graph;
     o.bf16_moments = cfg.adam_bf16_moments;
     o.gemm_autotune = cfg.gemm_autotune;
+    o.gemm_variants = cfg.gemm_variants;
     o.gemm_cache_path = cfg.gemm_cache == "none" ? ""
                         : cfg.gemm_cache.empty() ? default_cache_path("gemm_algos.tsv")
                                                  : cfg.gemm_cache;

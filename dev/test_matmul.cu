@@ -458,8 +458,8 @@ TEST(fp8_wgrad) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Autotuning (GemmTuning): the timed choice (both rounds: the heuristic's answers, then the winner's
-// variants with bitwise its output) must give results within the same tolerances, the timing runs must not
+// Autotuning (GemmTuning): the timed choice (the heuristic's answers; with `variants` then the variants with
+// bitwise the winner's output) must give results within the same tolerances, the timing runs must not
 // touch an accumulating output (beta = 1: a timing run writing D would add A B to it again and again), and a
 // second plan cache on the same file must take the stored algorithms without timing.
 
@@ -484,36 +484,39 @@ TEST(autotuned_gemms) {
     RefGemm wgrad = ref_gemm(transpose(qdy.deq, s.N, s.OC), transpose(qx.deq, s.N, s.C), s.OC, s.C, s.N);
     const Tol wtol = fp8_tol();
     accumulate_onto(&wgrad, dw0, wtol);
-    std::vector<std::string> reports[2];
-    for (int pass = 0; pass < 2; pass++) {  // 0: times and stores the choices, 1: reads them
-        MatmulPlanCache cache;
-        cache.tuning = {true, dir.file("algos.tsv")};
-        if (pass == 1) {  // start from dW0 again
-            cudaFree(d_dw);
+    for (bool variants : {false, true}) {  // the first round alone, and both (--gemm-variants)
+        printf(" %s\n", variants ? "both rounds" : "the first round");
+        std::vector<std::string> reports[2];
+        for (int pass = 0; pass < 2; pass++) {  // 0: times and stores the choices, 1: reads them
+            MatmulPlanCache cache;
+            cache.tuning = {true, dir.file(variants ? "algos2.tsv" : "algos1.tsv")};
+            cache.tuning.variants = variants;
+            cudaFree(d_dw);  // start from dW0 again
             d_dw = dev::to_device_bf16(dw0);
+            const Fp8Tensor x = fp8_tensor(d_x, d_xT, d_xs, s.N, s.C, CUDA_R_8F_E4M3);
+            matmul_fp8_forward(&cache, ctx, d_out, x,
+                               fp8_tensor(d_w, nullptr, d_ws, s.OC, s.C, CUDA_R_8F_E4M3), nullptr, kStream);
+            matmul_fp8_wgrad(&cache, ctx, d_dw, fp8_tensor(nullptr, d_dyT, d_dys, s.N, s.OC, CUDA_R_8F_E5M2),
+                             x, /*accumulate=*/true, kStream);
+            CHECK_CUDA(cudaDeviceSynchronize());
+            check("tuned fp8 out", dev::from_device_bf16(d_out, fwd.val.size()), fwd.val, fwd.unit,
+                  fp8_fast_tol(s.C));
+            check("tuned fp8 dweight (accumulated)", dev::from_device_bf16(d_dw, wgrad.val.size()), wgrad.val,
+                  wgrad.unit, wtol);
+            reports[pass] = matmul_plan_report(cache);
         }
-        const Fp8Tensor x = fp8_tensor(d_x, d_xT, d_xs, s.N, s.C, CUDA_R_8F_E4M3);
-        matmul_fp8_forward(&cache, ctx, d_out, x, fp8_tensor(d_w, nullptr, d_ws, s.OC, s.C, CUDA_R_8F_E4M3),
-                           nullptr, kStream);
-        matmul_fp8_wgrad(&cache, ctx, d_dw, fp8_tensor(nullptr, d_dyT, d_dys, s.N, s.OC, CUDA_R_8F_E5M2), x,
-                         /*accumulate=*/true, kStream);
-        CHECK_CUDA(cudaDeviceSynchronize());
-        check("tuned fp8 out", dev::from_device_bf16(d_out, fwd.val.size()), fwd.val, fwd.unit,
-              fp8_fast_tol(s.C));
-        check("tuned fp8 dweight (accumulated)", dev::from_device_bf16(d_dw, wgrad.val.size()), wgrad.val,
-              wgrad.unit, wtol);
-        reports[pass] = matmul_plan_report(cache);
-    }
-    EXPECT_EQ(reports[0].size(), (size_t)2);
-    EXPECT_EQ(reports[1].size(), (size_t)2);
-    for (size_t i = 0; i < reports[0].size() && i < reports[1].size(); i++) {
-        printf(" %s\n %s\n", reports[0][i].c_str(), reports[1][i].c_str());
-        EXPECT_CONTAINS(reports[0][i], "timed: answer");
-        EXPECT_CONTAINS(reports[0][i], "bitwise the same");  // the second round ran (gemm_refine_choice)
-        EXPECT_CONTAINS(reports[1][i], "from the cache file");
-        // the same algorithm: the report's text up to ", timed" / ", from" names it
-        EXPECT_TRUE(reports[0][i].substr(0, reports[0][i].rfind(", timed")) ==
-                    reports[1][i].substr(0, reports[1][i].rfind(", from")));
+        EXPECT_EQ(reports[0].size(), (size_t)2);
+        EXPECT_EQ(reports[1].size(), (size_t)2);
+        for (size_t i = 0; i < reports[0].size() && i < reports[1].size(); i++) {
+            printf(" %s\n %s\n", reports[0][i].c_str(), reports[1][i].c_str());
+            EXPECT_CONTAINS(reports[0][i], "timed: answer");
+            // the second round ran where asked, and only there (gemm_refine_choice)
+            EXPECT_EQ(reports[0][i].find("bitwise the same") != std::string::npos, variants);
+            EXPECT_CONTAINS(reports[1][i], "from the cache file");
+            // the same algorithm: the report's text up to ", timed" / ", from" names it
+            EXPECT_TRUE(reports[0][i].substr(0, reports[0][i].rfind(", timed")) ==
+                        reports[1][i].substr(0, reports[1][i].rfind(", from")));
+        }
     }
     cudaFree(d_x), cudaFree(d_w), cudaFree(d_xT), cudaFree(d_dyT), cudaFree(d_xs), cudaFree(d_ws);
     cudaFree(d_dys), cudaFree(d_out), cudaFree(d_dw);

@@ -219,6 +219,8 @@ TEST(run_flags_set_their_fields) {
         {{"--no-gemm-autotune"}, [](const TrainConfig& c) { return !c.gemm_autotune; }},
         {{"--gemm-autotune", "--gemm-cache", "g.tsv"},
          [](const TrainConfig& c) { return c.gemm_cache == "g.tsv"; }},
+        {{"--precision", "fp8"}, [](const TrainConfig& c) { return !c.gemm_variants; }},
+        {{"--gemm-variants"}, [](const TrainConfig& c) { return c.gemm_autotune && c.gemm_variants; }},
         {{"--max-seq", "2048", "--seq", "2048"},
          [](const TrainConfig& c) { return c.model.max_seq_len == 2048 && c.seq == 2048; }},
     });
@@ -362,6 +364,7 @@ TEST(usage_errors_are_one_line) {
         {{"--fp8-amax-algo", "mean"}, "--fp8-amax-algo"},
         {{"--adam-moments", "fp16"}, "--adam-moments"},
         {{"--no-gemm-autotune", "--gemm-cache", "g.tsv"}, "--gemm-cache"},
+        {{"--no-gemm-autotune", "--gemm-variants"}, "--gemm-variants"},
         // numbers
         {{"--lr", "0"}, "--lr"},
         {{"--lr", "-1"}, "--lr"},

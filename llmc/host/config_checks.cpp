@@ -194,6 +194,9 @@ std::string validate_reals_and_combinations(const TrainConfig& cfg) {
         return "--temperature: must be a finite number >= 0 (0: always the most likely token), got " +
                num(cfg.temperature);
     if (cfg.export_at_end && cfg.export_path.empty()) return "--export-at-end: needs --export PATH";
+    if (!cfg.gemm_autotune && cfg.gemm_variants)
+        return "--gemm-variants: applies with --gemm-autotune (its second round), not with "
+               "--no-gemm-autotune";
     if (!cfg.gemm_autotune && !cfg.gemm_cache.empty())
         return "--gemm-cache: applies with --gemm-autotune (the choices it stores), not with "
                "--no-gemm-autotune";

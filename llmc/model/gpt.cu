@@ -110,7 +110,8 @@ GptModel::GptModel(const ModelConfig& m, int B, int T, Precision precision, GpuC
     Impl& s = *impl_;
     const bool use_fp8 = precision == Precision::FP8;  // the one precision test: what the model is built of
     if (!use_fp8) s.options.fc_proj_input = s.options.att_proj_input = InputKeep::Saved;
-    s.matmul_plans.tuning = {options.gemm_autotune, options.gemm_cache_path, fp8.fast_accum};
+    s.matmul_plans.tuning = {options.gemm_autotune, options.gemm_cache_path, fp8.fast_accum,
+                             options.gemm_variants};
     const LinearLayout layout = {m, s.options.fc_proj_input, s.options.att_proj_input, s.dp.sharded()};
     if (use_fp8)
         s.linear_factory =

@@ -33,6 +33,7 @@ struct StepOptions {
     bool cuda_graph = true;       // launch_step(): replay one captured CUDA graph per step
     bool bf16_moments = false;    // AdamW moments stored in BF16 (FP32 arithmetic)
     bool gemm_autotune = false;   // time cuBLASLt's best candidates per GEMM (llmc/kernels/gemm/matmul.cuh)
+    bool gemm_variants = false;   // then the winner's variants with bitwise its output
     std::string gemm_cache_path;  // where those choices are stored and shared ("": not stored)
 };
 

@@ -41,8 +41,9 @@ struct MatmulPlan;  // matmul_plan.cuh: descriptors + layouts + algorithm for on
 
 // How a plan's algorithm is chosen. Off: cuBLASLt's first heuristic answer. On: its best kGemmCandidates
 // answers are each timed on the call's own operands (outside stream capture, e.g. the first training step)
-// and the fastest is kept, then its variants that compute bitwise its output (other tiles, cluster shapes,
-// kernel options: matmul_autotune.h) are timed against it and the fastest of those kept; with a cache file
+// and the fastest is kept (with `variants`, a second round: the variants of the answers that compute bitwise
+// the winner's output, other tiles, cluster shapes and kernel options, timed against it; matmul_autotune.h);
+// with a cache file
 // the choice is stored there (keyed by GPU, SM count, cuBLASLt version and the GEMM) and later processes take
 // it from there instead of timing, so runs sharing the file make the same choices and stay bitwise
 // reproducible.
@@ -50,6 +51,7 @@ struct GemmTuning {
     bool autotune = false;
     std::string cache_path;              // "": no file (each process times its own)
     bool fp8_forward_fast_accum = true;  // matmul_fp8_forward in fast accumulation (else FP32 promotion)
+    bool variants = false;               // the second round (--gemm-variants)
 };
 
 struct MatmulPlanCache {

@@ -16,13 +16,13 @@ namespace {
 constexpr int kTimingRounds = 2;  // candidates are timed in turn, twice; each keeps its faster round
 
 // What a stored choice is valid for: the GPU, the library and the workspace the algorithms may use.
-std::string tuning_fingerprint(const GpuContext* ctx) {
+// " variants": choices of the two rounds (gemm_refine_choice), kept apart from those of the first round
+// alone (a run with the second round does not take the slower first-round choice, nor the other way round).
+std::string tuning_fingerprint(const GpuContext* ctx, bool variants) {
     char buf[320];
-    // "refined": choices of the two-round search (gemm_refine_choice); those of the first round alone are
-    // not taken (they are slower where a variant was faster).
-    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu refined", ctx->props.name,
+    snprintf(buf, sizeof buf, "%s sm_%d%d %d SMs cublasLt %zu workspace %zu%s", ctx->props.name,
              ctx->props.major, ctx->props.minor, ctx->props.multiProcessorCount, cublasLtGetVersion(),
-             ctx->cublaslt_workspace_size);
+             ctx->cublaslt_workspace_size, variants ? " variants" : "");
     return buf;
 }
 
@@ -112,7 +112,8 @@ void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* 
                            const std::vector<cublasLtMatmulHeuristicResult_t>& cands, const GemmArgs& args,
                            cudaStream_t stream) {
     if (!cache->choices)
-        cache->choices = std::make_unique<ChoiceCache>(cache->tuning.cache_path, tuning_fingerprint(ctx));
+        cache->choices = std::make_unique<ChoiceCache>(cache->tuning.cache_path,
+                                                       tuning_fingerprint(ctx, cache->tuning.variants));
     const std::vector<int64_t> key = key_ints(p->key);
     std::vector<uint64_t> stored;
     if (cache->choices->find(key, &stored) && adopt(ctx, p, stored)) return;
@@ -122,7 +123,10 @@ void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* 
     const std::vector<float> us = time_candidates(ctx, *p, cands, args, stream);
     const size_t best = std::min_element(us.begin(), us.end()) - us.begin();  // ties: the heuristic's order
     if (!std::isfinite(us[best])) return;
-    const GemmRefinement refined = gemm_refine_choice(ctx, *p, cands, best, args, stream);
+    GemmRefinement refined;  // variants = -1: no second round
+    refined.choice = cands[best];
+    refined.variants = -1;
+    if (cache->tuning.variants) refined = gemm_refine_choice(ctx, *p, cands, best, args, stream);
     std::string error;
     const std::vector<uint64_t> mine = algo_words(refined.choice.algo);
     const std::vector<uint64_t> kept = cache->choices->publish(key, mine, &error);

@@ -145,7 +145,10 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
     for (const MatmulPlan* p : cache.plans) {
         if (!p->ok) continue;
         char how[320];
-        if (p->choice == MatmulPlan::Choice::Timed)
+        if (p->choice == MatmulPlan::Choice::Timed && p->variants < 0)
+            snprintf(how, sizeof how, "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx)",
+                     p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us);
+        else if (p->choice == MatmulPlan::Choice::Timed)
             snprintf(
                 how, sizeof how,
                 "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx); of %d variants %d bitwise "
