@@ -2,10 +2,12 @@
 // the variants of the heuristic's answers that compute bitwise its output (docs/performance.md, 2026-12-04
 // fourth session: what it gains on the H200, and that every variant tried there summed like the winner).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -47,17 +49,21 @@ std::vector<uint32_t> tile_ids(const cublasLtMatmulAlgo_t& algo) {
     return tiles;
 }
 
-// The variants of `answer` that cuBLASLt accepts for the plan within our workspace, appended to *out unless
-// there already or the winner itself.
+// A configuration as cuBLASLt encodes it (the algorithm's 8 opaque words).
+using AlgoWords = std::array<uint64_t, 8>;
+AlgoWords words_of(const cublasLtMatmulAlgo_t& algo) {
+    AlgoWords w;
+    memcpy(w.data(), algo.data, sizeof algo.data);
+    return w;
+}
+
+// The variants of `answer` that cuBLASLt accepts for the plan within our workspace, appended to *out.
+// `tried`: the configurations already checked (for the earlier answers, whose variants coincide with many of
+// these; the winner is in it from the start), each checked once.
 void variants_of(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& answer,
-                 const cublasLtMatmulAlgo_t& winner, std::vector<cublasLtMatmulHeuristicResult_t>* out) {
-    auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
-        return memcmp(x.data, y.data, sizeof x.data) == 0;
-    };
+                 std::set<AlgoWords>* tried, std::vector<cublasLtMatmulHeuristicResult_t>* out) {
     auto add = [&](const cublasLtMatmulAlgo_t& algo) {
-        if (same(algo, winner)) return;
-        for (const auto& r : *out)
-            if (same(r.algo, algo)) return;
+        if (!tried->insert(words_of(algo)).second) return;
         cublasLtMatmulHeuristicResult_t r{};
         cublasLtMatmulAlgo_t checked = algo;
         if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p.desc, p.a, p.b, p.c, p.d, &checked, &r) !=
@@ -68,8 +74,8 @@ void variants_of(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_
         out->push_back(r);
     };
     const uint32_t customs =
-        std::min(capability(winner, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), kMaxCustomOption);
-    const uint32_t swizzles = capability(winner, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 1 : 0;
+        std::min(capability(answer, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), kMaxCustomOption);
+    const uint32_t swizzles = capability(answer, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 1 : 0;
     for (cublasLtClusterShape_t cluster : kClusterShapes)
         for (uint32_t custom = 0; custom <= customs; custom++)
             for (uint32_t swizzle = 0; swizzle <= swizzles; swizzle++) {
@@ -143,7 +149,8 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
     GemmRefinement result;
     result.choice = answers[winner];
     std::vector<cublasLtMatmulHeuristicResult_t> variants;
-    for (const auto& answer : answers) variants_of(ctx, p, answer.algo, answers[winner].algo, &variants);
+    std::set<AlgoWords> tried = {words_of(answers[winner].algo)};
+    for (const auto& answer : answers) variants_of(ctx, p, answer.algo, &tried, &variants);
     result.variants = (int)variants.size();
     const size_t bytes = gemm_d_bytes(p.key);
     const bool in_place = args.beta != 0.0f && !args.c;
