@@ -92,11 +92,7 @@ std::vector<float> time_candidates(GpuContext* ctx, const MatmulPlan& p,
 float gemm_time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
                           const GemmArgs& args, const void* c, void* d, cudaStream_t stream,
                           cudaEvent_t start, cudaEvent_t stop) {
-    const float alpha = 1.0f, beta = args.beta;
-    auto run = [&] {
-        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
-                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
-    };
+    auto run = [&] { return gemm_launch(ctx, p, algo, args, c, d, stream); };
     for (int i = 0; i < 2; i++)
         if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
     CHECK_CUDA(cudaEventRecord(start, stream));
@@ -123,9 +119,7 @@ void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* 
     const std::vector<float> us = time_candidates(ctx, *p, cands, args, stream);
     const size_t best = std::min_element(us.begin(), us.end()) - us.begin();  // ties: the heuristic's order
     if (!std::isfinite(us[best])) return;
-    GemmRefinement refined;  // variants = -1: no second round
-    refined.choice = cands[best];
-    refined.variants = -1;
+    GemmRefinement refined{cands[best]};  // no second round: the winner
     if (cache->tuning.variants) refined = gemm_refine_choice(ctx, *p, cands, best, args, stream);
     std::string error;
     const std::vector<uint64_t> mine = algo_words(refined.choice.algo);

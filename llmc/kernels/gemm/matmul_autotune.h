@@ -32,8 +32,9 @@ float gemm_time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMa
 // computes what the first round chose, faster or as fast. Without the memory for the comparison: the winner.
 struct GemmRefinement {
     cublasLtMatmulHeuristicResult_t choice;
-    float us = 0.0f, base_us = 0.0f;  // the choice's and the winner's microseconds, timed alike
-    int variants = 0, same_bits = 0;  // variants cuBLASLt accepts; of those, bitwise the winner's output
+    float us = 0.0f, base_us = 0.0f;   // the choice's and the winner's microseconds, timed alike
+    int variants = -1, same_bits = 0;  // variants cuBLASLt accepts (-1: no second round); of those, bitwise
+                                       // the winner's output
 };
 GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
                                   const std::vector<cublasLtMatmulHeuristicResult_t>& answers, size_t winner,

@@ -176,6 +176,13 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
     return lines;
 }
 
+cublasStatus_t gemm_launch(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                           const GemmArgs& args, const void* c, void* d, cudaStream_t stream) {
+    const float alpha = 1.0f, beta = args.beta;
+    return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
+                          &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+}
+
 void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
               cudaStream_t stream) {
     MatmulPlan* plan = nullptr;
@@ -191,10 +198,8 @@ void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const
     if (!plan->ok)
         fatal("cuBLASLt has no algorithm for the %s (check sizes/alignment)", gemm_describe(key).c_str());
     set_pointers(plan->desc, key, args);
-    const float alpha = 1.0f, beta = args.beta;
-    cublasStatus_t st = cublasLtMatmul(ctx->cublaslt, plan->desc, &alpha, args.a, plan->a, args.b, plan->b,
-                                       &beta, args.c ? args.c : args.d, plan->c, args.d, plan->d, &plan->algo,
-                                       ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
+    const cublasStatus_t st =
+        gemm_launch(ctx, *plan, plan->algo, args, args.c ? args.c : args.d, args.d, stream);
     if (st != CUBLAS_STATUS_SUCCESS)
         fatal("cublasLtMatmul failed with status %d for the %s", (int)st, gemm_describe(key).c_str());
     mark_initialized(args.d, gemm_d_bytes(key), stream);  // D's TMA stores are invisible to initcheck

@@ -60,6 +60,12 @@ inline size_t gemm_d_bytes(const GemmKey& k) {
 // "fp8 dgrad GEMM (m=... n=... k=..., op TN, ...)": for errors and the plan report.
 std::string gemm_describe(const GemmKey& k);
 
+// One cublasLtMatmul of plan p with `algo` on args' operands, alpha 1 and args.beta, reading C at c and
+// writing D at d (gemm_run: the call's own; the autotuner's timings and comparisons: scratch), in ctx's
+// cuBLASLt workspace.
+cublasStatus_t gemm_launch(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                           const GemmArgs& args, const void* c, void* d, cudaStream_t stream);
+
 // Finds or builds the plan for `key` in the cache, then runs it. A GEMM cuBLASLt has no algorithm for is
 // fatal.
 void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,

@@ -100,12 +100,16 @@ __global__ void any_difference_kernel(const uint16_t* a, const uint16_t* b, size
 }
 
 // The comparison's device buffers (D-sized: the winner's output, a variant's, zeros as C where the real call
-// accumulates in place), or none where they do not fit: the refinement is then skipped.
+// accumulates in place), or none where they do not fit: the refinement is then skipped; and the timing
+// events.
 struct Scratch {
     void *ref = nullptr, *out = nullptr, *zeros = nullptr;
     unsigned int* differs = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
     bool ok = false;
     Scratch(size_t bytes, bool need_zeros, cudaStream_t stream) {
+        CHECK_CUDA(cudaEventCreate(&start));
+        CHECK_CUDA(cudaEventCreate(&stop));
         ok = cudaMalloc(&ref, bytes) == cudaSuccess && cudaMalloc(&out, bytes) == cudaSuccess &&
              (!need_zeros || cudaMalloc(&zeros, bytes) == cudaSuccess) &&
              cudaMalloc(&differs, sizeof(unsigned int)) == cudaSuccess;
@@ -118,6 +122,8 @@ struct Scratch {
     ~Scratch() {
         for (void* ptr : {ref, out, zeros, (void*)differs})
             if (ptr) cudaFree(ptr);
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
     }
 };
 
@@ -126,14 +132,9 @@ struct Scratch {
 float one_launch_us(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
                     const GemmArgs& args, const void* c, void* d, cudaStream_t stream, cudaEvent_t start,
                     cudaEvent_t stop) {
-    const float alpha = 1.0f, beta = args.beta;
-    auto run = [&] {
-        return cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c, p.c, d, p.d,
-                              &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
-    };
-    if (run() != CUBLAS_STATUS_SUCCESS) return INFINITY;
+    if (gemm_launch(ctx, p, algo, args, c, d, stream) != CUBLAS_STATUS_SUCCESS) return INFINITY;
     CHECK_CUDA(cudaEventRecord(start, stream));
-    run();
+    gemm_launch(ctx, p, algo, args, c, d, stream);
     CHECK_CUDA(cudaEventRecord(stop, stream));
     CHECK_CUDA(cudaEventSynchronize(stop));
     float ms = 0.0f;
@@ -146,8 +147,7 @@ float one_launch_us(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAl
 GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
                                   const std::vector<cublasLtMatmulHeuristicResult_t>& answers, size_t winner,
                                   const GemmArgs& args, cudaStream_t stream) {
-    GemmRefinement result;
-    result.choice = answers[winner];
+    GemmRefinement result{answers[winner]};
     std::vector<cublasLtMatmulHeuristicResult_t> variants;
     std::set<AlgoWords> tried = {words_of(answers[winner].algo)};
     for (const auto& answer : answers) variants_of(ctx, p, answer.algo, &tried, &variants);
@@ -157,19 +157,14 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
     Scratch s(bytes, in_place, stream);
     if (variants.empty() || !s.ok) return result;
     const void* c = in_place ? s.zeros : args.c;  // beta = 0: C is not read
-    const float alpha = 1.0f, beta = args.beta;
-    if (cublasLtMatmul(ctx->cublaslt, p.desc, &alpha, args.a, p.a, args.b, p.b, &beta, c ? c : s.ref, p.c,
-                       s.ref, p.d, &answers[winner].algo, ctx->cublaslt_workspace,
-                       ctx->cublaslt_workspace_size, stream) != CUBLAS_STATUS_SUCCESS)
+    if (gemm_launch(ctx, p, answers[winner].algo, args, c ? c : s.ref, s.ref, stream) !=
+        CUBLAS_STATUS_SUCCESS)
         return result;
     mark_initialized(s.ref, bytes, stream);
-    cudaEvent_t start, stop;
-    CHECK_CUDA(cudaEventCreate(&start));
-    CHECK_CUDA(cudaEventCreate(&stop));
     std::vector<std::pair<float, size_t>> screened;  // one launch's microseconds, variant
     for (size_t i = 0; i < variants.size(); i++) {
         const float us =
-            one_launch_us(ctx, p, variants[i].algo, args, c ? c : s.out, s.out, stream, start, stop);
+            one_launch_us(ctx, p, variants[i].algo, args, c ? c : s.out, s.out, stream, s.start, s.stop);
         if (!std::isfinite(us)) continue;
         mark_initialized(s.out, bytes, stream);
         CHECK_CUDA(cudaMemsetAsync(s.differs, 0, sizeof(unsigned int), stream));
@@ -182,15 +177,12 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
         if (!differs) screened.push_back({us, i});
     }
     result.same_bits = (int)screened.size();
-    if (screened.empty()) {
-        CHECK_CUDA(cudaEventDestroy(start));
-        CHECK_CUDA(cudaEventDestroy(stop));
-        return result;
-    }
+    if (screened.empty()) return result;
     const size_t finalists = std::min(screened.size(), (size_t)kFinalists);
     std::partial_sort(screened.begin(), screened.begin() + finalists, screened.end());
     auto time = [&](const cublasLtMatmulAlgo_t& algo) {
-        const float us = gemm_time_algorithm(ctx, p, algo, args, c ? c : s.out, s.out, stream, start, stop);
+        const float us =
+            gemm_time_algorithm(ctx, p, algo, args, c ? c : s.out, s.out, stream, s.start, s.stop);
         return us < 0.0f ? INFINITY : us;
     };
     result.base_us = INFINITY;
@@ -206,8 +198,5 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
             result.us = best_us[f];
             result.choice = variants[screened[f].second];
         }
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_CUDA(cudaEventDestroy(start));
-    CHECK_CUDA(cudaEventDestroy(stop));
-    return result;
+    return result;  // gemm_time_algorithm waited for its last launch: the scratch may go
 }
