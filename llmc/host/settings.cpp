@@ -151,9 +151,9 @@ void step_settings(std::vector<Setting>* rows) {
              FIELD(gemm_autotune))
              .key("gemm_autotune"),
          setting("--gemm-variants,!--no-gemm-variants",
-                 "with --gemm-autotune: then time the chosen algorithm's variants (tiles, cluster shapes, "
-                 "kernel options) whose output is bitwise its own, keep the fastest: the same training, "
-                 "faster (H200, GPT-1.5B fp8: -2.1% a step), but the first step takes ~80 s more to tune",
+                 "with --gemm-autotune: then screen variants of the chosen algorithm (tiles, cluster shapes, "
+                 "kernel options) and keep the fastest whose output is bitwise its own: the same training, "
+                 "0-2% faster (H200, GPT-1.5B), the first step tunes 7-20 s longer",
                  FIELD(gemm_variants))
              .key("gemm_variants"),
          setting("--gemm-cache",

@@ -137,6 +137,7 @@ void gemm_choose_algorithm(MatmulPlanCache* cache, GpuContext* ctx, MatmulPlan* 
     p->us = us[best];
     p->first_us = us[0];
     p->variants = refined.variants;
+    p->compared = refined.compared;
     p->same_bits = refined.same_bits;
     p->refined_us = refined.us;
     p->winner_us = refined.base_us;

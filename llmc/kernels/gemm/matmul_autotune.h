@@ -25,16 +25,16 @@ float gemm_time_algorithm(GpuContext* ctx, const MatmulPlan& p, const cublasLtMa
                           cudaEvent_t start, cudaEvent_t stop);
 
 // The second round of autotuning (llmc/kernels/gemm/matmul_refine.cu). The heuristic's answers may differ
-// in how they sum (split-K); their variants (other tiles, thread-block cluster shapes, custom options and CTA
-// swizzles, split-K and reduction scheme kept) are candidates only where their output on the call's operands
-// is bitwise the first round's winner's (answers[winner]): each runs twice, the second launch timed, and the
-// 8 fastest are timed against the winner as the first round times; the fastest is kept. So the choice
-// computes what the first round chose, faster or as fast. Without the memory for the comparison: the winner.
+// in how they sum (split-K); variants of the winner and of the other answers (other tiles, thread-block
+// cluster shapes, custom options; split-K and reduction scheme kept) are screened by one launch each, and the
+// 8 fastest whose output on the call's operands is bitwise the first round's winner's (answers[winner]) are
+// timed against it as the first round times; the fastest is kept. So the choice computes what the first
+// round chose, faster or as fast. Without the memory for the comparison: the winner.
 struct GemmRefinement {
     cublasLtMatmulHeuristicResult_t choice;
-    float us = 0.0f, base_us = 0.0f;   // the choice's and the winner's microseconds, timed alike
-    int variants = -1, same_bits = 0;  // variants cuBLASLt accepts (-1: no second round); of those, bitwise
-                                       // the winner's output
+    float us = 0.0f, base_us = 0.0f;  // the choice's and the winner's microseconds, timed alike
+    int variants = -1;                // variants screened (-1: no second round)
+    int compared = 0, same_bits = 0;  // of those, compared with the winner's output; bitwise the same
 };
 GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
                                   const std::vector<cublasLtMatmulHeuristicResult_t>& answers, size_t winner,

@@ -151,9 +151,9 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
         else if (p->choice == MatmulPlan::Choice::Timed)
             snprintf(
                 how, sizeof how,
-                "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx); of %d variants %d bitwise "
-                "the same, %s: %.1f us against %.1f",
-                p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us, p->variants,
+                "timed: answer %d of %d, %.1f us (first answer %.1f us, %.2fx); %d variants screened, of "
+                "%d compared %d bitwise the same, %s: %.1f us against %.1f",
+                p->rank + 1, p->candidates, p->us, p->first_us, p->first_us / p->us, p->variants, p->compared,
                 p->same_bits, p->refined_us < p->winner_us ? "one taken" : "none faster", p->refined_us,
                 p->winner_us);
         else

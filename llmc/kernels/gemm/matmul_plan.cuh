@@ -46,9 +46,10 @@ struct MatmulPlan {
     enum class Choice { Heuristic, Timed, FromCache } choice = Choice::Heuristic;
     int rank = 0, candidates = 1;      // Timed: the winner's place among the heuristic's answers
     float us = 0.0f, first_us = 0.0f;  // Timed: the winner's and the first answer's microseconds
-    // Timed, the second round (-1: not run): the variants, those bitwise the winner's output, and the
-    // microseconds of the choice and of the winner timed alike (equal: the winner stayed).
-    int variants = -1, same_bits = 0;
+    // Timed, the second round (-1: not run): the variants screened, those compared with the winner's output
+    // and those bitwise the same, and the microseconds of the choice and of the winner timed alike (equal:
+    // the winner stayed).
+    int variants = -1, compared = 0, same_bits = 0;
     float refined_us = 0.0f, winner_us = 0.0f;
 };
 
