@@ -41,12 +41,11 @@ struct MatmulPlan;  // matmul_plan.cuh: descriptors + layouts + algorithm for on
 
 // How a plan's algorithm is chosen. Off: cuBLASLt's first heuristic answer. On: its best kGemmCandidates
 // answers are each timed on the call's own operands (outside stream capture, e.g. the first training step)
-// and the fastest is kept (with `variants`, a second round: the variants of the answers that compute bitwise
-// the winner's output, other tiles, cluster shapes and kernel options, timed against it; matmul_autotune.h);
-// with a cache file
-// the choice is stored there (keyed by GPU, SM count, cuBLASLt version and the GEMM) and later processes take
-// it from there instead of timing, so runs sharing the file make the same choices and stay bitwise
-// reproducible.
+// and the fastest is kept (with `variants`, a second round: variants of it and of the other answers, other
+// tiles, cluster shapes and kernel options, screened, and the fastest whose output is bitwise its own kept;
+// matmul_autotune.h); with a cache file the choice is stored there (keyed by GPU, SM count, cuBLASLt version
+// and the GEMM) and later processes take it from there instead of timing, so runs sharing the file make the
+// same choices and stay bitwise reproducible.
 struct GemmTuning {
     bool autotune = false;
     std::string cache_path;              // "": no file (each process times its own)
