@@ -59,13 +59,6 @@ void destroy_plan(MatmulPlan* p) {
     delete p;
 }
 
-uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-    uint32_t v = 0;  // ID is int32, TILE_ID / STAGES_ID / SPLITK_NUM uint32: all fit
-    size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
-    return v;
-}
-
 // Builds descriptors and layouts for `key` and asks the heuristic for the best algorithm (with autotuning:
 // its best few, then gemm_choose_algorithm).
 MatmulPlan* create_plan(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
@@ -174,6 +167,13 @@ std::vector<std::string> matmul_plan_report(const MatmulPlanCache& cache) {
         lines.push_back(line);
     }
     return lines;
+}
+
+uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+    uint32_t v = 0;  // ID is int32, TILE_ID / STAGES_ID / SPLITK_NUM / CUSTOM_OPTION uint32: all fit
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
+    return v;
 }
 
 cublasStatus_t gemm_launch(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,

@@ -61,6 +61,9 @@ inline size_t gemm_d_bytes(const GemmKey& k) {
 // "fp8 dgrad GEMM (m=... n=... k=..., op TN, ...)": for errors and the plan report.
 std::string gemm_describe(const GemmKey& k);
 
+// A configuration attribute of `algo` that fits 32 bits: its ID, tile, stages, split-K, custom option.
+uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr);
+
 // One cublasLtMatmul of plan p with `algo` on args' operands, alpha 1 and args.beta, reading C at c and
 // writing D at d (gemm_run: the call's own; the autotuner's timings and comparisons: scratch), in ctx's
 // cuBLASLt workspace.

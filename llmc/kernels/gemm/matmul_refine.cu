@@ -9,7 +9,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <set>
-#include <utility>
 #include <vector>
 
 #include "llmc/gpu/cuda_common.cuh"
@@ -41,14 +40,6 @@ constexpr int kMaxComparisons = 32;  // bitwise comparisons a GEMM, at most (eac
 template <class T>
 void set_config(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, T value) {
     cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &value, sizeof value);
-}
-
-template <class T>
-T config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-    T v{};
-    size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
-    return v;
 }
 
 uint32_t capability(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
@@ -138,7 +129,7 @@ struct Search {
     const GemmArgs& args;
     cudaStream_t stream;
     Scratch& s;
-    const void* c;  // C as the variants read it (the zeros where the real call accumulates in place)
+    const void* c;  // C as the variants read it: the call's, the zeros where it accumulates in place, or D
     size_t bytes;
     std::vector<Variant> variants;
     int comparisons = 0;
@@ -152,13 +143,11 @@ struct Search {
         std::vector<bool> launched(n, false);
         for (size_t i = 0; i < n; i++) {
             const cublasLtMatmulAlgo_t& algo = variants[from + i].result.algo;
-            if (gemm_launch(ctx, p, algo, args, c ? c : s.out, s.out, stream) != CUBLAS_STATUS_SUCCESS)
-                continue;
+            if (gemm_launch(ctx, p, algo, args, c, s.out, stream) != CUBLAS_STATUS_SUCCESS) continue;
             CHECK_CUDA(cudaEventCreate(&events[2 * i]));
             CHECK_CUDA(cudaEventCreate(&events[2 * i + 1]));
             CHECK_CUDA(cudaEventRecord(events[2 * i], stream));
-            launched[i] =
-                gemm_launch(ctx, p, algo, args, c ? c : s.out, s.out, stream) == CUBLAS_STATUS_SUCCESS;
+            launched[i] = gemm_launch(ctx, p, algo, args, c, s.out, stream) == CUBLAS_STATUS_SUCCESS;
             CHECK_CUDA(cudaEventRecord(events[2 * i + 1], stream));
         }
         CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -178,7 +167,7 @@ struct Search {
         if (comparisons >= kMaxComparisons) return false;
         comparisons++;
         v->bits = Variant::Bits::Differ;
-        if (gemm_launch(ctx, p, v->result.algo, args, c ? c : s.out, s.out, stream) != CUBLAS_STATUS_SUCCESS)
+        if (gemm_launch(ctx, p, v->result.algo, args, c, s.out, stream) != CUBLAS_STATUS_SUCCESS)
             return false;
         mark_initialized(s.out, bytes, stream);
         CHECK_CUDA(cudaMemsetAsync(s.differs, 0, sizeof(unsigned int), stream));
@@ -192,10 +181,10 @@ struct Search {
         return !differs;
     }
 
-    // The screened variants from index `from` on, fastest first (those refused at launch left out).
-    std::vector<size_t> fastest(size_t from) const {
+    // The screened variants, fastest first (those refused at launch left out).
+    std::vector<size_t> fastest() const {
         std::vector<size_t> order;
-        for (size_t i = from; i < variants.size(); i++)
+        for (size_t i = 0; i < variants.size(); i++)
             if (std::isfinite(variants[i].us)) order.push_back(i);
         std::stable_sort(order.begin(), order.end(),
                          [&](size_t a, size_t b) { return variants[a].us < variants[b].us; });
@@ -214,10 +203,10 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
     const bool in_place = args.beta != 0.0f && !args.c;
     Scratch s(bytes, in_place, stream);
     if (!s.ok) return result;
-    const void* c = in_place ? s.zeros : args.c;  // beta = 0: C is not read
+    const void* c = in_place ? s.zeros : args.c;  // beta = 0: C is not read (D passed, as gemm_run does)
     if (gemm_launch(ctx, p, best, args, c ? c : s.ref, s.ref, stream) != CUBLAS_STATUS_SUCCESS) return result;
     mark_initialized(s.ref, bytes, stream);
-    Search search{ctx, p, args, stream, s, c, bytes};
+    Search search{ctx, p, args, stream, s, c ? c : s.out, bytes};
     std::set<AlgoWords> tried = {words_of(best)};
 
     // Tiles: the other answers as they are, the winner with each tile (its cluster shape, else 1x1).
@@ -237,10 +226,10 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
     // Shapes: the winner's tile and the fastest other tiles bitwise the winner's, each with every cluster
     // shape and custom option.
     std::vector<cublasLtMatmulAlgo_t> bases = {best};
-    std::set<uint32_t> base_tiles = {config<uint32_t>(best, CUBLASLT_ALGO_CONFIG_TILE_ID)};
-    for (size_t i : search.fastest(0)) {
+    std::set<uint32_t> base_tiles = {algo_attr(best, CUBLASLT_ALGO_CONFIG_TILE_ID)};
+    for (size_t i : search.fastest()) {
         if ((int)bases.size() >= kTopTiles || search.comparisons >= kMaxComparisons / 2) break;
-        const uint32_t tile = config<uint32_t>(search.variants[i].result.algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
+        const uint32_t tile = algo_attr(search.variants[i].result.algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
         if (!base_tiles.count(tile) && search.same_as_winner(&search.variants[i])) {
             bases.push_back(search.variants[i].result.algo);
             base_tiles.insert(tile);
@@ -263,7 +252,7 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
 
     // Finalists: the fastest screened variants with bitwise the winner's output.
     std::vector<size_t> finalists;
-    for (size_t i : search.fastest(0)) {
+    for (size_t i : search.fastest()) {
         if ((int)finalists.size() >= kFinalists || search.comparisons >= kMaxComparisons) break;
         if (search.same_as_winner(&search.variants[i])) finalists.push_back(i);
     }
@@ -271,8 +260,7 @@ GemmRefinement gemm_refine_choice(GpuContext* ctx, const MatmulPlan& p,
     result.compared = search.comparisons;
     if (finalists.empty()) return result;
     auto time = [&](const cublasLtMatmulAlgo_t& algo) {
-        const float us =
-            gemm_time_algorithm(ctx, p, algo, args, c ? c : s.out, s.out, stream, s.start, s.stop);
+        const float us = gemm_time_algorithm(ctx, p, algo, args, search.c, s.out, stream, s.start, s.stop);
         return us < 0.0f ? INFINITY : us;
     };
     result.base_us = INFINITY;
