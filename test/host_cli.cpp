@@ -219,8 +219,14 @@ TEST(run_flags_set_their_fields) {
         {{"--no-gemm-autotune"}, [](const TrainConfig& c) { return !c.gemm_autotune; }},
         {{"--gemm-autotune", "--gemm-cache", "g.tsv"},
          [](const TrainConfig& c) { return c.gemm_cache == "g.tsv"; }},
-        {{"--precision", "fp8"}, [](const TrainConfig& c) { return !c.gemm_variants; }},
+        // the second round: on by default in training, off without the first or when only generating
+        {{"--precision", "fp8"}, [](const TrainConfig& c) { return c.gemm_autotune && c.gemm_variants; }},
         {{"--gemm-variants"}, [](const TrainConfig& c) { return c.gemm_autotune && c.gemm_variants; }},
+        {{"--no-gemm-variants"}, [](const TrainConfig& c) { return c.gemm_autotune && !c.gemm_variants; }},
+        {{"--no-gemm-autotune"}, [](const TrainConfig& c) { return !c.gemm_variants; }},
+        {{"--generate", "8", "--init-from", "m.bin"}, [](const TrainConfig& c) { return !c.gemm_variants; }},
+        {{"--generate", "8", "--init-from", "m.bin", "--gemm-variants"},
+         [](const TrainConfig& c) { return c.gemm_variants; }},
         {{"--max-seq", "2048", "--seq", "2048"},
          [](const TrainConfig& c) { return c.model.max_seq_len == 2048 && c.seq == 2048; }},
     });

@@ -239,6 +239,9 @@ std::string CliSpec::assemble() {
         if (rows[i].over_preset && given(rows[i].long_name().c_str())) rows[i].ref<int>(c_) = override_[i];
     // FP8's default by model size (config.h); BF16 has nothing to rebuild.
     if (!given("--recompute")) c_.recompute = default_recompute(c_.precision, m);
+    // The second round of GEMM tuning pays back over a training run; a run that only generates or exports
+    // would wait for it and gain nothing, and without the first round there is nothing to refine.
+    if (!given("--gemm-variants")) c_.gemm_variants = c_.gemm_autotune && run_mode(c_) == RunMode::Train;
     if (c_.generate > 0) c_.batch = 1;  // one sequence (--batch is refused: flag_without_effect)
     return "";
 }

@@ -112,7 +112,8 @@ struct TrainConfig {
     bool fuse_residual = false;  // the residual adds in the projection GEMMs' epilogue (docs/performance.md)
     bool cuda_graph = true;      // each training step replays one captured CUDA graph (same results)
     bool gemm_autotune = true;   // time cuBLASLt's best candidates per GEMM once, keep the fastest
-    bool gemm_variants = false;  // then their variants with bitwise the same output (matmul.cuh)
+    bool gemm_variants = true;   // then their variants with bitwise the same output (matmul.cuh); the
+                                 // CLI's default: on when training with gemm_autotune
     std::string gemm_cache;      // file of those choices, shared by runs; "": the default; "none": no file
 
     // Text samples during training (llmc/run/generate.h).

@@ -153,7 +153,8 @@ void step_settings(std::vector<Setting>* rows) {
          setting("--gemm-variants,!--no-gemm-variants",
                  "with --gemm-autotune: then screen variants of the chosen algorithm (tiles, cluster shapes, "
                  "kernel options) and keep the fastest whose output is bitwise its own: the same training, "
-                 "0-2% faster (H200, GPT-1.5B), the first step tunes 7-20 s longer",
+                 "0-2% faster (H200), the first step tunes 7-20 s longer, once per GPU and shape (not in "
+                 "runs that only generate or export)",
                  FIELD(gemm_variants))
              .key("gemm_variants"),
          setting("--gemm-cache",

@@ -73,7 +73,8 @@ quickstart_flags() {  # log-dir
   FLAGS=(--model 124m --gelu tanh --train-data "$DATA/${PREFIX}_train_*.bin" --val-data "$DATA/${PREFIX}_val_*.bin"
     --batch 8 --seq 1024 --steps 250 --lr 6e-4 --warmup 25 --schedule cosine --final-lr-frac 0.1 --weight-decay 0.1
     --val-every 25 --val-batches 4 --sample-every 125 --sample-tokens 128 --log-every 25 --log-dir "$1"
-    --checkpoint-dir "$1/checkpoints" --keep-checkpoints 1)
+    --checkpoint-dir "$1/checkpoints" --keep-checkpoints 1
+    --no-gemm-variants)  # its tuning (~8 s on a fresh GPU) would outlast this 250-step run's gain
 }
 
 # train_gpt --print-config of the flags into $1; the one-line error and exit 2 when train_gpt refuses them.
