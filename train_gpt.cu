@@ -21,7 +21,6 @@
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/check.h"
 #include "llmc/host/checkpoint_flags.h"
-#include "llmc/host/choice_cache.h"
 #include "llmc/host/cli.h"
 #include "llmc/host/config.h"
 #include "llmc/host/logger.h"
@@ -305,8 +304,7 @@ void Run::open_gpu() {
            gpu_library_versions().c_str());
 }
 
-// The step options of the configuration; the tuned GEMM choices go to --gemm-cache, else the user's cache
-// directory ("none": nowhere).
+// The step options of the configuration; the tuned GEMM choices go to gemm_cache_file (config.h).
 static StepOptions step_options(const TrainConfig& cfg) {
     StepOptions o;
     o.fc_proj_input = cfg.fc_proj_input();
@@ -317,9 +315,7 @@ static StepOptions step_options(const TrainConfig& cfg) {
     o.bf16_moments = cfg.adam_bf16_moments;
     o.gemm_autotune = cfg.gemm_autotune;
     o.gemm_variants = cfg.gemm_variants;
-    o.gemm_cache_path = cfg.gemm_cache == "none" ? ""
-                        : cfg.gemm_cache.empty() ? default_cache_path("gemm_algos.tsv")
-                                                 : cfg.gemm_cache;
+    o.gemm_cache_path = gemm_cache_file(cfg);
     return o;
 }
 

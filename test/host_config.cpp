@@ -262,6 +262,21 @@ TEST(run_summary_for_people) {
           "  data         random tokens (seed 3985)\n", "  logs         logs/config.json, logs/train.jsonl\n",
           "  checkpoints  ck/ every 100 steps and at the end, the newest 2 kept\n"})
         EXPECT_CONTAINS(s, line);
+    // how the GEMMs are chosen, and where the choices go (a fresh GPU's first step is the one that tunes)
+    EXPECT_CONTAINS(s,
+                    "  GEMMs        cuBLASLt, the heuristic's 8 best timed, then variants with bitwise the "
+                    "same output (--gemm-variants) in the first step that runs a shape, stored in ");
+    TrainConfig g = c;
+    g.gemm_cache = "g.tsv";
+    g.gemm_variants = false;
+    EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"),
+                    "the heuristic's 8 best timed in the first step that runs a shape, stored in g.tsv for "
+                    "later runs on this GPU\n");
+    g.gemm_cache = "none";
+    EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"), "runs a shape, not stored\n");
+    g.gemm_autotune = false;
+    EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"),
+                    "  GEMMs        cuBLASLt, the heuristic's first algorithm (no autotuning)\n");
     c.ranks_per_gpu = 2;  // ranks sharing a GPU are counted as ranks
     EXPECT_CONTAINS(run_summary(c, num_parameters(c.model), 2, 4, "torchrun"),
                     "x 4 micro-steps x 2 ranks (torchrun, 2 per GPU) = 65,536 tokens per step");

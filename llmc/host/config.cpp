@@ -1,6 +1,8 @@
 // The choice settings' names (one table per choice) and the small derived settings.
 #include "llmc/host/config.h"
 
+#include "llmc/host/choice_cache.h"
+
 const ChoiceNames<Precision>& precision_names() {
     static const ChoiceNames<Precision> names = {{"bf16", Precision::BF16}, {"fp8", Precision::FP8}};
     return names;
@@ -63,6 +65,11 @@ int default_recompute(Precision precision, const ModelConfig& m) {
 std::string checkpoint_dir_of(const TrainConfig& cfg) {
     if (!cfg.checkpoint_dir.empty()) return cfg.checkpoint_dir;
     return cfg.resume.empty() ? cfg.resume_if_present : cfg.resume;
+}
+
+std::string gemm_cache_file(const TrainConfig& cfg) {
+    if (!cfg.gemm_autotune || cfg.gemm_cache == "none") return "";
+    return cfg.gemm_cache.empty() ? default_cache_path("gemm_algos.tsv") : cfg.gemm_cache;
 }
 
 void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint) {

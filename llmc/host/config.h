@@ -162,6 +162,9 @@ float learning_rate(const TrainConfig& cfg, int step);
 int default_recompute(Precision precision, const ModelConfig& model);
 // Where checkpoints go: --checkpoint-dir, else the --resume (or --resume-if-present) directory, else "".
 std::string checkpoint_dir_of(const TrainConfig& cfg);
+// Where the tuned GEMM choices are stored: --gemm-cache, else ~/.cache/train_gpt/gemm_algos.tsv (under
+// XDG_CACHE_HOME when set); "" for nowhere (--gemm-cache none, no autotuning, or no HOME).
+std::string gemm_cache_file(const TrainConfig& cfg);
 // --resume-if-present DIR once its folder is looked at (`dir_has_checkpoint`: DIR has a ckpt_* file, valid
 // or not): sets cfg->resume = DIR, else leaves cfg->resume empty (a fresh start; run_summary says so).
 void resolve_resume_if_present(TrainConfig* cfg, bool dir_has_checkpoint);

@@ -52,6 +52,18 @@ std::string precision_line(const TrainConfig& c) {
            (c.adam_bf16_moments ? ", BF16 AdamW moments" : "") + "\n";
 }
 
+// How the GEMMs find their cuBLASLt algorithm: a shape not yet stored is tuned in the step that first runs
+// it, which is why a fresh GPU's first step takes seconds longer than the rest.
+std::string gemm_line(const TrainConfig& c) {
+    const std::string s = "  GEMMs        cuBLASLt, ";
+    if (!c.gemm_autotune) return s + "the heuristic's first algorithm (no autotuning)\n";
+    const std::string file = gemm_cache_file(c);
+    return s + "the heuristic's 8 best timed" +
+           (c.gemm_variants ? ", then variants with bitwise the same output (--gemm-variants)" : "") +
+           " in the first step that runs a shape, " +
+           (file.empty() ? "not stored" : "stored in " + file + " for later runs on this GPU") + "\n";
+}
+
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {
     const uint64_t tokens = (uint64_t)c.batch * c.seq * micro_steps * gpus;
     std::string lr = "lr " + shortest(c.lr) + " " + to_string(c.schedule);
@@ -132,7 +144,8 @@ std::string output_lines(const TrainConfig& c) {
 std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
                         const std::string& launcher) {
     if (run_mode(cfg) == RunMode::Generate)
-        return model_line(cfg, parameters) + precision_line(cfg) + generate_line(cfg) + weights_lines(cfg);
-    return model_line(cfg, parameters) + precision_line(cfg) + batch_line(cfg, gpus, micro_steps, launcher) +
-           data_line(cfg) + output_lines(cfg);
+        return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) + generate_line(cfg) +
+               weights_lines(cfg);
+    return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) +
+           batch_line(cfg, gpus, micro_steps, launcher) + data_line(cfg) + output_lines(cfg);
 }
