@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "llmc/fp8/scale_state.cuh"
+#include "llmc/gpu/launch.cuh"
 
 namespace {
 // ---- the scale update ----
@@ -24,6 +25,7 @@ constexpr int kUpdRowsPerLane = 4;
 __global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
     update_scales_kernel(float* hist, float* scale, float* scale_inv, const float* __restrict__ fp8_max,
                          int num_slots, int H, bool algo_max, int margin) {
+    pdl_wait();
     __shared__ uint32_t red[kUpdRowLanes][kUpdSlots];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int slot = blockIdx.x * kUpdSlots + tx;
@@ -64,6 +66,7 @@ __global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
 
 __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const float* staging,
                                         const float* fp8_max, int first, int count, int margin) {
+    pdl_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     const int s = first + i;
@@ -121,9 +124,9 @@ void fp8_bind(Fp8Tensor* t, const Fp8ScaleState& st, int index, int rows, int co
 
 void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream) {
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
-    update_scales_kernel<<<ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0, stream>>>(
-        st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots, st->history_len,
-        algo == AmaxAlgo::Max, margin);
+    launch_kernel(update_scales_kernel, ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0,
+                  stream, st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots,
+                  st->history_len, algo == AmaxAlgo::Max, margin);
     CHECK_LAUNCH();
 }
 
@@ -133,7 +136,7 @@ void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int marg
           st->num_slots);
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
     if (count == 0) return;
-    calibrate_scales_kernel<<<ceil_div(count, 128), 128, 0, stream>>>(
-        st->scale, st->scale_inv, st->amax_history, st->fp8_max, first_slot, count, margin);
+    launch_kernel(calibrate_scales_kernel, ceil_div(count, 128), 128, 0, stream, st->scale, st->scale_inv,
+                  st->amax_history, st->fp8_max, first_slot, count, margin);
     CHECK_LAUNCH();
 }

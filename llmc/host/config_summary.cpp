@@ -61,7 +61,8 @@ std::string gemm_line(const TrainConfig& c) {
     return s + "the heuristic's 8 best timed" +
            (c.gemm_variants ? ", then variants with bitwise the same output (--gemm-variants)" : "") +
            " in the first step that runs a shape, " +
-           (file.empty() ? "not stored" : "stored in " + file + " for later runs on this GPU") + "\n";
+           (file.empty() ? "not stored" : "stored in " + file + " for later runs on this GPU") + "\n" +
+           (c.pdl ? "  launches     our kernels with programmatic dependent launch (--pdl)\n" : "");
 }
 
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {
