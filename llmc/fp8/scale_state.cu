@@ -127,7 +127,6 @@ void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_
     launch_kernel(update_scales_kernel, ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0,
                   stream, st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots,
                   st->history_len, algo == AmaxAlgo::Max, margin);
-    CHECK_LAUNCH();
 }
 
 void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int margin, cudaStream_t stream) {
@@ -138,5 +137,4 @@ void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int marg
     if (count == 0) return;
     launch_kernel(calibrate_scales_kernel, ceil_div(count, 128), 128, 0, stream, st->scale, st->scale_inv,
                   st->amax_history, st->fp8_max, first_slot, count, margin);
-    CHECK_LAUNCH();
 }

@@ -29,12 +29,10 @@ __global__ void restore_if_skipped_kernel(float* dst, const float* src, size_t n
 
 void step_loss_accumulate(float* step_loss, const float* micro_loss, bool first, cudaStream_t stream) {
     launch_kernel(step_loss_accumulate_kernel, 1, 1, 0, stream, step_loss, micro_loss, first);
-    CHECK_LAUNCH();
 }
 
 void step_verdict(int* apply, const float* loss_sum, const float* norm, cudaStream_t stream) {
     launch_kernel(step_verdict_kernel, 1, 1, 0, stream, apply, loss_sum, norm);
-    CHECK_LAUNCH();
 }
 
 void restore_if_skipped(float* dst, const float* src, size_t n, const int* apply, cudaStream_t stream) {
@@ -42,5 +40,4 @@ void restore_if_skipped(float* dst, const float* src, size_t n, const int* apply
     const int block = 256;
     const int grid = (int)std::min<size_t>((n + block - 1) / block, 1024);
     launch_kernel(restore_if_skipped_kernel, grid, block, 0, stream, dst, src, n, apply);
-    CHECK_LAUNCH();
 }

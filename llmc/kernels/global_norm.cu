@@ -106,12 +106,10 @@ void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStr
     }
     launch_kernel(global_norm_squared_kernel, kNormBlocks, kNormThreads, 0, stream, partials, grads_P, P,
                   head, nvec, view);
-    CHECK_LAUNCH();
 }
 
 void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials,
                      float max_norm, cudaStream_t stream) {
     launch_kernel(grad_clip_scale_kernel, 1, 256, 0, stream, norm_out, scale_out, partials, num_partials,
                   max_norm);
-    CHECK_LAUNCH();
 }

@@ -40,15 +40,12 @@ void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t str
                  const ShardView& view) {
     uint64_t key = seed * 0x2545F4914F6CDD1Dull + stream_id * 0x9E3779B97F4A7C15ull;
     launch_kernel(fill_normal_kernel, grid_for(n), 256, 0, stream, out, n, stddev, key, view);
-    CHECK_LAUNCH();
 }
 
 void fill_constant(float* out, size_t n, float value, cudaStream_t stream) {
     launch_kernel(fill_constant_kernel, grid_for(n), 256, 0, stream, out, n, value);
-    CHECK_LAUNCH();
 }
 
 void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream, const ShardView& view) {
     launch_kernel(convert_to_bf16_kernel, grid_for(n), 256, 0, stream, dst, src, n, view);
-    CHECK_LAUNCH();
 }

@@ -130,7 +130,6 @@ void launch_adamw(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16*
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
     launch_kernel(adamw_kernel<MT>, grid, block, 0, stream, master_P, params_P, m_P, v_P, grads_P, P, head,
                   nvec, c, step_host, step_dev, grad_scale, apply, view);
-    CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -98,7 +98,6 @@ void adamw_update_fp8_weight(float* master_OI, MT* m_OI, MT* v_OI, const bf16* g
         launch_kernel(adamw_fp8_weight_kernel<FMT, MT>, grid, kCtThreads, 0, stream, master_OI, m_OI, v_OI,
                       grads_OI, O, I, coefs, step_dev, grad_scale, apply, w.data, w.data_T, w.scale_inv,
                       w.slot.amax, w.slot.scale, w.slot.scale_inv);
-        CHECK_LAUNCH();
     });
 }
 

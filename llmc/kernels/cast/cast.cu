@@ -260,7 +260,6 @@ void launch_amax(const Fp8Tensor& t, const Tin* in, const bf16* pre, cudaStream_
     const unsigned grid = ew_grid(n, "fp8 amax");
     launch_kernel(elementwise_kernel<Tin, OP>, grid, kEwThreads, 0, stream, t.slot.amax, in, pre, n, nullptr,
                   nullptr, nullptr, nullptr);  // amax only: no output
-    CHECK_LAUNCH();
 }
 
 // The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only).
@@ -291,7 +290,6 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin
                     launch_kernel(cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT>, grid, kCtThreads, 0,
                                   stream, out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax,
                                   in_NC, pre_NC, out.slot.scale, out.slot.scale_inv, N, C, gelu);
-                    CHECK_LAUNCH();
                 });
                 return;
             }
@@ -299,7 +297,6 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin
         launch_kernel(cast_transpose_kernel<Tin, OP, DBIAS, FMT>, grid, kCtThreads, 0, stream, out.data,
                       out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC, out.slot.scale,
                       out.slot.scale_inv, N, C, GeluOutT{});
-        CHECK_LAUNCH();
     });
 }
 
@@ -308,7 +305,6 @@ void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool a
     const int rows = ceil_div(N, kCtTile);
     launch_kernel(dbias_reduce_kernel, ceil_div(C, 32), dim3(32, 8), 0, stream, dbias, partial, rows, C,
                   accumulate);
-    CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -390,5 +386,4 @@ void fp8_transpose(const Fp8Tensor& t, cudaStream_t stream) {
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8_transpose: N = %d too large", N);
     launch_kernel(transpose_bytes_kernel, grid, kCtThreads, 0, stream, t.data_T, t.data, N, C);
-    CHECK_LAUNCH();
 }

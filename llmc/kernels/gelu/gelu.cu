@@ -60,7 +60,6 @@ void gelu_forward(bf16* out, const bf16* inp, size_t n, bool tanh_approx, cudaSt
     if (n == 0) return;
     const auto kernel = tanh_approx ? gelu_forward_kernel<true> : gelu_forward_kernel<false>;
     launch_kernel(kernel, grid, kGeluBlock, 0, stream, out, inp, n);
-    CHECK_LAUNCH();
 }
 
 void gelu_backward_inplace(bf16* d_in_out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {
@@ -69,5 +68,4 @@ void gelu_backward_inplace(bf16* d_in_out, const bf16* inp, size_t n, bool tanh_
     const auto kernel =
         tanh_approx ? gelu_backward_inplace_kernel<true> : gelu_backward_inplace_kernel<false>;
     launch_kernel(kernel, grid, kGeluBlock, 0, stream, d_in_out, inp, n);
-    CHECK_LAUNCH();
 }

@@ -85,8 +85,6 @@ void matmul_dbias(bf16* dbias_O, const bf16* dout_NO, int N, int OC, float* dbia
     dim3 grid(ceil_div(OC, kDbiasColsPerBlock), splits), block(32, kDbiasRowLanes);
     launch_kernel(matmul_dbias_partial_kernel, grid, block, 0, stream, dbias_scratch, dout_NO, N, OC,
                   rows_per_split);
-    CHECK_LAUNCH();
     launch_kernel(matmul_dbias_final_kernel, ceil_div(OC, kDbiasFinalThreads), kDbiasFinalThreads, 0, stream,
                   dbias_O, dbias_scratch, splits, OC, accumulate);
-    CHECK_LAUNCH();
 }

@@ -262,7 +262,6 @@ void launch_forward(const char* who, bf16* residual_NC, bf16* out_NC, float* mea
     const int grid = ceil_div(N, kFwdBlock / 32);
     launch_kernel(pick_forward_kernel<kResidual>(C), grid, kFwdBlock, 0, stream, residual_NC, out_NC, mean_N,
                   rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, N, C);
-    CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -328,9 +327,7 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
 
     launch_kernel(kernel, (int)grid, threads, smem, stream, dinp_NC, scratch, dout_NC, inp_NC, weight_C,
                   mean_N, rstd_N, N, C);
-    CHECK_LAUNCH();
     dim3 rblock(kRedX, kRedY);
     launch_kernel(layernorm_backward_reduce_kernel, ceil_div(2 * C, kRedX), rblock, 0, stream, dweight_C,
                   dbias_C, scratch, (int)grid, C, accumulate);
-    CHECK_LAUNCH();
 }

@@ -179,7 +179,6 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
         launch_kernel(kernel, grid, kLnThreads, smem, stream, residual, kWrite ? t.data : nullptr,
                       kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr, mean, rstd, t.slot.amax,
                       inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
-        CHECK_LAUNCH();
     });
 }
 
