@@ -18,7 +18,6 @@
 #include "llmc/formats/dataloader.h"
 #include "llmc/formats/tokenizer.h"
 #include "llmc/gpu/context.h"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/gpu/phase_timer.h"
 #include "llmc/host/check.h"
 #include "llmc/host/checkpoint_flags.h"
@@ -300,7 +299,6 @@ void Run::open_gpu() {
     // BF16 cuDNN flash attention and cuBLASLt paths need Ampere or newer; FP8 GEMMs need sm_89+.
     ctx_ = create_gpu_context(device, cfg_.precision == Precision::FP8 ? 89 : 80);
     gpu_open_ = true;
-    set_programmatic_launch(cfg_.pdl && ctx_.props.major >= 9);  // before the first kernel (Hopper and newer)
     printf("device: %s, %d SMs, %.1f GiB%s; %s\n", ctx_.props.name, ctx_.props.multiProcessorCount,
            ctx_.props.totalGlobalMem / 1073741824.0, world_ > 1 ? " (rank 0's)" : "",
            gpu_library_versions().c_str());

@@ -6,8 +6,6 @@
 #   graph_bitwise_{bf16,fp8,fp8_bf16_head,fp8_recompute2,fp8_fused_residual}[_options]: the step replayed as one captured CUDA graph (default) gives bitwise the losses
 #     and grad norms of --no-cuda-graph (every kernel launched from the host): the same kernels on the same
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
-#   pdl_bitwise_{bf16,fp8}: --pdl (our kernels with programmatic dependent launch, each waiting for the one before
-#     it) gives bitwise the losses and grad norms of the default, with the captured step and without it.
 #   profile_captured: --profile (after training) times a captured graph of the step with its phase marks as
 #     event nodes: the training losses are bitwise those of the run without it, the profile line says
 #     "captured", and its phases add up to the training loop's median step within a factor 0.5-2 (it would be
@@ -71,29 +69,6 @@ for variant in "bf16:--precision bf16" "fp8:--precision fp8" "fp8_bf16_head:--pr
     fi
   else
     fail graph_bitwise_$p "a run failed: $(tail -2 "$WORK/g1_$p.txt" "$WORK/g0_$p.txt" | tr '\n' ' ')"
-  fi
-done
-
-# --pdl: the same kernels, each waiting for the one before it, so bitwise the default's losses and grad norms,
-# with the captured step (programmatic edges in the graph) and without it. The default's run is graph_bitwise's
-# (g1_$p, the same flags) when that case ran.
-for p in bf16 fp8; do
-  want "pdl_bitwise_$p" || continue
-  d0=g1_$p
-  if { [ -f "$WORK/$d0/train.jsonl" ] || run $d0 --precision $p --batch 4 --total-batch 8192; } &&
-     run pdl_$p --precision $p --batch 4 --total-batch 8192 --pdl &&
-     run pdl_nograph_$p --precision $p --batch 4 --total-batch 8192 --pdl --no-cuda-graph; then
-    if ! grep -q "programmatic dependent launch" "$WORK/pdl_$p.txt" || grep -q "programmatic dependent launch" "$WORK/$d0.txt"; then
-      fail pdl_bitwise_$p "the start-up summary does not say --pdl is on (or says it without --pdl)"
-    elif [ "$(losses "$WORK/$d0/train.jsonl")" = "$(losses "$WORK/pdl_$p/train.jsonl")" ] &&
-       [ "$(losses "$WORK/$d0/train.jsonl")" = "$(losses "$WORK/pdl_nograph_$p/train.jsonl")" ] &&
-       [ "$(losses "$WORK/$d0/train.jsonl" | wc -l)" = 8 ]; then
-      pass "pdl_bitwise_$p (8 steps x 2 micro-steps: losses and grad norms identical with --pdl, graph and no graph; median step $(grep -o 'median step [0-9.]* ms' "$WORK/$d0.txt") -> $(grep -o 'median step [0-9.]* ms' "$WORK/pdl_$p.txt"))"
-    else
-      fail pdl_bitwise_$p "losses differ: $(diff <(losses "$WORK/$d0/train.jsonl") <(losses "$WORK/pdl_$p/train.jsonl") | head -3 | tr '\n' ' ')"
-    fi
-  else
-    fail pdl_bitwise_$p "a run failed: $(tail -2 "$WORK/pdl_$p.txt" "$WORK/pdl_nograph_$p.txt" | tr '\n' ' ')"
   fi
 done
 

@@ -274,10 +274,6 @@ TEST(run_summary_for_people) {
                     "later runs on this GPU\n");
     g.gemm_cache = "none";
     EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"), "runs a shape, not stored\n");
-    EXPECT_TRUE(s.find("  launches ") == std::string::npos);  // said only with --pdl
-    g.pdl = true;
-    EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"),
-                    "  launches     our kernels with programmatic dependent launch (--pdl)\n");
     g.gemm_autotune = false;
     EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"),
                     "  GEMMs        cuBLASLt, the heuristic's first algorithm (no autotuning)\n");

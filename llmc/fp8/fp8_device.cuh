@@ -10,7 +10,6 @@
 #include "llmc/fp8/fp8_tensor.h"
 #include "llmc/fp8/scale_state.cuh"
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/gpu/launch.cuh"
 
 // ---------------------------------------------------------------------------------------------------------
 // Device helpers
@@ -227,7 +226,8 @@ void fp8_launch_elementwise(const Fp8Tensor& out, const char* who, cudaStream_t 
     const unsigned grid = ew_grid(n, who);
     fp8_dispatch_format(out, [&](auto tag) {
         const auto kernel = kernel_for(tag);
-        launch_kernel(kernel, grid, kEwThreads, 0, stream, out.slot.amax, inputs..., n, out.data,
-                      out.scale_inv, out.slot.scale, out.slot.scale_inv);
+        kernel<<<grid, kEwThreads, 0, stream>>>(out.slot.amax, inputs..., n, out.data, out.scale_inv,
+                                                out.slot.scale, out.slot.scale_inv);
+        CHECK_LAUNCH();
     });
 }

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "llmc/fp8/scale_state.cuh"
-#include "llmc/gpu/launch.cuh"
 
 namespace {
 // ---- the scale update ----
@@ -25,7 +24,6 @@ constexpr int kUpdRowsPerLane = 4;
 __global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
     update_scales_kernel(float* hist, float* scale, float* scale_inv, const float* __restrict__ fp8_max,
                          int num_slots, int H, bool algo_max, int margin) {
-    pdl_wait();
     __shared__ uint32_t red[kUpdRowLanes][kUpdSlots];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int slot = blockIdx.x * kUpdSlots + tx;
@@ -66,7 +64,6 @@ __global__ void __launch_bounds__(kUpdSlots* kUpdRowLanes)
 
 __global__ void calibrate_scales_kernel(float* scale, float* scale_inv, const float* staging,
                                         const float* fp8_max, int first, int count, int margin) {
-    pdl_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     const int s = first + i;
@@ -124,9 +121,10 @@ void fp8_bind(Fp8Tensor* t, const Fp8ScaleState& st, int index, int rows, int co
 
 void fp8_update_scales(Fp8ScaleState* st, AmaxAlgo algo, int margin, cudaStream_t stream) {
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
-    launch_kernel(update_scales_kernel, ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0,
-                  stream, st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots,
-                  st->history_len, algo == AmaxAlgo::Max, margin);
+    update_scales_kernel<<<ceil_div(st->num_slots, kUpdSlots), dim3(kUpdSlots, kUpdRowLanes), 0, stream>>>(
+        st->amax_history, st->scale, st->scale_inv, st->fp8_max, st->num_slots, st->history_len,
+        algo == AmaxAlgo::Max, margin);
+    CHECK_LAUNCH();
 }
 
 void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int margin, cudaStream_t stream) {
@@ -135,6 +133,7 @@ void fp8_calibrate_scales(Fp8ScaleState* st, int first_slot, int count, int marg
           st->num_slots);
     CHECK(margin >= 0 && margin <= 64, "fp8 margin must be in [0, 64], got %d", margin);
     if (count == 0) return;
-    launch_kernel(calibrate_scales_kernel, ceil_div(count, 128), 128, 0, stream, st->scale, st->scale_inv,
-                  st->amax_history, st->fp8_max, first_slot, count, margin);
+    calibrate_scales_kernel<<<ceil_div(count, 128), 128, 0, stream>>>(
+        st->scale, st->scale_inv, st->amax_history, st->fp8_max, first_slot, count, margin);
+    CHECK_LAUNCH();
 }

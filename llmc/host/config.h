@@ -111,7 +111,6 @@ struct TrainConfig {
     bool deterministic = true;   // cuDNN's deterministic attention backward (bitwise reproducible runs)
     bool fuse_residual = false;  // the residual adds in the projection GEMMs' epilogue (docs/performance.md)
     bool cuda_graph = true;      // each training step replays one captured CUDA graph (same results)
-    bool pdl = false;            // our kernels with programmatic dependent launch (llmc/gpu/launch.cuh)
     bool gemm_autotune = true;   // time cuBLASLt's best candidates per GEMM once, keep the fastest
     bool gemm_variants = true;   // then their variants with bitwise the same output (matmul.cuh); the
                                  // CLI's default: on when training with gemm_autotune

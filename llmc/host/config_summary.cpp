@@ -64,11 +64,6 @@ std::string gemm_line(const TrainConfig& c) {
            (file.empty() ? "not stored" : "stored in " + file + " for later runs on this GPU") + "\n";
 }
 
-// Only with --pdl: how our kernels are launched (the default says nothing).
-std::string launch_line(const TrainConfig& c) {
-    return c.pdl ? "  launches     our kernels with programmatic dependent launch (--pdl)\n" : "";
-}
-
 std::string batch_line(const TrainConfig& c, int gpus, int micro_steps, const std::string& launcher) {
     const uint64_t tokens = (uint64_t)c.batch * c.seq * micro_steps * gpus;
     std::string lr = "lr " + shortest(c.lr) + " " + to_string(c.schedule);
@@ -149,8 +144,8 @@ std::string output_lines(const TrainConfig& c) {
 std::string run_summary(const TrainConfig& cfg, size_t parameters, int gpus, int micro_steps,
                         const std::string& launcher) {
     if (run_mode(cfg) == RunMode::Generate)
-        return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) + launch_line(cfg) +
-               generate_line(cfg) + weights_lines(cfg);
-    return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) + launch_line(cfg) +
+        return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) + generate_line(cfg) +
+               weights_lines(cfg);
+    return model_line(cfg, parameters) + precision_line(cfg) + gemm_line(cfg) +
            batch_line(cfg, gpus, micro_steps, launcher) + data_line(cfg) + output_lines(cfg);
 }

@@ -145,13 +145,6 @@ void step_settings(std::vector<Setting>* rows) {
              .key("cuda_graph")
              .only_in({kTrain}),
          setting(
-             "--pdl,!--no-pdl",
-             "launch our kernels with programmatic dependent launch (Hopper): each may start while the one "
-             "before it finishes and waits for it before touching memory; the same results bit for bit, the "
-             "gaps between kernels shorter (not yet measured: off by default)",
-             FIELD(pdl))
-             .key("pdl"),
-         setting(
              "--gemm-autotune,!--no-gemm-autotune",
              "time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest (stored in "
              "--gemm-cache, so later runs choose the same); --no-gemm-autotune: the heuristic's first",

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/encoder.cuh"
 
 namespace {
@@ -14,7 +13,6 @@ constexpr int kGroups = 4;
 
 __global__ void __launch_bounds__(kEncBlock)
     encoder_forward_kernel(bf16* out, const int* inp, const bf16* wte, const bf16* wpe, int N, int T, int C) {
-    pdl_wait();
     const size_t idx = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (idx >= (size_t)N * C) return;
     const int n = (int)(idx / C), c = (int)(idx % C);
@@ -35,7 +33,6 @@ __global__ void __launch_bounds__(kEncBlock)
 __global__ void __launch_bounds__(32 * kGroups)
     encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const int* offsets, const int* positions,
                                 const int* tokens, const int* num_buckets, int C) {
-    pdl_wait();
     __shared__ float partial[kGroups - 1][32][x128::size];
     const int bucket = blockIdx.x;
     if (bucket >= *num_buckets) return;  // a fixed grid of max_buckets blocks: the rest have no bucket
@@ -86,7 +83,6 @@ __global__ void __launch_bounds__(32 * kGroups)
 // One thread per (t, 8 channels): dwpe[t] = sum over b = 0..B-1 in order.
 __global__ void __launch_bounds__(kEncBlock)
     encoder_backward_wpe_kernel(bf16* dwpe, const bf16* dout, int B, int T, int C, bool accumulate) {
-    pdl_wait();
     const size_t idx = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (idx >= (size_t)T * C) return;
     float acc[x128::size];
@@ -121,8 +117,9 @@ void encoder_forward(bf16* out_NC, const int* inp_N, const bf16* wte_VC, const b
     const int N = B * T;
     if (N == 0) return;
     const size_t threads = (size_t)N * C / x128::size;
-    launch_kernel(encoder_forward_kernel, (unsigned)((threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0,
-                  stream, out_NC, inp_N, wte_VC, wpe_TC, N, T, C);
+    encoder_forward_kernel<<<(unsigned)((threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0, stream>>>(
+        out_NC, inp_N, wte_VC, wpe_TC, N, T, C);
+    CHECK_LAUNCH();
 }
 
 void build_token_buckets(TokenBuckets* out, const int* inp_N_host, int N) {
@@ -168,10 +165,12 @@ void encoder_backward(bf16* dwte_VC, bf16* dwpe_TC, const bf16* dout_NC, const i
     CHECK(aligned16(dwte_VC) && aligned16(dwpe_TC) && aligned16(dout_NC),
           "encoder_backward: tensors must be 16-byte aligned");
     const size_t wpe_threads = (size_t)T * C / x128::size;
-    launch_kernel(encoder_backward_wpe_kernel, (unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock),
-                  kEncBlock, 0, stream, dwpe_TC, dout_NC, B, T, C, accumulate_wpe);
+    encoder_backward_wpe_kernel<<<(unsigned)((wpe_threads + kEncBlock - 1) / kEncBlock), kEncBlock, 0,
+                                  stream>>>(dwpe_TC, dout_NC, B, T, C, accumulate_wpe);
+    CHECK_LAUNCH();
     if (max_buckets == 0) return;
     const dim3 grid(max_buckets, ceil_div(C, 32 * x128::size)), block(32, kGroups);
-    launch_kernel(encoder_backward_wte_kernel, grid, block, 0, stream, dwte_VC, dout_NC, bucket_offsets,
-                  bucket_positions, bucket_tokens, num_buckets, C);
+    encoder_backward_wte_kernel<<<grid, block, 0, stream>>>(dwte_VC, dout_NC, bucket_offsets,
+                                                            bucket_positions, bucket_tokens, num_buckets, C);
+    CHECK_LAUNCH();
 }

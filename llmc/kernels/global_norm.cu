@@ -4,7 +4,6 @@
 // A single-block kernel then adds the partials in a fixed order and forms the clip factor.
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/global_norm.cuh"
 
 namespace {
@@ -41,7 +40,6 @@ __device__ inline float square(bf16 x) {
 __global__ void __launch_bounds__(kNormThreads, 2)
     global_norm_squared_kernel(float* partials, const bf16* grads_P, size_t P, size_t head, size_t nvec,
                                ShardView view) {
-    pdl_wait();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     double acc = 0.0;
@@ -71,7 +69,6 @@ __global__ void __launch_bounds__(kNormThreads, 2)
 __global__ void __launch_bounds__(256)
     grad_clip_scale_kernel(float* norm_out, float* scale_out, const float* partials, int num_partials,
                            float max_norm) {
-    pdl_wait();
     double acc = 0.0;
     for (int i = threadIdx.x; i < num_partials; i += blockDim.x) acc += (double)partials[i];
     acc = block_reduce_sum_double(acc);
@@ -104,12 +101,13 @@ void global_norm_squared(float* partials, const bf16* grads_P, size_t P, cudaStr
     } else {
         head = 0;
     }
-    launch_kernel(global_norm_squared_kernel, kNormBlocks, kNormThreads, 0, stream, partials, grads_P, P,
-                  head, nvec, view);
+    global_norm_squared_kernel<<<kNormBlocks, kNormThreads, 0, stream>>>(partials, grads_P, P, head, nvec,
+                                                                         view);
+    CHECK_LAUNCH();
 }
 
 void grad_clip_scale(float* norm_out, float* scale_out, const float* partials, int num_partials,
                      float max_norm, cudaStream_t stream) {
-    launch_kernel(grad_clip_scale_kernel, 1, 256, 0, stream, norm_out, scale_out, partials, num_partials,
-                  max_norm);
+    grad_clip_scale_kernel<<<1, 256, 0, stream>>>(norm_out, scale_out, partials, num_partials, max_norm);
+    CHECK_LAUNCH();
 }

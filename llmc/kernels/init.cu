@@ -1,6 +1,5 @@
 #include <algorithm>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/init.cuh"
 
 __device__ inline uint64_t splitmix64(uint64_t x) {
@@ -11,7 +10,6 @@ __device__ inline uint64_t splitmix64(uint64_t x) {
 }
 
 __global__ void fill_normal_kernel(float* out, size_t n, float stddev, uint64_t key, ShardView view) {
-    pdl_wait();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         uint64_t r = splitmix64(key ^ splitmix64(view.map(i)));
@@ -23,13 +21,11 @@ __global__ void fill_normal_kernel(float* out, size_t n, float stddev, uint64_t 
 }
 
 __global__ void fill_constant_kernel(float* out, size_t n, float value) {
-    pdl_wait();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = value;
 }
 
 __global__ void convert_to_bf16_kernel(bf16* dst, const float* src, size_t n, ShardView view) {
-    pdl_wait();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[view.map(i)] = __float2bfloat16_rn(src[i]);
 }
@@ -39,13 +35,16 @@ static int grid_for(size_t n) { return (int)std::min<size_t>((n + 255) / 256, 13
 void fill_normal(float* out, size_t n, float stddev, uint64_t seed, uint64_t stream_id, cudaStream_t stream,
                  const ShardView& view) {
     uint64_t key = seed * 0x2545F4914F6CDD1Dull + stream_id * 0x9E3779B97F4A7C15ull;
-    launch_kernel(fill_normal_kernel, grid_for(n), 256, 0, stream, out, n, stddev, key, view);
+    fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(out, n, stddev, key, view);
+    CHECK_LAUNCH();
 }
 
 void fill_constant(float* out, size_t n, float value, cudaStream_t stream) {
-    launch_kernel(fill_constant_kernel, grid_for(n), 256, 0, stream, out, n, value);
+    fill_constant_kernel<<<grid_for(n), 256, 0, stream>>>(out, n, value);
+    CHECK_LAUNCH();
 }
 
 void convert_to_bf16(bf16* dst, const float* src, size_t n, cudaStream_t stream, const ShardView& view) {
-    launch_kernel(convert_to_bf16_kernel, grid_for(n), 256, 0, stream, dst, src, n, view);
+    convert_to_bf16_kernel<<<grid_for(n), 256, 0, stream>>>(dst, src, n, view);
+    CHECK_LAUNCH();
 }

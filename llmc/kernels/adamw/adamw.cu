@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/adamw/adamw.cuh"
 #include "llmc/kernels/adamw/adamw_math.cuh"
 
@@ -28,7 +27,6 @@ __global__ void __launch_bounds__(256)
                  size_t head, size_t nvec, AdamWCoefs c, AdamWStepScalars step_host,
                  const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
                  ShardView view) {
-    pdl_wait();
     if (apply && !*apply) return;  // a skipped step: nothing changes
     const AdamWStepScalars t = step_dev ? *step_dev : step_host;
     const float scale = grad_scale ? *grad_scale : 1.0f;
@@ -128,8 +126,9 @@ void launch_adamw(float* master_P, bf16* params_P, MT* m_P, MT* v_P, const bf16*
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, adamw_kernel<MT>, block, 0));
     const int grid =
         (int)std::min<size_t>((work + block - 1) / block, (size_t)num_sms * std::max(blocks_per_sm, 1));
-    launch_kernel(adamw_kernel<MT>, grid, block, 0, stream, master_P, params_P, m_P, v_P, grads_P, P, head,
-                  nvec, c, step_host, step_dev, grad_scale, apply, view);
+    adamw_kernel<<<grid, block, 0, stream>>>(master_P, params_P, m_P, v_P, grads_P, P, head, nvec, c,
+                                             step_host, step_dev, grad_scale, apply, view);
+    CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // of llmc/fp8/fp8_device.cuh, with the AdamW element update (llmc/kernels/adamw/adamw_math.cuh) applied to
 // each 8-column chunk before it is quantized.
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/adamw/adamw_fp8.cuh"
 #include "llmc/kernels/adamw/adamw_math.cuh"
 
@@ -19,7 +18,6 @@ __global__ void __launch_bounds__(kCtThreads)
                             __nv_fp8_storage_t* __restrict__ w, __nv_fp8_storage_t* __restrict__ wT,
                             float* __restrict__ w_scale_inv, float* staging,
                             const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr) {
-    pdl_wait();
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     ct_write_scale_inv(w_scale_inv, scale_inv_ptr);
@@ -95,9 +93,10 @@ void adamw_update_fp8_weight(float* master_OI, MT* m_OI, MT* v_OI, const bf16* g
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
     fp8_dispatch_format(w, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        launch_kernel(adamw_fp8_weight_kernel<FMT, MT>, grid, kCtThreads, 0, stream, master_OI, m_OI, v_OI,
-                      grads_OI, O, I, coefs, step_dev, grad_scale, apply, w.data, w.data_T, w.scale_inv,
-                      w.slot.amax, w.slot.scale, w.slot.scale_inv);
+        adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
+            master_OI, m_OI, v_OI, grads_OI, O, I, coefs, step_dev, grad_scale, apply, w.data, w.data_T,
+            w.scale_inv, w.slot.amax, w.slot.scale, w.slot.scale_inv);
+        CHECK_LAUNCH();
     });
 }
 

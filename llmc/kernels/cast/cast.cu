@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/cast/cast.cuh"
 #include "llmc/kernels/gelu/gelu_math.cuh"
 
@@ -98,7 +97,6 @@ __global__ void __launch_bounds__(kCtThreads, GELU_T ? 3 : 2)
                           float* staging, const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
                           const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
                           int C, GeluOutT gelu) {
-    pdl_wait();
     static_assert(!GELU_T || OP != kOpCopy, "the GELU output needs the pre-GELU input");
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     __shared__ uint32_t gelu_tile[GELU_T ? kCtTile * kCtTileWords : 1];
@@ -181,7 +179,6 @@ __global__ void __launch_bounds__(kCtThreads, GELU_T ? 3 : 2)
 __global__ void __launch_bounds__(kCtThreads, 2)
     transpose_bytes_kernel(__nv_fp8_storage_t* __restrict__ out_T, const __nv_fp8_storage_t* __restrict__ in,
                            int N, int C) {
-    pdl_wait();
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     uint2 q[8];
@@ -200,7 +197,6 @@ __global__ void __launch_bounds__(kCtThreads, 2)
 // dbias[c] (+)= sum over `rows` partial rows, fixed order: block of 32 columns x 8 row-strided lanes.
 __global__ void __launch_bounds__(256)
     dbias_reduce_kernel(bf16* dbias, const float* __restrict__ partial, int rows, int C, bool accumulate) {
-    pdl_wait();
     __shared__ float red[8][33];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int c = blockIdx.x * 32 + tx;
@@ -230,7 +226,6 @@ __global__ void __launch_bounds__(kEwThreads)
                        float* __restrict__ out_scale_inv = nullptr,
                        const float* __restrict__ scale_ptr = nullptr,
                        const float* __restrict__ scale_inv_ptr = nullptr) {
-    pdl_wait();
     struct Raw {
         Raw8<Tin> in;
         Raw8<bf16> pre;
@@ -258,8 +253,8 @@ void launch_amax(const Fp8Tensor& t, const Tin* in, const bf16* pre, cudaStream_
     CHECK(aligned16(in) && aligned16(pre), "fp8 amax: pointers must be 16-byte aligned");
     if (n == 0) return;
     const unsigned grid = ew_grid(n, "fp8 amax");
-    launch_kernel(elementwise_kernel<Tin, OP>, grid, kEwThreads, 0, stream, t.slot.amax, in, pre, n, nullptr,
-                  nullptr, nullptr, nullptr);  // amax only: no output
+    elementwise_kernel<Tin, OP><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, in, pre, n);
+    CHECK_LAUNCH();
 }
 
 // The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only).
@@ -287,24 +282,26 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin
                 fp8_dispatch_format(*gelu_out, [&](auto gtag) {
                     constexpr __nv_fp8_interpretation_t GFMT = decltype(gtag)::value;
                     const GeluOutT gelu = {gelu_out->data_T, gelu_out->slot.amax, gelu_out->slot.scale};
-                    launch_kernel(cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT>, grid, kCtThreads, 0,
-                                  stream, out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax,
-                                  in_NC, pre_NC, out.slot.scale, out.slot.scale_inv, N, C, gelu);
+                    cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT><<<grid, kCtThreads, 0, stream>>>(
+                        out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC,
+                        out.slot.scale, out.slot.scale_inv, N, C, gelu);
+                    CHECK_LAUNCH();
                 });
                 return;
             }
         }
-        launch_kernel(cast_transpose_kernel<Tin, OP, DBIAS, FMT>, grid, kCtThreads, 0, stream, out.data,
-                      out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC, out.slot.scale,
-                      out.slot.scale_inv, N, C, GeluOutT{});
+        cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
+            out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC, out.slot.scale,
+            out.slot.scale_inv, N, C, GeluOutT{});
+        CHECK_LAUNCH();
     });
 }
 
 void launch_dbias_reduce(bf16* dbias, const float* partial, int N, int C, bool accumulate,
                          cudaStream_t stream) {
     const int rows = ceil_div(N, kCtTile);
-    launch_kernel(dbias_reduce_kernel, ceil_div(C, 32), dim3(32, 8), 0, stream, dbias, partial, rows, C,
-                  accumulate);
+    dbias_reduce_kernel<<<ceil_div(C, 32), dim3(32, 8), 0, stream>>>(dbias, partial, rows, C, accumulate);
+    CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -385,5 +382,6 @@ void fp8_transpose(const Fp8Tensor& t, cudaStream_t stream) {
           "fp8_transpose: pointers must be non-null and 16-byte aligned");
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8_transpose: N = %d too large", N);
-    launch_kernel(transpose_bytes_kernel, grid, kCtThreads, 0, stream, t.data_T, t.data, N, C);
+    transpose_bytes_kernel<<<grid, kCtThreads, 0, stream>>>(t.data_T, t.data, N, C);
+    CHECK_LAUNCH();
 }

@@ -3,7 +3,6 @@
 // deterministic mean loss.
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/classifier/classifier.cuh"
 #include "llmc/kernels/classifier/classifier_row.cuh"
 
@@ -18,7 +17,6 @@ __device__ inline void store128cs(bf16* target, x128 value) {
 __global__ void __launch_bounds__(512, 2)
     fused_classifier_kernel(bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, int V,
                             bool write_dlogits) {
-    pdl_wait();
     bf16* row = logits_NV + (size_t)blockIdx.x * V;
     const int target = targets_N[blockIdx.x];
     const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x);
@@ -33,7 +31,6 @@ __global__ void __launch_bounds__(512, 2)
 }
 
 __global__ void __launch_bounds__(1024) mean_loss_kernel(float* out_scalar, const float* losses_N, int N) {
-    pdl_wait();
     float sum = 0.0f;
     for (int i = threadIdx.x; i < N; i += blockDim.x) sum += losses_N[i];
     sum = block_reduce_sum(sum);
@@ -49,11 +46,13 @@ void fused_classifier(bf16* logits_NV, float* losses_N, const int* targets_N, fl
     CHECK(V > 0 && V % 8 == 0, "fused_classifier: V = %d must be a positive multiple of 8", V);
     CHECK(((uintptr_t)logits_NV & 15) == 0, "fused_classifier: logits must be 16-byte aligned");
     if (N <= 0) return;
-    launch_kernel(fused_classifier_kernel, N, classifier_block_size(V), 0, stream, logits_NV, losses_N,
-                  targets_N, dloss, V, write_dlogits);
+    fused_classifier_kernel<<<N, classifier_block_size(V), 0, stream>>>(logits_NV, losses_N, targets_N, dloss,
+                                                                        V, write_dlogits);
+    CHECK_LAUNCH();
 }
 
 void mean_loss(float* out_scalar, const float* losses_N, int N, cudaStream_t stream) {
     CHECK(N > 0, "mean_loss: N = %d must be positive", N);
-    launch_kernel(mean_loss_kernel, 1, 1024, 0, stream, out_scalar, losses_N, N);
+    mean_loss_kernel<<<1, 1024, 0, stream>>>(out_scalar, losses_N, N);
+    CHECK_LAUNCH();
 }

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/classifier/classifier_fp8.cuh"
 #include "llmc/kernels/classifier/classifier_row.cuh"
 
@@ -16,7 +15,6 @@ __global__ void __launch_bounds__(512, 2)
     fp8_classifier_kernel(__nv_fp8_storage_t* out_NV, float* out_scale_inv, float* staging,
                           const float* scale_ptr, const float* scale_inv_ptr, const bf16* logits_NV,
                           float* losses_N, const int* targets_N, float dloss, int V) {
-    pdl_wait();
     const bf16* row = logits_NV + (size_t)blockIdx.x * V;
     __nv_fp8_storage_t* out = out_NV + (size_t)blockIdx.x * V;
     const int target = targets_N[blockIdx.x];
@@ -45,9 +43,10 @@ void launch(const Fp8Tensor& dy, const bf16* logits_NV, float* losses_N, const i
     if (N <= 0) return;
     fp8_dispatch_written<kWrite>(dy, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        launch_kernel(fp8_classifier_kernel<kWrite, FMT>, N, classifier_block_size(V), 0, stream,
-                      kWrite ? dy.data : nullptr, kWrite ? dy.scale_inv : nullptr, dy.slot.amax,
-                      dy.slot.scale, dy.slot.scale_inv, logits_NV, losses_N, targets_N, dloss, V);
+        fp8_classifier_kernel<kWrite, FMT><<<N, classifier_block_size(V), 0, stream>>>(
+            kWrite ? dy.data : nullptr, kWrite ? dy.scale_inv : nullptr, dy.slot.amax, dy.slot.scale,
+            dy.slot.scale_inv, logits_NV, losses_N, targets_N, dloss, V);
+        CHECK_LAUNCH();
     });
 }
 

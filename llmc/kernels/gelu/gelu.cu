@@ -2,7 +2,6 @@
 // derivative, both forms) lives in llmc/kernels/gelu/gelu_math.cuh, shared with the FP8 kernels.
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/gelu/gelu.cuh"
 #include "llmc/kernels/gelu/gelu_math.cuh"
 
@@ -12,7 +11,6 @@ constexpr int kGeluBlock = 256;
 
 template <bool kTanh>
 __global__ void __launch_bounds__(kGeluBlock) gelu_forward_kernel(bf16* out, const bf16* inp, size_t n) {
-    pdl_wait();
     const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (i >= n) return;
     const x128 x = load128cs(inp + i);  // the pre-activation is next read in backward: stream it
@@ -28,7 +26,6 @@ __global__ void __launch_bounds__(kGeluBlock) gelu_forward_kernel(bf16* out, con
 template <bool kTanh>
 __global__ void __launch_bounds__(kGeluBlock)
     gelu_backward_inplace_kernel(bf16* d_in_out, const bf16* inp, size_t n) {
-    pdl_wait();
     const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
     if (i >= n) return;
     const x128 x = load128cs(inp + i);
@@ -59,7 +56,8 @@ void gelu_forward(bf16* out, const bf16* inp, size_t n, bool tanh_approx, cudaSt
     const unsigned grid = gelu_grid("gelu_forward", n, out, inp);
     if (n == 0) return;
     const auto kernel = tanh_approx ? gelu_forward_kernel<true> : gelu_forward_kernel<false>;
-    launch_kernel(kernel, grid, kGeluBlock, 0, stream, out, inp, n);
+    kernel<<<grid, kGeluBlock, 0, stream>>>(out, inp, n);
+    CHECK_LAUNCH();
 }
 
 void gelu_backward_inplace(bf16* d_in_out, const bf16* inp, size_t n, bool tanh_approx, cudaStream_t stream) {
@@ -67,5 +65,6 @@ void gelu_backward_inplace(bf16* d_in_out, const bf16* inp, size_t n, bool tanh_
     if (n == 0) return;
     const auto kernel =
         tanh_approx ? gelu_backward_inplace_kernel<true> : gelu_backward_inplace_kernel<false>;
-    launch_kernel(kernel, grid, kGeluBlock, 0, stream, d_in_out, inp, n);
+    kernel<<<grid, kGeluBlock, 0, stream>>>(d_in_out, inp, n);
+    CHECK_LAUNCH();
 }

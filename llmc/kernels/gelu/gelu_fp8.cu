@@ -7,7 +7,6 @@
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/gelu/gelu_fp8.cuh"
 #include "llmc/kernels/gelu/gelu_math.cuh"
 
@@ -31,7 +30,6 @@ __global__ void __launch_bounds__(kCtThreads, 2)
                                    float* __restrict__ out_scale_inv, float* staging,
                                    const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
                                    const float* __restrict__ scale_inv_ptr, int N, int C) {
-    pdl_wait();
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
     ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
@@ -74,7 +72,6 @@ __global__ void __launch_bounds__(kEwThreads)
                          fp8s* __restrict__ out = nullptr, float* __restrict__ out_scale_inv = nullptr,
                          const float* __restrict__ scale_ptr = nullptr,
                          const float* __restrict__ scale_inv_ptr = nullptr) {
-    pdl_wait();
     const float scale = ew_scale<kWrite>(out_scale_inv, scale_ptr, scale_inv_ptr);
     const uint32_t amax_bits = ew_chunks<kWrite, FMT, x128>(
         n, out, scale, [&](x128& raw, long idx) { raw = load128cs(pre + idx); },
@@ -103,8 +100,9 @@ void fp8_gelu_cast_transpose(const bf16* pre_NC, const Fp8Tensor& out, bool gelu
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
                                 : fp8_gelu_cast_transpose_kernel<false, FMT>;
-        launch_kernel(kernel, grid, kCtThreads, 0, stream, out.data, out.data_T, out.scale_inv, out.slot.amax,
-                      pre_NC, out.slot.scale, out.slot.scale_inv, N, C);
+        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv, out.slot.amax, pre_NC,
+                                                out.slot.scale, out.slot.scale_inv, N, C);
+        CHECK_LAUNCH();
     });
 }
 
@@ -128,9 +126,8 @@ void fp8_gelu_amax(const bf16* pre_NC, const Fp8Tensor& t, bool gelu_tanh, cudaS
     if (n == 0) return;
     const unsigned grid = ew_grid(n, "fp8_gelu_amax");
     if (gelu_tanh)
-        launch_kernel(fp8_gelu_rows_kernel<true>, grid, kEwThreads, 0, stream, t.slot.amax, pre_NC, n,
-                      nullptr, nullptr, nullptr, nullptr);  // amax only: no output
+        fp8_gelu_rows_kernel<true><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, pre_NC, n);
     else
-        launch_kernel(fp8_gelu_rows_kernel<false>, grid, kEwThreads, 0, stream, t.slot.amax, pre_NC, n,
-                      nullptr, nullptr, nullptr, nullptr);  // amax only: no output
+        fp8_gelu_rows_kernel<false><<<grid, kEwThreads, 0, stream>>>(t.slot.amax, pre_NC, n);
+    CHECK_LAUNCH();
 }

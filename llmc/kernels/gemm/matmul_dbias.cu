@@ -2,7 +2,6 @@
 // deterministic.
 #include <algorithm>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/gemm/matmul.cuh"
 
 // dbias kernels: column sums of dout_NO. Pass 1: a block of (32, 8) threads owns 256 columns (each thread 8
@@ -15,7 +14,6 @@ constexpr int kDbiasRowLanes = 8;
 
 __global__ void __launch_bounds__(256)
     matmul_dbias_partial_kernel(float* partial_SO, const bf16* dout_NO, int N, int OC, int rows_per_split) {
-    pdl_wait();
     __shared__ float sums[kDbiasRowLanes][kDbiasColsPerBlock];
     const int col = blockIdx.x * kDbiasColsPerBlock + threadIdx.x * x128::size;
     const int row_begin = blockIdx.y * rows_per_split;
@@ -47,7 +45,6 @@ __global__ void __launch_bounds__(256)
 constexpr int kDbiasFinalThreads = 64;
 __global__ void matmul_dbias_final_kernel(bf16* dbias_O, const float* partial_SO, int splits, int OC,
                                           bool accumulate) {
-    pdl_wait();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= OC) return;
     float s = 0.0f;
@@ -83,8 +80,9 @@ void matmul_dbias(bf16* dbias_O, const bf16* dout_NO, int N, int OC, float* dbia
     int splits, rows_per_split;
     dbias_split(N, OC, &splits, &rows_per_split);
     dim3 grid(ceil_div(OC, kDbiasColsPerBlock), splits), block(32, kDbiasRowLanes);
-    launch_kernel(matmul_dbias_partial_kernel, grid, block, 0, stream, dbias_scratch, dout_NO, N, OC,
-                  rows_per_split);
-    launch_kernel(matmul_dbias_final_kernel, ceil_div(OC, kDbiasFinalThreads), kDbiasFinalThreads, 0, stream,
-                  dbias_O, dbias_scratch, splits, OC, accumulate);
+    matmul_dbias_partial_kernel<<<grid, block, 0, stream>>>(dbias_scratch, dout_NO, N, OC, rows_per_split);
+    CHECK_LAUNCH();
+    matmul_dbias_final_kernel<<<ceil_div(OC, kDbiasFinalThreads), kDbiasFinalThreads, 0, stream>>>(
+        dbias_O, dbias_scratch, splits, OC, accumulate);
+    CHECK_LAUNCH();
 }

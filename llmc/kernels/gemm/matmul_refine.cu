@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "llmc/gpu/cuda_common.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/gpu/sanitizer_marks.h"
 #include "llmc/kernels/gemm/matmul_autotune.h"
 
@@ -91,7 +90,6 @@ void add_if_accepted(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulA
 }
 
 __global__ void any_difference_kernel(const uint16_t* a, const uint16_t* b, size_t n, unsigned int* differs) {
-    pdl_wait();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         if (a[i] != b[i]) *differs = 1u;  // every writer stores the same value
 }
@@ -173,8 +171,8 @@ struct Search {
             return false;
         mark_initialized(s.out, bytes, stream);
         CHECK_CUDA(cudaMemsetAsync(s.differs, 0, sizeof(unsigned int), stream));
-        launch_kernel(any_difference_kernel, 4 * ctx->props.multiProcessorCount, 256, 0, stream,
-                      (const uint16_t*)s.ref, (const uint16_t*)s.out, bytes / sizeof(uint16_t), s.differs);
+        any_difference_kernel<<<4 * ctx->props.multiProcessorCount, 256, 0, stream>>>(
+            (const uint16_t*)s.ref, (const uint16_t*)s.out, bytes / sizeof(uint16_t), s.differs);
         CHECK_CUDA(cudaGetLastError());
         unsigned int differs = 1;
         CHECK_CUDA(cudaMemcpyAsync(&differs, s.differs, sizeof differs, cudaMemcpyDeviceToHost, stream));

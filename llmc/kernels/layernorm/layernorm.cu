@@ -3,7 +3,6 @@
 
 #include <cstdint>
 
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/kernels/layernorm/layernorm_row.cuh"
 
@@ -20,7 +19,6 @@ template <int K, bool kResidual>
 __global__ void __launch_bounds__(kFwdBlock)
     layernorm_forward_kernel(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* inp1,
                              const bf16* inp2, const bf16* weight, const bf16* bias, int N, int C) {
-    pdl_wait();
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (kFwdBlock / 32) + threadIdx.x / 32;
     if (row >= N) return;
@@ -113,7 +111,6 @@ template <int CH, int S>
 __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
                               const bf16* weight, const float* mean, const float* rstd, int N, int C) {
-    pdl_wait();
     __shared__ float2 red[2][32];
     extern __shared__ __align__(16) unsigned char stage_smem[];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
@@ -209,7 +206,6 @@ constexpr int kRedX = 32, kRedY = 16;
 __global__ void __launch_bounds__(kRedX* kRedY)
     layernorm_backward_reduce_kernel(bf16* dweight, bf16* dbias, const float* scratch, int parts, int C,
                                      bool accumulate) {
-    pdl_wait();
     __shared__ float sums[kRedY][kRedX + 1];
     const int j = blockIdx.x * kRedX + threadIdx.x;
     const int width = 2 * C;
@@ -260,8 +256,9 @@ void launch_forward(const char* who, bf16* residual_NC, bf16* out_NC, float* mea
           "%s: tensors must be 16-byte aligned", who);
     if (N == 0) return;
     const int grid = ceil_div(N, kFwdBlock / 32);
-    launch_kernel(pick_forward_kernel<kResidual>(C), grid, kFwdBlock, 0, stream, residual_NC, out_NC, mean_N,
-                  rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, N, C);
+    pick_forward_kernel<kResidual>(C)<<<grid, kFwdBlock, 0, stream>>>(
+        residual_NC, out_NC, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, N, C);
+    CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -325,9 +322,11 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     if (grid > N) grid = N;
     if (grid > kBwdMaxParts) grid = kBwdMaxParts;
 
-    launch_kernel(kernel, (int)grid, threads, smem, stream, dinp_NC, scratch, dout_NC, inp_NC, weight_C,
-                  mean_N, rstd_N, N, C);
+    kernel<<<(int)grid, threads, smem, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N,
+                                                 N, C);
+    CHECK_LAUNCH();
     dim3 rblock(kRedX, kRedY);
-    launch_kernel(layernorm_backward_reduce_kernel, ceil_div(2 * C, kRedX), rblock, 0, stream, dweight_C,
-                  dbias_C, scratch, (int)grid, C, accumulate);
+    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
+        dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
+    CHECK_LAUNCH();
 }

@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "llmc/fp8/fp8_device.cuh"
-#include "llmc/gpu/launch.cuh"
 #include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/kernels/layernorm/layernorm_fp8.cuh"
 #include "llmc/kernels/layernorm/layernorm_row.cuh"
@@ -66,7 +65,6 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
                          const bf16* __restrict__ inp2, const bf16* __restrict__ weight,
                          const bf16* __restrict__ bias, const float* __restrict__ scale_ptr,
                          const float* __restrict__ scale_inv_ptr, int N, int C, int rows_per_block) {
-    pdl_wait();
     extern __shared__ uint32_t tile[];  // [rows_per_block][pitch] words (kWrite only)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int n0 = blockIdx.x * rows_per_block;
@@ -176,9 +174,10 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
             inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C) : pick_ln_kernel<false, kWrite, FMT>(C);
         if (smem > 48 * 1024)
             CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        launch_kernel(kernel, grid, kLnThreads, smem, stream, residual, kWrite ? t.data : nullptr,
-                      kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr, mean, rstd, t.slot.amax,
-                      inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
+        kernel<<<grid, kLnThreads, smem, stream>>>(
+            residual, kWrite ? t.data : nullptr, kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr,
+            mean, rstd, t.slot.amax, inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
+        CHECK_LAUNCH();
     });
 }
 
