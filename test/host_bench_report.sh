@@ -3,6 +3,9 @@
 #   full_table: our bf16/fp8 runs, llm.c and PyTorch bf16 at GPT-1.5B: the step, the ratios to our bf16, llm.c
 #     and PyTorch (172.31 ms against 241.07 / 260.73 / 261.3: 1.40x, 1.51x, 1.52x), llm.c's TFLOP/s from ours
 #     scaled by the step time (524.5 x 241.07 / 260.73 = 485.0), MFU of 989, and bench.json with the 4 rows.
+#   gpu_state: the SM MHz and capped columns from gpu_1.5b_fp8.csv, bench.sh's samples of that row: the median
+#     clock and the share of the power-capped (reason bit 0x4) samples among those with the GPU >= 90% busy
+#     (8 of 12: 3 idle, 1 unreadable), here 1665 MHz and 6 of 8 = 75%; rows without samples show "-".
 #   cut_short: without llm.c's and PyTorch's files (a run stopped during torch.compile) our rows still print,
 #     with "-" for the missing references, and the status is 0.
 #   no_results_one_line: an empty folder: "bench: no results" last, status 1; bad arguments (no folder, a size
@@ -27,25 +30,33 @@ with open(f"{out}/llmc.jsonl", "w") as f:
 with open(f"{out}/pytorch.jsonl", "w") as f:
     f.write(json.dumps({"name": "pytorch bf16 (autocast) + compile", "median_step_ms": 261.3, "tokens_per_s": 47026,
                         "tflops": 483.8, "peak_mem_gb": 66.7}) + "\n")
+# gpu_ROW.csv as nvidia-smi writes it (utilization, SM MHz, W, W limit, MiB used, reasons): 8 busy samples, 6 of
+# them power-capped (0x4; one with another bit beside it), clocks 1500..1815 (median: the mean of 1650 and 1680,
+# 1665); 3 idle ones at full clock and a line with [N/A] fields, which must not count.
+with open(f"{out}/gpu_1.5b_fp8.csv", "w") as f:
+    for util, mhz, reasons in ((100, 1500, 4), (99, 1815, 0), (100, 1650, 4), (97, 1590, 4), (100, 1710, 0x44),
+                               (100, 1605, 4), (91, 1755, 0), (100, 1680, 4), (5, 1980, 0), (0, 1980, 0), (40, 1980, 0)):
+        f.write(f"{util}, {mhz}, 690.50, 700.00, 48000, 0x{reasons:016x}\n")
+    f.write("[N/A], [N/A], [N/A], 700.00, 48000, [N/A]\n")
 PY
-mkdir -p "$WORK/cut" && cp -r "$WORK/full/1.5b" "$WORK/cut/"
+mkdir -p "$WORK/cut" && cp -r "$WORK/full/1.5b" "$WORK/full/gpu_1.5b_fp8.csv" "$WORK/cut/"
 mkdir -p "$WORK/empty"
 
 # name regex file: the line must be in the file
 has() { grep -Eq "$1" "$2"; }
 if python3 "$REPORT" "$WORK/full" 1.5b > "$WORK/full.txt" 2>&1 &&
-   has '^\| train_gpt fp8 +\| +172\.3 \| +71314 \| +733\.8 \| .* \| 74\.2% \| +49\.7 \| +1\.40x \| +1\.51x \| +1\.52x \|$' "$WORK/full.txt" &&
-   has '^\| llm\.c bf16 +\| +260\.7 \| +47129 \| +485\.0 \| .* \| 49\.0% \| +50\.6 \| +0\.92x \| +1\.00x \| +1\.00x \|$' "$WORK/full.txt" &&
-   has '^\| train_gpt bf16 +\| +241\.1 \| .* \| +1\.00x \| +1\.08x \| +1\.08x \|$' "$WORK/full.txt" &&
+   has '^\| train_gpt fp8 +\| +172\.3 \| +71314 \| +733\.8 \| .* \| 74\.2% \| +49\.7 \| +1\.40x \| +1\.51x \| +1\.52x \| +1665 \| +75% \|$' "$WORK/full.txt" &&
+   has '^\| llm\.c bf16 +\| +260\.7 \| +47129 \| +485\.0 \| .* \| 49\.0% \| +50\.6 \| +0\.92x \| +1\.00x \| +1\.00x \| +- \| +- \|$' "$WORK/full.txt" &&
+   has '^\| train_gpt bf16 +\| +241\.1 \| .* \| +1\.00x \| +1\.08x \| +1\.08x \| +- \| +- \|$' "$WORK/full.txt" &&
    ! has '124M' "$WORK/full.txt" &&
    [ "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/full/bench.json")" = 4 ]; then
-  pass "full_table (GPT-1.5B: fp8 1.40x our bf16, 1.51x llm.c, 1.52x PyTorch; llm.c 485.0 TFLOP/s from ours)"
+  pass "full_table (GPT-1.5B: fp8 1.40x our bf16, 1.51x llm.c, 1.52x PyTorch; llm.c 485.0 TFLOP/s from ours; fp8 at 1665 MHz, 75% power-capped)"
 else
   fail full_table "$(grep -E "^\| (train_gpt|llm|pytorch)" "$WORK/full.txt" | tr -s " \n" " " | head -c 700)"
 fi
 
 if python3 "$REPORT" "$WORK/cut" > "$WORK/cut.txt" 2>&1 &&
-   has '^\| train_gpt fp8 +\| +172\.3 \| .* \| +1\.40x \| +- \| +- \|$' "$WORK/cut.txt"; then
+   has '^\| train_gpt fp8 +\| +172\.3 \| .* \| +1\.40x \| +- \| +- \| +1665 \| +75% \|$' "$WORK/cut.txt"; then
   pass "cut_short (no llm.c or PyTorch results: our rows, '-' for the missing references, status 0)"
 else
   fail cut_short "$(grep -E "^\| train_gpt" "$WORK/cut.txt" | tr -s " \n" " " | head -c 700)"

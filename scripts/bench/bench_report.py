@@ -2,10 +2,12 @@
 """The tables of `make bench` (scripts/bench/bench.sh) from the results under its output folder: train_gpt's runs
 (SIZE/{bf16,fp8}/train.jsonl + config.json), llm.c's (llmc.jsonl) and PyTorch's (pytorch.jsonl, GPT-1.5B), as
 far as they got. Prints one table per model (median step ms, tokens/s, honest TFLOP/s, the report's formula,
-MFU, peak GB, speed ratios to our bf16, llm.c and PyTorch bf16), writes bench.json and, with matplotlib,
-bench.png. Peers' TFLOP/s are ours scaled by the step time (the same work per token).
+MFU, peak GB, speed ratios to our bf16, llm.c and PyTorch bf16, and from the GPU samples bench.sh took while
+each row ran (gpu_ROW.csv) the median SM clock and the share of the time the power cap held the clock down),
+writes bench.json and, with matplotlib, bench.png. Peers' TFLOP/s are ours scaled by the step time (the same
+work per token).
 Usage: bench_report.py OUTDIR [SIZE ...]   (SIZE: 1.5b, 124m; default both)"""
-import json, os, sys
+import json, os, statistics, sys
 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
     print(__doc__)
     sys.exit(0)
@@ -21,6 +23,33 @@ if not os.path.isdir(out):
     print(f"bench_report: {out} is not a folder (the OUTDIR of scripts/bench/bench.sh)", file=sys.stderr)
     sys.exit(2)
 rows = []
+
+# nvidia-smi's clock-event reasons (a bit mask): the software power cap.
+SW_POWER_CAP = 0x4
+
+
+def gpu_state(row):
+    """Median SM clock (MHz) and the share of samples clocked down by the power cap, over the samples of
+    gpu_ROW.csv (utilization, SM clock, power draw, power limit, memory used, reasons) with the GPU at least 90%
+    busy: the steady steps, not start-up, tuning or compilation. {} without enough such samples."""
+    try:
+        lines = open(os.path.join(out, f"gpu_{row}.csv")).read().splitlines()
+    except OSError:
+        return {}
+    busy = []
+    for line in lines:
+        f = [x.strip() for x in line.split(",")]
+        try:
+            if len(f) == 6 and int(f[0]) >= 90:
+                busy.append((float(f[1]), float(f[2]), int(f[5], 16)))
+        except ValueError:  # [N/A] fields, a line cut when the sampler stopped
+            continue
+    if len(busy) < 3:
+        return {}
+    return {"sm_clock_mhz": statistics.median(b[0] for b in busy), "power_w": statistics.median(b[1] for b in busy),
+            "power_capped": sum(1 for b in busy if b[2] & SW_POWER_CAP) / len(busy)}
+
+
 def read_jsonl(name):
     try:
         return [json.loads(l) for l in open(os.path.join(out, name)) if l.strip()]
@@ -35,9 +64,10 @@ for size in sizes:
             continue
         rows.append({"model": size, "name": f"train_gpt {p}", "median_step_ms": s["median_step_ms"],
                      "tokens_per_s": s["tokens_per_s"], "tflops": s["tflops"], "parameters": cfg["parameters"],
-                     "peak_mem_gb": s["peak_mem_gb"]})
-rows += read_jsonl("llmc.jsonl")
-rows += [dict(r, model="1.5b") for r in read_jsonl("pytorch.jsonl")]
+                     "peak_mem_gb": s["peak_mem_gb"], **gpu_state(f"{size}_{p}")})
+rows += [dict(r, **gpu_state(f"llmc_{r['model']}")) for r in read_jsonl("llmc.jsonl")]
+# PyTorch's rows are named "pytorch VARIANT ..." (scripts/bench/bench_pytorch.py), sampled as pytorch_VARIANT
+rows += [dict(r, model="1.5b", **gpu_state(f"pytorch_{r['name'].split()[1]}")) for r in read_jsonl("pytorch.jsonl")]
 if not rows:
     sys.exit("bench: no results")
 # Rows without their own FLOP count (peers) take ours for the same model: the same work per token.
@@ -50,7 +80,8 @@ for r in rows:
 titles = {"1.5b": "GPT-1.5B, batch 12 x 1024", "124m": "GPT-2 124M, batch 16 x 1024"}
 print()
 print("Random tokens, one GPU; median step over the steady steps. TFLOP/s honest: (6N + 12LTC) x tokens / time;")
-print("report formula: 6N x tokens / time; MFU of 989 dense BF16.")
+print("report formula: 6N x tokens / time; MFU of 989 dense BF16. SM MHz: median while the GPU was busy;")
+print("capped: the share of that time the power cap held the clock down.")
 for size in sizes:
     sel = [r for r in rows if r["model"] == size]
     if not sel:
@@ -58,15 +89,17 @@ for size in sizes:
     base = {k: next((r for r in sel if r["name"].startswith(k)), None) for k in ("train_gpt bf16", "llm.c", "pytorch bf16")}
     print(f"\n{titles[size]}")
     hdr = (f"| {'run':40} | step ms | tokens/s | TFLOP/s | report formula | MFU | peak GB | vs train_gpt bf16 |"
-           f" vs llm.c | vs PyTorch bf16 |")
+           f" vs llm.c | vs PyTorch bf16 | SM MHz | capped |")
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for r in sel:
         vs = [f"{b['median_step_ms'] / r['median_step_ms']:.2f}x" if b else "-" for b in base.values()]
         tf = r.get("tflops", float("nan"))
+        clock = f"{r['sm_clock_mhz']:.0f}" if "sm_clock_mhz" in r else "-"
+        capped = f"{100 * r['power_capped']:.0f}%" if "power_capped" in r else "-"
         print(f"| {r['name']:40} | {r['median_step_ms']:7.1f} | {r['tokens_per_s']:8.0f} | {tf:7.1f} | "
               f"{r.get('seed_formula_tflops', float('nan')):14.1f} | {100 * tf / 989:4.1f}% | {r['peak_mem_gb']:7.1f} | "
-              f"{vs[0]:>17} | {vs[1]:>8} | {vs[2]:>15} |")
+              f"{vs[0]:>17} | {vs[1]:>8} | {vs[2]:>15} | {clock:>6} | {capped:>6} |")
 json.dump(rows, open(os.path.join(out, "bench.json"), "w"), indent=1)
 try:
     import matplotlib
