@@ -3,9 +3,10 @@
 #   full_table: our bf16/fp8 runs, llm.c and PyTorch bf16 at GPT-1.5B: the step, the ratios to our bf16, llm.c
 #     and PyTorch (172.31 ms against 241.07 / 260.73 / 261.3: 1.40x, 1.51x, 1.52x), llm.c's TFLOP/s from ours
 #     scaled by the step time (524.5 x 241.07 / 260.73 = 485.0), MFU of 989, and bench.json with the 4 rows.
-#   gpu_state: the SM MHz and capped columns from gpu_1.5b_fp8.csv, bench.sh's samples of that row: the median
-#     clock and the share of the power-capped (reason bit 0x4) samples among those with the GPU >= 90% busy
-#     (8 of 12: 3 idle, 1 unreadable), here 1665 MHz and 6 of 8 = 75%; rows without samples show "-".
+#   (in full_table and cut_short) the SM MHz and capped columns from gpu_1.5b_fp8.csv, bench.sh's samples of
+#     that row: the median clock and the share of the power-capped (reason bit 0x4) samples among those with
+#     the GPU >= 90% busy in the last 20 steps' time (8 of 11 there: 3 idle; the first step's tuning earlier
+#     and an unreadable line left out), here 1665 MHz and 6 of 8 = 75%; rows without samples show "-".
 #   cut_short: without llm.c's and PyTorch's files (a run stopped during torch.compile) our rows still print,
 #     with "-" for the missing references, and the status is 0.
 #   no_results_one_line: an empty folder: "bench: no results" last, status 1; bad arguments (no folder, a size
@@ -30,14 +31,22 @@ with open(f"{out}/llmc.jsonl", "w") as f:
 with open(f"{out}/pytorch.jsonl", "w") as f:
     f.write(json.dumps({"name": "pytorch bf16 (autocast) + compile", "median_step_ms": 261.3, "tokens_per_s": 47026,
                         "tflops": 483.8, "peak_mem_gb": 66.7}) + "\n")
-# gpu_ROW.csv as nvidia-smi writes it (utilization, SM MHz, W, W limit, MiB used, reasons): 8 busy samples, 6 of
-# them power-capped (0x4; one with another bit beside it), clocks 1500..1815 (median: the mean of 1650 and 1680,
-# 1665); 3 idle ones at full clock and a line with [N/A] fields, which must not count.
+# gpu_ROW.csv as nvidia-smi writes it (time, utilization, SM MHz, W, W limit, MiB used, reasons). The fp8 row
+# (172.31 ms a step: the report looks at the last 20 steps' 3.45 s before the last busy sample): first 10 s of
+# GEMM tuning, busy and capped at 1400 MHz, which must not count; then 8 busy samples 0.4 s apart, 6 of them
+# power-capped (0x4; one with another bit beside it), clocks 1500..1815 (median: the mean of 1650 and 1680,
+# 1665), with 3 idle ones at full clock and a line with [N/A] fields among them, which must not count either.
+def sample(t, util, mhz, reasons):
+    stamp = f"2026/12/04 21:{int(t) // 60:02d}:{t % 60:06.3f}"
+    return f"{stamp}, {util}, {mhz}, 690.50, 700.00, 48000, 0x{reasons:016x}\n"
 with open(f"{out}/gpu_1.5b_fp8.csv", "w") as f:
-    for util, mhz, reasons in ((100, 1500, 4), (99, 1815, 0), (100, 1650, 4), (97, 1590, 4), (100, 1710, 0x44),
-                               (100, 1605, 4), (91, 1755, 0), (100, 1680, 4), (5, 1980, 0), (0, 1980, 0), (40, 1980, 0)):
-        f.write(f"{util}, {mhz}, 690.50, 700.00, 48000, 0x{reasons:016x}\n")
-    f.write("[N/A], [N/A], [N/A], 700.00, 48000, [N/A]\n")
+    for i in range(50):
+        f.write(sample(0.2 * i, 100, 1400, 4))
+    f.write("2026/12/04 21:00:10.100, [N/A], [N/A], [N/A], 700.00, 48000, [N/A]\n")
+    for i, (util, mhz, reasons) in enumerate(((100, 1500, 4), (5, 1980, 0), (99, 1815, 0), (100, 1650, 4),
+                                              (97, 1590, 4), (0, 1980, 0), (100, 1710, 0x44), (100, 1605, 4),
+                                              (91, 1755, 0), (40, 1980, 0), (100, 1680, 4))):
+        f.write(sample(11.0 + 0.3 * i, util, mhz, reasons))
 PY
 mkdir -p "$WORK/cut" && cp -r "$WORK/full/1.5b" "$WORK/full/gpu_1.5b_fp8.csv" "$WORK/cut/"
 mkdir -p "$WORK/empty"

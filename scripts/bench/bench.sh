@@ -50,8 +50,8 @@ fi
 llmc_cudnn=$(ldd ./train_gpt 2>/dev/null | sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p')
 llmc_ld=${LD_LIBRARY_PATH:-}; [ -n "$llmc_cudnn" ] && llmc_ld="$llmc_cudnn${llmc_ld:+:$llmc_ld}"
 [ -n "$llmc_ok" ] && echo "bench: llm.c with train_gpt's cuDNN: ${llmc_cudnn:-the default search path}"
-# The GPU's state while each row runs, for the report: nvidia-smi every 200 ms into $out/gpu_ROW.csv
-# (utilization, SM clock, power draw and limit, memory used, the clock-event reasons). An H200 training these
+# The GPU's state while each row runs, for the report: nvidia-smi every 100 ms into $out/gpu_ROW.csv
+# (timestamp, utilization, SM clock, power draw and limit, memory used, the clock-event reasons). An H200 training these
 # models runs at its 700 W power cap, at SM clocks well below its maximum, so the same binary's step differs
 # between cards by a few percent (docs/performance.md, 2026-12-04 seventh session): the table says at what
 # clock each row ran. Older drivers name the reasons field clocks_throttle_reasons.
@@ -61,8 +61,8 @@ smi_gpu=${CUDA_VISIBLE_DEVICES:-0}; smi_gpu=${smi_gpu%%,*}
 sampled() {  # ROW COMMAND...: runs COMMAND while nvidia-smi samples the GPU into $out/gpu_ROW.csv
   local row=$1 smi rc
   shift
-  nvidia-smi -i "$smi_gpu" --query-gpu=utilization.gpu,clocks.sm,power.draw,power.limit,memory.used,$smi_reasons \
-    --format=csv,noheader,nounits -lms 200 > "$out/gpu_$row.csv" 2>/dev/null &
+  local fields=timestamp,utilization.gpu,clocks.sm,power.draw,power.limit,memory.used,$smi_reasons
+  nvidia-smi -i "$smi_gpu" --query-gpu=$fields --format=csv,noheader,nounits -lms 100 > "$out/gpu_$row.csv" 2>/dev/null &
   smi=$!
   "$@"
   rc=$?
@@ -87,7 +87,7 @@ ms = [float(m.group(1)) for m in re.finditer(r"\|\s*([0-9.]+) ms\s*\|", open(log
 if len(ms) < 5:
     sys.exit(f"bench: llm.c {size}: fewer than 5 step times in {log}")
 try:
-    peak = max(int(l.split(",")[4]) for l in open(samples) if l.count(",") == 5 and l.split(",")[4].strip().isdigit())
+    peak = max(int(l.split(",")[5]) for l in open(samples) if l.count(",") == 6 and l.split(",")[5].strip().isdigit())
     peak = peak * 2**20 / 1e9
 except (OSError, ValueError):
     peak = float("nan")

@@ -7,7 +7,7 @@ each row ran (gpu_ROW.csv) the median SM clock and the share of the time the pow
 writes bench.json and, with matplotlib, bench.png. Peers' TFLOP/s are ours scaled by the step time (the same
 work per token).
 Usage: bench_report.py OUTDIR [SIZE ...]   (SIZE: 1.5b, 124m; default both)"""
-import json, os, statistics, sys
+import datetime, json, os, statistics, sys
 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
     print(__doc__)
     sys.exit(0)
@@ -26,28 +26,38 @@ rows = []
 
 # nvidia-smi's clock-event reasons (a bit mask): the software power cap.
 SW_POWER_CAP = 0x4
+STEADY_STEPS = 20  # the steps whose time gpu_state looks at, at the end of a run
+MIN_WINDOW_S = 0.5
 
 
-def gpu_state(row):
-    """Median SM clock (MHz) and the share of samples clocked down by the power cap, over the samples of
-    gpu_ROW.csv (utilization, SM clock, power draw, power limit, memory used, reasons) with the GPU at least 90%
-    busy: the steady steps, not start-up, tuning or compilation. {} without enough such samples."""
+def gpu_state(row, step_ms):
+    """Median SM clock (MHz) and power (W), and the share of samples clocked down by the power cap, over the
+    samples of gpu_ROW.csv (timestamp, utilization, SM clock, power draw, power limit, memory used, reasons) that
+    show the GPU at least 90% busy within the last STEADY_STEPS steps' time (at least MIN_WINDOW_S) before the
+    last busy one: the steady steps at the end of a run, not the first step's GEMM tuning or compilation, which
+    are busy too but run at other clocks. {} without at least 3 such samples."""
     try:
         lines = open(os.path.join(out, f"gpu_{row}.csv")).read().splitlines()
     except OSError:
         return {}
-    busy = []
+    busy = []  # (seconds, SM MHz, W, reasons)
     for line in lines:
         f = [x.strip() for x in line.split(",")]
         try:
-            if len(f) == 6 and int(f[0]) >= 90:
-                busy.append((float(f[1]), float(f[2]), int(f[5], 16)))
+            if len(f) == 7 and int(f[1]) >= 90:
+                t = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+                busy.append((t, float(f[2]), float(f[3]), int(f[6], 16)))
         except ValueError:  # [N/A] fields, a line cut when the sampler stopped
             continue
-    if len(busy) < 3:
+    if not busy:
         return {}
-    return {"sm_clock_mhz": statistics.median(b[0] for b in busy), "power_w": statistics.median(b[1] for b in busy),
-            "power_capped": sum(1 for b in busy if b[2] & SW_POWER_CAP) / len(busy)}
+    window_s = max(STEADY_STEPS * step_ms / 1e3, MIN_WINDOW_S)
+    steady = [b for b in busy if b[0] >= busy[-1][0] - window_s]
+    if len(steady) < 3:
+        return {}
+    return {"sm_clock_mhz": statistics.median(b[1] for b in steady),
+            "power_w": statistics.median(b[2] for b in steady),
+            "power_capped": sum(1 for b in steady if b[3] & SW_POWER_CAP) / len(steady)}
 
 
 def read_jsonl(name):
@@ -64,10 +74,11 @@ for size in sizes:
             continue
         rows.append({"model": size, "name": f"train_gpt {p}", "median_step_ms": s["median_step_ms"],
                      "tokens_per_s": s["tokens_per_s"], "tflops": s["tflops"], "parameters": cfg["parameters"],
-                     "peak_mem_gb": s["peak_mem_gb"], **gpu_state(f"{size}_{p}")})
-rows += [dict(r, **gpu_state(f"llmc_{r['model']}")) for r in read_jsonl("llmc.jsonl")]
+                     "peak_mem_gb": s["peak_mem_gb"], **gpu_state(f"{size}_{p}", s["median_step_ms"])})
+rows += [dict(r, **gpu_state(f"llmc_{r['model']}", r["median_step_ms"])) for r in read_jsonl("llmc.jsonl")]
 # PyTorch's rows are named "pytorch VARIANT ..." (scripts/bench/bench_pytorch.py), sampled as pytorch_VARIANT
-rows += [dict(r, model="1.5b", **gpu_state(f"pytorch_{r['name'].split()[1]}")) for r in read_jsonl("pytorch.jsonl")]
+rows += [dict(r, model="1.5b", **gpu_state(f"pytorch_{r['name'].split()[1]}", r["median_step_ms"]))
+         for r in read_jsonl("pytorch.jsonl")]
 if not rows:
     sys.exit("bench: no results")
 # Rows without their own FLOP count (peers) take ours for the same model: the same work per token.
@@ -80,7 +91,7 @@ for r in rows:
 titles = {"1.5b": "GPT-1.5B, batch 12 x 1024", "124m": "GPT-2 124M, batch 16 x 1024"}
 print()
 print("Random tokens, one GPU; median step over the steady steps. TFLOP/s honest: (6N + 12LTC) x tokens / time;")
-print("report formula: 6N x tokens / time; MFU of 989 dense BF16. SM MHz: median while the GPU was busy;")
+print("report formula: 6N x tokens / time; MFU of 989 dense BF16. SM MHz: median over the last steps (nvidia-smi);")
 print("capped: the share of that time the power cap held the clock down.")
 for size in sizes:
     sel = [r for r in rows if r["model"] == size]
