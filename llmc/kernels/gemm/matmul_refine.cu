@@ -18,12 +18,11 @@
 namespace {
 
 // The search, in three steps, each variant screened by the time of one launch:
-//   tiles:    the heuristic's answers as they are, and the winner with each tile cuBLASLt offers;
-//   shapes:   the kTopTiles fastest of those (bitwise the winner's) with every thread-block cluster shape
-//   below
-//             and every custom option (kernel variant) up to kMaxCustomOption;
+//   tiles:     the heuristic's answers as they are, and the winner with each tile cuBLASLt offers;
+//   shapes:    the kTopTiles fastest of those (bitwise the winner's) with every thread-block cluster
+//              shape below and every custom option (kernel variant) up to kMaxCustomOption;
 //   finalists: the kFinalists fastest screened variants whose output is bitwise the winner's, each timed
-//             against the winner as the first round times.
+//              against the winner as the first round times.
 // On the H200 (GPT-1.5B) a GEMM offers 300-380 tiles and every variant costs a kernel load (3-7 ms, the
 // first launch of each kernel) plus its launches: the exhaustive search of the fourth session (every tile
 // x 3 shapes x each answer's options, 900-2,200 variants a GEMM) tuned for 95 s; this one screens ~10x fewer.
