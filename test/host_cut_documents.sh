@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/data/cut_documents.py (part of `make test`): the piece rule on a hand-checked document, every piece
-# within --max-chars and the text kept (random documents), --shuffle's determinism, --max-docs, skipped binary
+# within --max-chars and the text kept (random documents), --dedup (by hand and on random documents with
+# repeats), --shuffle's determinism, --max-docs, skipped binary
 # and read .gz files, and one-line errors. One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" cut_documents python3  # ROOT, WORK, pass/fail/skip
@@ -61,6 +62,47 @@ if [ "$(wc -l < "$WORK/k.jsonl")" = 5 ] && [ "$(head -5 "$WORK/s1.jsonl")" = "$(
 else
   fail max_docs "$(wc -l < "$WORK/k.jsonl") lines: $(cat "$WORK/k.out")"
 fi
+
+# --dedup: a paragraph seen before (whitespace aside) is dropped, in its own file too, the first occurrence stays;
+# a blank paragraph is not a duplicate. Without --dedup all of it is kept (the case "piece_rule" packs the same).
+mkdir -p "$WORK/dup"
+printf 'license text\n\nalpha\n\nlicense   text' > "$WORK/dup/1.txt"
+printf 'license\ntext\n\n  \n\nbeta\n\nalpha' > "$WORK/dup/2.txt"
+for d in "" --dedup; do
+  python3 "$cut" "$WORK/dup" --max-chars 100 $d --out "$WORK/dup$d.jsonl" > /dev/null 2>&1
+done
+got=$(python3 -c 'import json, sys; print(json.dumps([json.loads(l)["text"] for l in open(sys.argv[1])]))' "$WORK/dup--dedup.jsonl" 2>&1)
+want='["license text\n\nalpha", "  \n\nbeta"]'
+all='["license text\n\nalpha\n\nlicense   text", "license\ntext\n\n  \n\nbeta\n\nalpha"]'
+if [ "$got" = "$want" ] && [ "$(python3 -c 'import json, sys; print(json.dumps([json.loads(l)["text"] for l in open(sys.argv[1])]))' "$WORK/dup.jsonl")" = "$all" ]; then
+  pass "dedup_paragraphs (the repeats dropped across and within files, blank ones kept)"
+else
+  fail dedup_paragraphs "got $got, want $want"
+fi
+
+# --dedup on random documents with repeated paragraphs: every unit of the output is distinct (whitespace aside)
+# and the distinct units of the input are all there.
+python3 - "$WORK/rdup" <<'PY'
+import os, random, sys
+r = random.Random(11)
+os.makedirs(sys.argv[1])
+common = ["".join(r.choice("xyz ") for _ in range(r.choice([5, 60, 200]))) for _ in range(15)]
+for i in range(30):
+    paras = [r.choice(common) if r.random() < 0.5 else "".join(r.choice("xyz ") for _ in range(r.choice([5, 60, 200])))
+             for _ in range(r.randint(1, 20))]
+    open(f"{sys.argv[1]}/{i:02d}.txt", "w").write("\n\n".join(paras))
+PY
+python3 "$cut" "$WORK/rdup" --max-chars 250 --dedup --shuffle 3 --out "$WORK/rdup.jsonl" > /dev/null 2>&1
+m=$(python3 - "$WORK/rdup" "$WORK/rdup.jsonl" <<'PY'
+import json, os, sys
+norm = lambda u: " ".join(u.split())
+out = [norm(u) for l in open(sys.argv[2]) for u in json.loads(l)["text"].split("\n\n") if norm(u)]
+ins = {norm(u) for n in os.listdir(sys.argv[1]) for u in open(os.path.join(sys.argv[1], n)).read().split("\n\n") if norm(u)}
+ok = len(out) == len(set(out)) and set(out) == ins
+print(f"{len(out)} units out, {len(set(out))} distinct, {len(ins)} distinct in")
+sys.exit(0 if ok else 1)
+PY
+) && pass "dedup_random (every unit once: $m)" || fail dedup_random "$m"
 
 mkdir -p "$WORK/mixed"
 printf 'plain text\n' > "$WORK/mixed/a.txt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The loss check a numerics change passes before it becomes a default: GPT-2 124M x 1000 steps and GPT-1.5B x
-# 300 steps on real text (token shards of scripts/data/prepare_data.py, GPT-2 BPE), run A (the current default)
+# 300 steps on real text (token shards of scripts/data/prepare_data.py, GPT-2 BPE; local documents through
+# scripts/data/cut_documents.py --dedup, whose docstring says why), run A (the current default)
 # against run B (the change), and run A again perturbed (NOISE, default --no-gemm-autotune: other GEMM
 # algorithms, other summation orders, the same math) for the floor the data and model move by under a change
 # of rounding alone. Runs scripts/runs/compare_curves.sh per size, then prints one verdict line per size:
@@ -8,7 +9,7 @@
 #   noise floor: yes|no
 # "within TOL": |E - 1| and |M - 1| <= TOL (default 0.001, 0.1%); "within the noise floor": both <= the larger
 # of TOL and A'/A's own |e - 1| and |m - 1| (a floor above TOL says the data cannot resolve TOL: take data
-# whose evaluations repeat better, e.g. more --val-batches or documents cut shorter).
+# whose evaluations repeat better: deduplicated, more --val-batches, documents cut shorter).
 # Usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB
 #   A_NAME/B_NAME, A_FLAGS/B_FLAGS, A_ENV/B_ENV, A_BIN/B_BIN as in compare_curves.sh (default: bf16 against fp8;
 #   a default change sets both FLAGS, e.g. A_FLAGS="--precision fp8" B_FLAGS="--precision fp8 --fuse-residual");
@@ -25,9 +26,13 @@ a_name=${A_NAME:-bf16} b_name=${B_NAME:-fp8}
 status=0
 mkdir -p "$out"
 for size in ${SIZES:-124m 1.5b}; do
-  case $size in  # the recipes of docs/numerics.md's loss checks
-    124m) flags=(--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 20) ;;
-    1.5b) flags=(--model 1.5b --batch 12 --steps 300 --warmup 30 --lr 3e-4 --val-every 50 --val-batches 5) ;;
+  # The recipes of docs/numerics.md's loss checks. GPT-1.5B at lr 1.5e-4 after 100 warmup steps: at 3e-4 after 30
+  # its first steps spike and two seeds end 1.5-1.8% apart, at 1.5e-4 within 0.2%. 40 validation batches (655K
+  # tokens at 124M, 492K at 1.5B): the two runs' losses are compared on the same tokens, and more of them average
+  # out where two nearby models differ by chance (each batch one forward pass, about a third of a step).
+  case $size in
+    124m) flags=(--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40) ;;
+    1.5b) flags=(--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40) ;;
     *) echo "loss_check: SIZES takes 124m and 1.5b, got '$size'" >&2; exit 2 ;;
   esac
   # shellcheck disable=SC2086  # EXTRA is a word list
