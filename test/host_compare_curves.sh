@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/runs/compare_curves.sh with a stand-in trainer (part of `make test`): the val ratios B / A per
 # evaluation, their end / mean / largest deviation, the NOISE repeat of run A, each run's binary, environment and
-# flags, with test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
+# flags, REUSE=1's reuse of finished runs, with test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
 # --no-gemm-autotune). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" compare_curves python3  # ROOT, WORK, pass/fail/skip
@@ -37,4 +37,31 @@ if [ $rc = 2 ] && [ "$out" = "compare_curves: A_NAME and B_NAME must differ (bot
   pass "same_names_refused"
 else
   fail same_names_refused "status $rc: $out"
+fi
+
+# REUSE=1: a second B against the same OUTDIR runs only that B (A and A' reused: their commands match and they
+# finished); a changed flag of A, or a run that did not finish, runs again; without REUSE everything runs.
+calls() { wc -l < "$WORK/args.txt"; }
+rcc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train STAND_IN_ARGS="$WORK/args.txt" NOISE=--no-gemm-autotune \
+         bash "$cc" "$WORK/reuse" --steps 20 "$@" 2>&1); }
+rm -f "$WORK/args.txt"
+REUSE=1 rcc > /dev/null
+n1=$(calls)
+out2=$(REUSE=1 B_NAME=fp8b B_FLAGS="--precision fp8 --x" rcc)
+n2=$(calls) last2=$(tail -1 "$WORK/args.txt")
+rm "$WORK/reuse/bf16_noise/train.jsonl"  # as if A' had been killed
+out3=$(REUSE=1 B_NAME=fp8b B_FLAGS="--precision fp8 --x" rcc)
+n3=$(calls)
+out4=$(REUSE=1 B_NAME=fp8b B_FLAGS="--precision fp8 --x" A_FLAGS="--precision bf16 --y" rcc)
+n4=$(calls)
+B_NAME=fp8b B_FLAGS="--precision fp8 --x" rcc > /dev/null
+n5=$(calls)
+if [ "$n1" = 3 ] && [ "$n2" = 4 ] && grep -q "^compare_curves: bf16 reused" <<< "$out2" &&
+   grep -q "^compare_curves: bf16_noise reused" <<< "$out2" && grep -q -- '--precision fp8 --x' <<< "$last2" &&
+   grep -q '^fp8b/bf16 val over 2 evaluations after step 0: end 1.0033' <<< "$out2" &&
+   [ "$n3" = 5 ] && grep -q "^compare_curves: fp8b reused" <<< "$out3" && ! grep -q "bf16_noise reused" <<< "$out3" &&
+   [ "$n4" = 7 ] && [ "$(grep -c reused <<< "$out4")" = 1 ] && [ "$n5" = 10 ]; then
+  pass "reuse_finished_runs (a second B pays for A and A' once; a changed or unfinished run runs again)"
+else
+  fail reuse_finished_runs "calls $n1 $n2 $n3 $n4 $n5 (want 3 4 5 7 10): $(head -c 400 <<< "$out2") | $(head -c 300 <<< "$out3")"
 fi

@@ -13,6 +13,9 @@
 #   A_ENV, B_ENV  environment assignments, e.g. B_ENV="LD_LIBRARY_PATH=/path/to/cudnn/lib" (default none)
 #   A_BIN, B_BIN  binaries (default ./train_gpt), e.g. the previous commit's build as A_BIN
 #   NOISE  flags for the repeat of run A (default: no repeat)
+#   REUSE=1  a run whose command (environment, binary, flags; kept in OUTDIR.NAME.cmd) is the one of a run already
+#     finished under OUTDIR (its train.jsonl has the summary) is not run again: several B's judged against one A
+#     and its noise repeat, each call with its own B_NAME and the same OUTDIR, pay for A and A' once
 # e.g. a default change against the previous default, fp8, with the noise floor:
 #   A_NAME=old B_NAME=new A_FLAGS="--precision fp8" B_FLAGS="--precision fp8" A_BIN=old/train_gpt \
 #   NOISE=--no-gemm-autotune scripts/runs/compare_curves.sh logs/check --model 124m ...
@@ -30,9 +33,19 @@ for name in "${names[@]}"; do
     "$b_name") env=${B_ENV:-} bin=${B_BIN:-./train_gpt} extra=${B_FLAGS:---precision fp8} ;;
     *) env=${A_ENV:-} bin=${A_BIN:-./train_gpt} extra="${A_FLAGS:---precision bf16} $NOISE" ;;
   esac
+  cmd="$env $bin $* $extra"
+  if [ "${REUSE:-}" = 1 ] && [ "$(cat "$out.$name.cmd" 2>/dev/null)" = "$cmd" ] &&
+     grep -q '"kind": *"summary"' "$out/$name/train.jsonl" 2>/dev/null; then
+    echo "compare_curves: $name reused (the same command finished in $out/$name)"
+    continue
+  fi
+  rm -f "$out.$name.cmd"
   # shellcheck disable=SC2086  # ENV and the extra flags are word lists
-  env $env "$bin" "$@" $extra --log-dir "$out/$name" > "$out.$name.log" 2>&1 ||
-    { echo "$name failed:"; tail -3 "$out.$name.log"; }
+  if env $env "$bin" "$@" $extra --log-dir "$out/$name" > "$out.$name.log" 2>&1; then
+    echo "$cmd" > "$out.$name.cmd"
+  else
+    echo "$name failed:"; tail -3 "$out.$name.log"
+  fi
 done
 python3 - "$out" "${names[@]}" <<'PY'
 import json, sys

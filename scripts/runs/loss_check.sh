@@ -14,7 +14,8 @@
 #   A_NAME/B_NAME, A_FLAGS/B_FLAGS, A_ENV/B_ENV, A_BIN/B_BIN as in compare_curves.sh (default: bf16 against fp8;
 #   a default change sets both FLAGS, e.g. A_FLAGS="--precision fp8" B_FLAGS="--precision fp8 --fuse-residual");
 #   NOISE (default --no-gemm-autotune); SIZES (default "124m 1.5b"); TOL (default 0.001); EXTRA: more flags
-#   for every run (e.g. --seed 2).
+#   for every run (e.g. --seed 2); REUSE=1: several B's, one call each with its own B_NAME and the same OUTDIR,
+#   against one A and A' (compare_curves.sh runs A and A' once).
 set -u
 out=${1:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
 train=${2:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
