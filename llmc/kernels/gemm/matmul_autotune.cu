@@ -42,11 +42,8 @@ bool adopt(GpuContext* ctx, MatmulPlan* p, const std::vector<uint64_t>& words) {
     if (words.size() != 8) return false;
     cublasLtMatmulAlgo_t algo;
     memcpy(algo.data, words.data(), sizeof algo.data);
-    cublasLtMatmulHeuristicResult_t r{};
-    if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p->desc, p->a, p->b, p->c, p->d, &algo, &r) !=
-            CUBLAS_STATUS_SUCCESS ||
-        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ctx->cublaslt_workspace_size)
-        return false;
+    cublasLtMatmulHeuristicResult_t r;
+    if (!gemm_algo_accepted(ctx, *p, algo, &r)) return false;
     p->algo = algo;
     p->workspace = r.workspaceSize;
     p->choice = MatmulPlan::Choice::FromCache;

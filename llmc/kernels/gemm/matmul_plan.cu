@@ -183,6 +183,18 @@ cublasStatus_t gemm_launch(GpuContext* ctx, const MatmulPlan& p, const cublasLtM
                           &algo, ctx->cublaslt_workspace, ctx->cublaslt_workspace_size, stream);
 }
 
+bool gemm_algo_accepted(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                        cublasLtMatmulHeuristicResult_t* result) {
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p.desc, p.a, p.b, p.c, p.d, &algo, &r) !=
+            CUBLAS_STATUS_SUCCESS ||
+        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ctx->cublaslt_workspace_size)
+        return false;
+    r.algo = algo;
+    *result = r;
+    return true;
+}
+
 void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,
               cudaStream_t stream) {
     MatmulPlan* plan = nullptr;

@@ -70,6 +70,12 @@ uint32_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAtt
 cublasStatus_t gemm_launch(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
                            const GemmArgs& args, const void* c, void* d, cudaStream_t stream);
 
+// Whether cuBLASLt accepts `algo` for plan p within ctx's cuBLASLt workspace (cublasLtMatmulAlgoCheck); if so
+// *result holds its workspace size and `algo` itself. The one test of a stored choice and of a tuning
+// variant.
+bool gemm_algo_accepted(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
+                        cublasLtMatmulHeuristicResult_t* result);
+
 // Finds or builds the plan for `key` in the cache, then runs it. A GEMM cuBLASLt has no algorithm for is
 // fatal.
 void gemm_run(MatmulPlanCache* cache, GpuContext* ctx, const GemmKey& key, const GemmArgs& args,

@@ -78,14 +78,8 @@ struct Variant {
 void add_if_accepted(GpuContext* ctx, const MatmulPlan& p, const cublasLtMatmulAlgo_t& algo,
                      std::set<AlgoWords>* tried, std::vector<Variant>* out) {
     if (!tried->insert(words_of(algo)).second) return;
-    cublasLtMatmulHeuristicResult_t r{};
-    cublasLtMatmulAlgo_t checked = algo;
-    if (cublasLtMatmulAlgoCheck(ctx->cublaslt, p.desc, p.a, p.b, p.c, p.d, &checked, &r) !=
-            CUBLAS_STATUS_SUCCESS ||
-        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ctx->cublaslt_workspace_size)
-        return;
-    r.algo = algo;
-    out->push_back({r});
+    cublasLtMatmulHeuristicResult_t r;
+    if (gemm_algo_accepted(ctx, p, algo, &r)) out->push_back({r});
 }
 
 __global__ void any_difference_kernel(const uint16_t* a, const uint16_t* b, size_t n, unsigned int* differs) {
