@@ -55,6 +55,11 @@ struct LnTuning {
 };
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
+constexpr size_t ln_tile_bytes(int rows, int C) {
+    return (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t);
+}
+constexpr size_t kLnTileMaxBytes = 227 * 1024;      // the most shared memory one block may take on Hopper
+constexpr size_t kLnTwoTilesMaxBytes = 226 * 1024;  // two blocks' tiles on one SM (228 KB less 1 KB each)
 
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT,
           int kInp2Batch = LnTuning::inp2_batch(K), int kMinBlocks = LnTuning::min_blocks(K)>
@@ -146,10 +151,9 @@ void check_ln_shape(const char* who, int N, int C) {
 // costs more than longer blocks (12288 x 1600: 32 rows, 1.45 waves of 264 blocks, 0.0737 ms; 48 rows, 256
 // blocks, 0.0702 ms). Otherwise 32 rows up to kLnRows32MaxC, else 16.
 int ln_tile_rows(int N, int C) {
-    const int k = ceil_div(C / x128::size, 32);  // as layernorm_pick_k
-    if (LnTuning::min_blocks(k) == 2) {
+    if (LnTuning::min_blocks(layernorm_row_chunks(C)) == 2) {
         const int rows = 16 * ceil_div(ceil_div(N, 2 * current_device_sms()), 16);
-        if (2 * (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 226 * 1024) return rows;
+        if (2 * ln_tile_bytes(rows, C) <= kLnTwoTilesMaxBytes) return rows;
     }
     return C <= kLnRows32MaxC ? 32 : 16;
 }
@@ -162,11 +166,11 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
                int tile_rows = 0) {
     const int N = t.rows, C = t.cols;
     const int rows = tile_rows > 0 ? tile_rows : ln_tile_rows(N, C);
-    CHECK(rows % 16 == 0 && (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) <= 227 * 1024,
+    CHECK(rows % 16 == 0 && ln_tile_bytes(rows, C) <= kLnTileMaxBytes,
           "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
           rows, C);
     fp8_check_bound(t, "fp8 LayerNorm");
-    const size_t smem = kWrite ? (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t) : 0;
+    const size_t smem = kWrite ? ln_tile_bytes(rows, C) : 0;
     const int grid = ceil_div(N, rows);
     fp8_dispatch_written<kWrite>(t, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;

@@ -122,9 +122,11 @@ auto layernorm_pick_k_of(int K, Pick pick) {  // pick(std::integral_constant<int
     (void)((K == Ks && (picked = pick(std::integral_constant<int, Ks>{}), true)) || ...);
     return picked;
 }
+inline int layernorm_row_chunks(int C) {         // K of the kernel picked for C
+    const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
+    return k >= 1 && k <= 8 ? k : k <= 16 ? 16 : 32;
+}
 template <class Pick>
 auto layernorm_pick_k(int C, Pick pick) {
-    const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
-    const int K = k >= 1 && k <= 8 ? k : k <= 16 ? 16 : 32;
-    return layernorm_pick_k_of<1, 2, 3, 4, 5, 6, 7, 8, 16, 32>(K, pick);
+    return layernorm_pick_k_of<1, 2, 3, 4, 5, 6, 7, 8, 16, 32>(layernorm_row_chunks(C), pick);
 }
