@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/runs/compare_curves.sh with a stand-in trainer (part of `make test`): the val ratios B / A per
 # evaluation, their end / mean / largest deviation, the NOISE repeat of run A, each run's binary, environment and
-# flags, REUSE=1's reuse of finished runs, with test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
+# flags, REUSE=1's reuse of finished runs, the train-loss ratio over the last fifth of the steps, with
+# test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
 # --no-gemm-autotune). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" compare_curves python3  # ROOT, WORK, pass/fail/skip
@@ -13,6 +14,7 @@ cc="$ROOT/scripts/runs/compare_curves.sh"
 out=$(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train bash "$cc" "$WORK/default" --steps 20 2>&1)
 if grep -q '^| 10 | 4.0000 | 4.0100 | 3.0000 | 3.0100 | 1.0033 |$' <<< "$out" &&
    grep -q '^fp8/bf16 val over 2 evaluations after step 0: end 1.0033, mean 1.0033, largest |ratio - 1| 0.0033$' <<< "$out" &&
+   grep -q '^fp8/bf16 train loss over the last 1 steps (20-20): mean ratio 1.0025$' <<< "$out" &&
    ! grep -q noise <<< "$out"; then
   pass "default_bf16_against_fp8"
 else
@@ -64,4 +66,14 @@ if [ "$n1" = 3 ] && [ "$n2" = 4 ] && grep -q "^compare_curves: bf16 reused" <<< 
   pass "reuse_finished_runs (a second B pays for A and A' once; a changed or unfinished run runs again)"
 else
   fail reuse_finished_runs "calls $n1 $n2 $n3 $n4 $n5 (want 3 4 5 7 10): $(head -c 400 <<< "$out2") | $(head -c 300 <<< "$out3")"
+fi
+
+# The train-loss line looks at the last fifth of the steps: 10 steps, the fp8 train loss 0.04 higher from step
+# 80 on: the last 2 steps' mean ratio is 4.05 / 4.0 (over all steps it would be 1.0045).
+out=$(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train STEPS="0 10 20 30 40 50 60 70 80 90" LATE_STEP=80 \
+      LATE_DELTA=0.04 bash "$cc" "$WORK/late" 2>&1)
+if grep -q '^fp8/bf16 train loss over the last 2 steps (80-90): mean ratio 1.0125$' <<< "$out"; then
+  pass "train_loss_last_fifth (the last 2 of 10 steps)"
+else
+  fail train_loss_last_fifth "$(grep 'train loss' <<< "$out" || tail -c 400 <<< "$out")"
 fi

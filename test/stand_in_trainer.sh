@@ -3,7 +3,8 @@
 # itself. It writes --log-dir/train.jsonl: at each step of $STEPS (default "0 10 20") a train record (loss v + 1)
 # and a val record (10.0 at step 0, else v), then a summary (median step $MEDIAN_MS, default 2.0), where
 # v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-gemm-autotune), deltas default 0.
-# $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8.
+# $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8;
+# $LATE_STEP and $LATE_DELTA: with --precision fp8, the train loss of steps >= LATE_STEP is LATE_DELTA higher.
 [ -n "${STAND_IN_ARGS:-}" ] && echo "$*" >> "$STAND_IN_ARGS"
 [ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
 dir="" p=bf16 noise=0
@@ -23,7 +24,8 @@ env = lambda k, default="0": float(os.environ.get(k) or default)
 v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA")
 with open(f"{d}/train.jsonl", "w") as f:
     for s in map(int, os.environ.get("STEPS", "0 10 20").split()):
-        f.write(json.dumps({"kind": "train", "step": s, "loss": v + 1}) + "\n")
+        late = env("LATE_DELTA") if p == "fp8" and s >= env("LATE_STEP", "1e9") else 0
+        f.write(json.dumps({"kind": "train", "step": s, "loss": v + 1 + late}) + "\n")
         f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
     f.write(json.dumps({"kind": "summary", "median_step_ms": env("MEDIAN_MS", "2.0"), "tokens_per_s": 5}) + "\n")
 PY

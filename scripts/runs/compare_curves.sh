@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains the same model on the same data from the same seed twice, run A and run B (by default bf16 and fp8),
 # and prints both loss curves with the validation loss ratio B / A at every evaluation, its mean and its largest
-# deviation from 1. With NOISE set, run A is repeated with those extra flags (a change that moves bits but not
+# deviation from 1, and the mean ratio of the training losses over the last fifth of the steps. With NOISE set, run A is repeated with those extra flags (a change that moves bits but not
 # the math, e.g. --no-gemm-autotune: other GEMM algorithms, other summation orders), and the same figures for
 # A' / A tell how far this data and model move under such a perturbation: the floor a B / A can be judged against.
 # Usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]   e.g.
@@ -81,6 +81,16 @@ for n in names[1:]:
     if rs:
         print(f"{n}/{a} val over {len(rs)} evaluations after step 0: end {rs[-1]:.4f}, mean {sum(rs) / len(rs):.4f}, "
               f"largest |ratio - 1| {max(abs(r - 1) for r in rs):.4f}")
+# The training loss of a step is measured before the model trains on that batch: in a run that reads each token
+# once it is a loss on unseen text too, on far more tokens than an evaluation (both runs read the same batches,
+# so the ratio is paired step by step). Over the last fifth of the steps, beside the validation figures.
+for n in names[1:]:
+    common = sorted(set(train[a]) & set(train[n]))
+    last = common[-max(1, len(common) // 5):]
+    rs = [train[n][s] / train[a][s] for s in last if train[a][s]]
+    if rs:
+        print(f"{n}/{a} train loss over the last {len(rs)} steps ({last[0]}-{last[-1]}): mean ratio "
+              f"{sum(rs) / len(rs):.4f}")
 for n in names:
     s = [r for r in runs[n] if r["kind"] == "summary"]
     if s:
