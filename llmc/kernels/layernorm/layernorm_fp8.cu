@@ -22,8 +22,8 @@ typedef __nv_fp8_storage_t fp8s;
 // ---------------------------------------------------------------------------------------------------------
 // LayerNorm -> FP8
 // ---------------------------------------------------------------------------------------------------------
-// Block of 8 warps for a tile of R = rows_per_block rows (32, or 16 for wide rows), warp w taking rows w,
-// w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm/layernorm.cu's forward (the same
+// Block of 8 warps for a tile of R = rows_per_block rows (a multiple of 16: ln_tile_rows), warp w taking rows
+// w, w + 8, ... of the tile. Per row, EXACTLY llmc/kernels/layernorm/layernorm.cu's forward (the same
 // layernorm_row_forward of llmc/kernels/layernorm/layernorm_row.cuh: lane l holds 16-byte chunks l, l+32,
 // ..., l+32(K-1) of the row in registers, two-pass mean/variance, rsqrtf, y = bf16((x - m) * s * w + b); any
 // K >= ceil(C / 256) gives the same bits). Then y is quantized: 8 row-wise bytes per lane per chunk (a warp
@@ -32,7 +32,8 @@ typedef __nv_fp8_storage_t fp8s;
 // ones). After the block barrier (inside the amax reduction), work item (g, s) gathers the 16 x 4 byte block
 // of tile rows [16s, 16s+16) and columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch
 // maps 16s to a 16-bank shift), transposes it in registers and writes 16 bytes to each of 4 transposed rows;
-// with R = 32 lane pairs (s = 0, 1) write the two halves of one 32-byte sector. kWrite = false: amax only
+// with R = 32 lane pairs (s = 0, 1) write the two halves of one 32-byte sector (R = 48 at GPT-1.5B: three
+// 16-byte pieces of a transposed row, 1.5 sectors). kWrite = false: amax only
 // (calibration), nothing written, no shared tile.
 constexpr int kLnThreads = 256;
 constexpr int kLnWarps = kLnThreads / 32;
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     if constexpr (!kWrite) return;
 
     // ---- phase 2: transposed tile ----
-    const int segs = rows_per_block / 16;  // 1 or 2
+    const int segs = rows_per_block / 16;  // 16-row segments of the tile
     const int items = (C / 4) * segs;
     for (int it = threadIdx.x; it < items; it += kLnThreads) {
         const int g = it / segs, sg = it - g * segs;
