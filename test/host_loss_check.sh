@@ -15,6 +15,7 @@ rc=$?
 if [ $rc = 0 ] &&
    grep -q "^loss_check 124m: B/A end 1.0005, mean 1.0005 over the evaluations; A'/A end 1.0020, mean 1.0020: within 0.001: yes; within the noise floor: yes$" <<< "$out" &&
    grep -q "^loss_check 1.5b: B/A end 1.0005" <<< "$out" &&
+   grep -q "^loss_check 124m: train loss over the last 1 steps: B/A 1.0004, A'/A 1.0015$" <<< "$out" &&
    [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 3 ] &&
    [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40 ' "$WORK/args.txt")" = 3 ] &&
    [ "$(grep -c -- '--no-gemm-autotune' "$WORK/args.txt")" = 2 ]; then

@@ -7,6 +7,7 @@
 # of rounding alone. Runs scripts/runs/compare_curves.sh per size, then prints one verdict line per size:
 #   loss_check SIZE: B/A end E, mean M over the evaluations; A'/A end e, mean m: within TOL: yes|no; within the
 #   noise floor: yes|no
+# and, for information, the same runs' training-loss ratios over the last fifth of the steps (compare_curves.sh).
 # "within TOL": |E - 1| and |M - 1| <= TOL (default 0.001, 0.1%); "within the noise floor": both <= the larger
 # of TOL and A'/A's own |e - 1| and |m - 1| (a floor above TOL says the data cannot resolve TOL: take data
 # whose evaluations repeat better: deduplicated, more --val-batches, documents cut shorter).
@@ -42,11 +43,14 @@ for size in ${SIZES:-124m 1.5b}; do
   python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" <<'PY' || status=1
 import re, sys
 table, size, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
-found = {}
+found, trained = {}, {}
 for line in open(table):
     m = re.match(r"^(\S+)/(\S+) val over \d+ evaluations after step 0: end ([0-9.]+), mean ([0-9.]+)", line)
     if m and m.group(2) == a:
         found[m.group(1)] = (float(m.group(3)), float(m.group(4)))
+    m = re.match(r"^(\S+)/(\S+) train loss over the last (\d+) steps .*: mean ratio ([0-9.]+)", line)
+    if m and m.group(2) == a:
+        trained[m.group(1)] = (int(m.group(3)), float(m.group(4)))
 if b not in found or f"{a}_noise" not in found:
     print(f"loss_check {size}: no B/A or A'/A ratios (a run failed? see {table} and the logs next to it)")
     sys.exit(1)
@@ -57,6 +61,9 @@ within_floor = abs(e - 1) <= floor and abs(m - 1) <= floor
 yn = lambda v: "yes" if v else "no"
 print(f"loss_check {size}: B/A end {e:.4f}, mean {m:.4f} over the evaluations; A'/A end {ne:.4f}, mean {nm:.4f}: "
       f"within {tol:g}: {yn(within_tol)}; within the noise floor: {yn(within_floor)}")
+if b in trained and f"{a}_noise" in trained:  # informative, not part of the verdict
+    print(f"loss_check {size}: train loss over the last {trained[b][0]} steps: B/A {trained[b][1]:.4f}, "
+          f"A'/A {trained[f'{a}_noise'][1]:.4f}")
 sys.exit(0 if within_tol else 1)
 PY
 done
