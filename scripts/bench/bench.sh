@@ -71,7 +71,7 @@ sampled() {  # ROW COMMAND...: runs COMMAND while nvidia-smi samples the GPU int
   return $rc
 }
 
-# llm.c at size $1: its step times from its log, its peak memory from the samples (memory used on the GPU).
+# llm.c at size $1: its step times from its log (its peak memory: bench_report.py, from the samples).
 run_llmc() {
   local size=$1 depth b log
   b=$(batch_of "$size")
@@ -80,20 +80,15 @@ run_llmc() {
   sampled "llmc_$size" env LD_LIBRARY_PATH="$llmc_ld" "$LLMC" -e "$depth" -i "$out/llmc_data.bin" \
     -j "$out/llmc_data.bin" -b "$b" -t 1024 -d $((b * 1024)) -x "$steps" -v 1000000 -m 1 -s 1000000 -h 0 -y 0 \
     > "$log" 2>&1 || { echo "bench: llm.c $size failed:"; tail -3 "$log"; }
-  python3 - "$log" "$out/gpu_llmc_$size.csv" "$size" "$b" "$out/llmc.jsonl" <<'EOF'
+  python3 - "$log" "$size" "$b" "$out/llmc.jsonl" <<'EOF'
 import json, re, statistics, sys
-log, samples, size, b, out = sys.argv[1:]
+log, size, b, out = sys.argv[1:]
 ms = [float(m.group(1)) for m in re.finditer(r"\|\s*([0-9.]+) ms\s*\|", open(log).read())]
 if len(ms) < 5:
     sys.exit(f"bench: llm.c {size}: fewer than 5 step times in {log}")
-try:
-    peak = max(int(l.split(",")[5]) for l in open(samples) if l.count(",") == 6 and l.split(",")[5].strip().isdigit())
-    peak = peak * 2**20 / 1e9
-except (OSError, ValueError):
-    peak = float("nan")
 med = statistics.median(ms[3:])
-json.dump({"model": size, "name": "llm.c bf16", "median_step_ms": med, "tokens_per_s": int(b) * 1024 / (med / 1e3),
-           "peak_mem_gb": peak}, open(out, "a"))
+json.dump({"model": size, "name": "llm.c bf16", "median_step_ms": med, "tokens_per_s": int(b) * 1024 / (med / 1e3)},
+          open(out, "a"))
 open(out, "a").write("\n")
 EOF
 }

@@ -30,19 +30,29 @@ STEADY_STEPS = 20  # the steps whose time gpu_state looks at, at the end of a ru
 MIN_WINDOW_S = 0.5
 
 
+def samples(row):
+    """The fields of each line of gpu_ROW.csv, bench.sh's samples while the row ran (timestamp, utilization, SM
+    clock, power draw, power limit, memory used, reasons); [] without the file."""
+    try:
+        return [[x.strip() for x in line.split(",")] for line in open(os.path.join(out, f"gpu_{row}.csv"))]
+    except OSError:
+        return []
+
+
+def peak_memory_gb(row):
+    """The most memory in use on the GPU in any sample of the row (MiB as nvidia-smi reports them), in GB:
+    the peak of a run that does not report its own (llm.c); NaN without samples."""
+    used = [int(f[5]) for f in samples(row) if len(f) == 7 and f[5].isdigit()]
+    return max(used) * 2**20 / 1e9 if used else float("nan")
+
+
 def gpu_state(row, step_ms):
     """Median SM clock (MHz) and power (W), and the share of samples clocked down by the power cap, over the
-    samples of gpu_ROW.csv (timestamp, utilization, SM clock, power draw, power limit, memory used, reasons) that
-    show the GPU at least 90% busy within the last STEADY_STEPS steps' time (at least MIN_WINDOW_S) before the
-    last busy one: the steady steps at the end of a run, not the first step's GEMM tuning or compilation, which
-    are busy too but run at other clocks. {} without at least 3 such samples."""
-    try:
-        lines = open(os.path.join(out, f"gpu_{row}.csv")).read().splitlines()
-    except OSError:
-        return {}
+    samples of the row that show the GPU at least 90% busy within the last STEADY_STEPS steps' time (at least
+    MIN_WINDOW_S) before the last busy one: the steady steps at the end of a run, not the first step's GEMM
+    tuning or compilation, which are busy too but run at other clocks. {} without at least 3 such samples."""
     busy = []  # (seconds, SM MHz, W, reasons)
-    for line in lines:
-        f = [x.strip() for x in line.split(",")]
+    for f in samples(row):
         try:
             if len(f) == 7 and int(f[1]) >= 90:
                 t = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
@@ -75,7 +85,8 @@ for size in sizes:
         rows.append({"model": size, "name": f"train_gpt {p}", "median_step_ms": s["median_step_ms"],
                      "tokens_per_s": s["tokens_per_s"], "tflops": s["tflops"], "parameters": cfg["parameters"],
                      "peak_mem_gb": s["peak_mem_gb"], **gpu_state(f"{size}_{p}", s["median_step_ms"])})
-rows += [dict(r, **gpu_state(f"llmc_{r['model']}", r["median_step_ms"])) for r in read_jsonl("llmc.jsonl")]
+rows += [dict(r, peak_mem_gb=peak_memory_gb(f"llmc_{r['model']}"),
+              **gpu_state(f"llmc_{r['model']}", r["median_step_ms"])) for r in read_jsonl("llmc.jsonl")]
 # PyTorch's rows are named "pytorch VARIANT ..." (scripts/bench/bench_pytorch.py), sampled as pytorch_VARIANT
 rows += [dict(r, model="1.5b", **gpu_state(f"pytorch_{r['name'].split()[1]}", r["median_step_ms"]))
          for r in read_jsonl("pytorch.jsonl")]
