@@ -33,8 +33,8 @@ typedef __nv_fp8_storage_t fp8s;
 // of tile rows [16s, 16s+16) and columns [4g, 4g+4) (word g of 16 rows: conflict-free since the odd pitch
 // maps 16s to a 16-bank shift), transposes it in registers and writes 16 bytes to each of 4 transposed rows;
 // with R = 32 lane pairs (s = 0, 1) write the two halves of one 32-byte sector (R = 48 at GPT-1.5B: three
-// 16-byte pieces of a transposed row, 1.5 sectors). kWrite = false: amax only
-// (calibration), nothing written, no shared tile.
+// 16-byte pieces of a transposed row, 1.5 sectors). kWrite = false: amax only (calibration), nothing
+// written, no shared tile.
 constexpr int kLnThreads = 256;
 constexpr int kLnWarps = kLnThreads / 32;
 constexpr int kLnRows32MaxC = 3072;  // 32-row tiles up to this C (98 KB of tile), 16-row tiles above
@@ -168,8 +168,8 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
     const int N = t.rows, C = t.cols;
     const int rows = tile_rows > 0 ? tile_rows : ln_tile_rows(N, C);
     CHECK(rows % 16 == 0 && ln_tile_bytes(rows, C) <= kLnTileMaxBytes,
-          "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits 227 KB of shared memory at C = %d)",
-          rows, C);
+          "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits %zu KB of shared memory at C = %d)",
+          rows, kLnTileMaxBytes / 1024, C);
     fp8_check_bound(t, "fp8 LayerNorm");
     const size_t smem = kWrite ? ln_tile_bytes(rows, C) : 0;
     const int grid = ceil_div(N, rows);

@@ -122,7 +122,8 @@ auto layernorm_pick_k_of(int K, Pick pick) {  // pick(std::integral_constant<int
     (void)((K == Ks && (picked = pick(std::integral_constant<int, Ks>{}), true)) || ...);
     return picked;
 }
-inline int layernorm_row_chunks(int C) {         // K of the kernel picked for C
+// K of the kernel layernorm_pick_k picks for rows of C elements.
+inline int layernorm_row_chunks(int C) {
     const int k = ceil_div(C / x128::size, 32);  // 16-byte chunks per lane
     return k >= 1 && k <= 8 ? k : k <= 16 ? 16 : 32;
 }
