@@ -263,15 +263,17 @@ TEST(run_summary_for_people) {
           "  checkpoints  ck/ every 100 steps and at the end, the newest 2 kept\n"})
         EXPECT_CONTAINS(s, line);
     // how the GEMMs are chosen, and where the choices go (a fresh GPU's first step is the one that tunes)
-    EXPECT_CONTAINS(s,
-                    "  GEMMs        cuBLASLt, the heuristic's 8 best timed, then variants with bitwise the "
-                    "same output (--gemm-variants) in the first step that runs a shape, stored in ");
+    // (the count is the one the GEMM autotuner asks cuBLASLt for, not a second literal)
+    const std::string best = "the heuristic's " + std::to_string(kGemmCandidates) + " best timed";
+    EXPECT_CONTAINS(s, "  GEMMs        cuBLASLt, " + best +
+                           ", then variants with bitwise the same output (--gemm-variants) in the first step "
+                           "that runs a shape, stored in ");
     TrainConfig g = c;
     g.gemm_cache = "g.tsv";
     g.gemm_variants = false;
-    EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"),
-                    "the heuristic's 8 best timed in the first step that runs a shape, stored in g.tsv for "
-                    "later runs on this GPU\n");
+    EXPECT_CONTAINS(
+        run_summary(g, num_parameters(g.model), 1, 1, "single"),
+        best + " in the first step that runs a shape, stored in g.tsv for later runs on this GPU\n");
     g.gemm_cache = "none";
     EXPECT_CONTAINS(run_summary(g, num_parameters(g.model), 1, 1, "single"), "runs a shape, not stored\n");
     g.gemm_autotune = false;

@@ -22,9 +22,9 @@ namespace {
 std::string parse_decimal(const std::string& v, bool* neg, unsigned __int128* mag) {
     size_t i = 0;
     *neg = false;
+    *mag = 0;
     if (i < v.size() && (v[i] == '+' || v[i] == '-')) *neg = v[i++] == '-';
     if (i == v.size()) return "'" + v + "' is not an integer";
-    *mag = 0;
     for (; i < v.size(); i++) {
         if (!std::isdigit((unsigned char)v[i])) return "'" + v + "' is not an integer";
         if (*mag <= ((unsigned __int128)1 << 64)) *mag = *mag * 10 + (unsigned)(v[i] - '0');

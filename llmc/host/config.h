@@ -54,6 +54,10 @@ enum class InputKeep {
 constexpr int kFp8DefaultRecompute = 2;
 constexpr double kRecomputeMinBlockParams = 500e6;
 
+// GEMM autotuning (--gemm-autotune): cuBLASLt's heuristic is asked for this many answers per GEMM, each timed
+// on the call's operands (llmc/kernels/gemm/matmul_autotune.h); here so the start-up summary can name it.
+constexpr int kGemmCandidates = 8;
+
 struct TrainConfig {
     std::string model_name = "1.5b";
     ModelConfig model;

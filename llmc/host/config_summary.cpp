@@ -58,7 +58,7 @@ std::string gemm_line(const TrainConfig& c) {
     const std::string s = "  GEMMs        cuBLASLt, ";
     if (!c.gemm_autotune) return s + "the heuristic's first algorithm (no autotuning)\n";
     const std::string file = gemm_cache_file(c);
-    return s + "the heuristic's 8 best timed" +
+    return s + "the heuristic's " + std::to_string(kGemmCandidates) + " best timed" +
            (c.gemm_variants ? ", then variants with bitwise the same output (--gemm-variants)" : "") +
            " in the first step that runs a shape, " +
            (file.empty() ? "not stored" : "stored in " + file + " for later runs on this GPU") + "\n";

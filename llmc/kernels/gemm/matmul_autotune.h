@@ -6,10 +6,10 @@
 
 #include <vector>
 
+#include "llmc/host/config.h"  // kGemmCandidates: heuristic answers timed per GEMM when autotuning
 #include "llmc/kernels/gemm/matmul_plan.cuh"
 
-constexpr int kGemmCandidates = 8;  // heuristic answers timed per GEMM when autotuning
-constexpr int kTimedRuns = 8;       // launches per timing (after two warm-up launches)
+constexpr int kTimedRuns = 8;  // launches per timing (after two warm-up launches)
 
 // The plan's algorithm under autotuning: the stored choice if there is one, else (outside stream capture:
 // no timing inside a graph) the fastest of `cands`, stored for later processes. Inside a capture with no
