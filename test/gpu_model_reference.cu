@@ -443,6 +443,7 @@ TEST(model_fp8_gpt1p5b_2layer_fused_residual) { run_fp8_reference_test(kBig, tru
 
 struct Run {
     std::vector<float> losses, norms, weights, fp8_state;
+    int64_t fp8_history = 0, fp8_slots = 0;  // fp8_state: [history][slots] amaxes, then scale, scale_inv, max
 };
 // What happens around each training step besides forward/backward/update.
 struct StepExtras {
@@ -485,7 +486,45 @@ Run train_steps(const ModelConfig& m, int B, int T, const std::vector<float>& w,
     }
     r.weights = model.weights_to_host();
     r.fp8_state = model.fp8_state_to_host();
+    for (const StateTensorInfo& t : model.state_layout())
+        if (t.name == "fp8.amax_history") r.fp8_history = t.shape[0], r.fp8_slots = t.shape[1];
     return r;
+}
+
+// Where two runs' FP8 states first differ, in the recipe's terms ("amax history row 0 (staging) of slot 7:
+// layer 0 attproj, role W: 0.0123 / 0.0125; 2 of 39 slots differ"), or "" when they are bitwise equal: a
+// failure then names the tensor whose scale moved (slot = 3 * Linear + role, Linear = 4 * layer + kind).
+std::string fp8_state_difference(const Run& a, const Run& b) {
+    const int64_t H = a.fp8_history, S = a.fp8_slots;
+    if (S == 0 || a.fp8_state.size() != b.fp8_state.size() || (int64_t)a.fp8_state.size() != (H + 3) * S)
+        return testing::count_bit_diffs(a.fp8_state, b.fp8_state) ? "FP8 states of different layouts" : "";
+    std::vector<bool> slot_differs(S, false);
+    int64_t first = -1;
+    for (int64_t i = 0; i < (int64_t)a.fp8_state.size(); i++)
+        if (memcmp(&a.fp8_state[i], &b.fp8_state[i], sizeof(float)) != 0) {
+            slot_differs[i % S] = true;
+            if (first < 0) first = i;
+        }
+    if (first < 0) return "";
+    const int64_t row = first / S, slot = first % S, linear = slot / kFp8RolesPerLinear;
+    const char* roles[] = {"X", "W", "dY"};
+    const std::string part = row < H
+                                 ? "amax history row " + std::to_string(row) + (row == 0 ? " (staging)" : "")
+                             : row == H     ? std::string("scale")
+                             : row == H + 1 ? std::string("scale_inv")
+                                            : std::string("format max");
+    // 4 L block Linears, then the LM head's when it is FP8 (4 L + 1 in all)
+    const int64_t linears = S / kFp8RolesPerLinear, block_linears = linears - linears % kLinearsPerLayer;
+    const std::string linear_name = linear < block_linears
+                                        ? "layer " + std::to_string(linear / kLinearsPerLayer) + " " +
+                                              linear_spec(linear % kLinearsPerLayer).name
+                                        : std::string("the LM head");
+    char values[64];
+    snprintf(values, sizeof values, "%.9g / %.9g", a.fp8_state[first], b.fp8_state[first]);
+    return part + " of slot " + std::to_string(slot) + ": " + linear_name + ", role " +
+           roles[slot % kFp8RolesPerLinear] + ": " + values + "; " +
+           std::to_string(std::count(slot_differs.begin(), slot_differs.end(), true)) + " of " +
+           std::to_string(S) + " slots differ";
 }
 
 using testing::count_bit_diffs;
@@ -568,23 +607,36 @@ void run_same_training_test(const RefConfig& cfg, Precision precision, StepExtra
         printf("  %s step %d: loss %.9g / %.9g  grad norm %.9g / %.9g (plain / %s)\n", to_string(precision),
                i + 1, a.losses[i], b.losses[i], a.norms[i], b.norms[i], what);
     EXPECT_TRUE(std::isfinite(a.losses[0]) && a.losses[steps - 1] < a.losses[0]);
-    // A difference names the case, the first step that differs and the seed (the test runner keeps only this
-    // line of the output).
+    // A difference names the case, the first step that differs, the seed, whether the plain training repeats
+    // itself (if not, a race, not a trace the extra left) and where the FP8 states part (the test runner
+    // keeps only this line of the output).
+    const std::string fp8_diff = fp8_state_difference(a, b);
     for (int i = 0; i < steps; i++)
         if (memcmp(&a.losses[i], &b.losses[i], sizeof(float)) != 0) {
+            const Run again = train_steps(m, cfg.B, cfg.T, w, in, tg, &guard.ctx, steps, precision);
+            const size_t unrepeated = count_bit_diffs(a.losses, again.losses) +
+                                      count_bit_diffs(a.weights, again.weights) +
+                                      count_bit_diffs(a.fp8_state, again.fp8_state);
             char msg[256];
-            snprintf(
-                msg, sizeof msg,
-                "%s (%s, SAME_TRAINING_SEED=%u): %zu of %d losses differ, the first at step %d: %.9g / %.9g",
-                what, to_string(precision), seed, count_bit_diffs(a.losses, b.losses), steps, i + 1,
-                a.losses[i], b.losses[i]);
-            testing::fail(__FILE__, __LINE__, msg);
+            snprintf(msg, sizeof msg,
+                     "%s (%s, SAME_TRAINING_SEED=%u): %zu of %d losses differ, the first at step %d: %.9g / "
+                     "%.9g; ",
+                     what, to_string(precision), seed, count_bit_diffs(a.losses, b.losses), steps, i + 1,
+                     a.losses[i], b.losses[i]);
+            testing::fail(
+                __FILE__, __LINE__,
+                msg +
+                    (unrepeated ? "the plain run did not repeat itself (" + std::to_string(unrepeated) +
+                                      " losses, weights, fp8 floats differ): a race, not the extra"
+                                : std::string("the plain run repeats itself bitwise")) +
+                    (fp8_diff.empty() ? "" : "; fp8 state: " + fp8_diff));
             break;
         }
     EXPECT_EQ(count_bit_diffs(a.norms, b.norms), (size_t)0);
     EXPECT_EQ(count_bit_diffs(a.weights, b.weights), (size_t)0);
     EXPECT_EQ(a.fp8_state.empty(), precision == Precision::BF16);
     EXPECT_EQ(count_bit_diffs(a.fp8_state, b.fp8_state), (size_t)0);
+    if (!fp8_diff.empty()) printf("  fp8 state (plain / %s): %s\n", what, fp8_diff.c_str());
     printf("  weights differing: %zu of %zu; fp8 state floats differing: %zu of %zu\n",
            count_bit_diffs(a.weights, b.weights), a.weights.size(), count_bit_diffs(a.fp8_state, b.fp8_state),
            a.fp8_state.size());
