@@ -5,9 +5,16 @@
 # v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-gemm-autotune), deltas default 0.
 # $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8;
 # $LATE_STEP and $LATE_DELTA: with --precision fp8, the train loss of steps >= LATE_STEP is LATE_DELTA higher.
+# $FLAG_DELTAS ("--flag=delta ..."): v is delta higher in a call given that flag; $LIBPATH_DELTA: v is that much
+# higher when $LD_LIBRARY_PATH contains $LIBPATH_MATCH (a library picked through the environment).
 [ -n "${STAND_IN_ARGS:-}" ] && echo "$*" >> "$STAND_IN_ARGS"
 [ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
-dir="" p=bf16 noise=0
+dir="" p=bf16 noise=0 shift_by=0
+for pair in ${FLAG_DELTAS:-}; do
+  [[ " $* " == *" ${pair%%=*} "* ]] && shift_by=$(python3 -c "print($shift_by + ${pair#*=})")
+done
+[ -n "${LIBPATH_MATCH:-}" ] && [[ "${LD_LIBRARY_PATH:-}" == *"$LIBPATH_MATCH"* ]] &&
+  shift_by=$(python3 -c "print($shift_by + ${LIBPATH_DELTA:-0})")
 while [ $# -gt 0 ]; do
   case $1 in
     --log-dir) dir=$2; shift ;;
@@ -17,11 +24,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 mkdir -p "$dir"
-python3 - "$dir" "$p" "$noise" <<'PY'
+python3 - "$dir" "$p" "$noise" "$shift_by" <<'PY'
 import json, os, sys
-d, p, noise = sys.argv[1], sys.argv[2], int(sys.argv[3])
+d, p, noise, shift_by = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 env = lambda k, default="0": float(os.environ.get(k) or default)
-v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA")
+v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA") + shift_by
 with open(f"{d}/train.jsonl", "w") as f:
     for s in map(int, os.environ.get("STEPS", "0 10 20").split()):
         late = env("LATE_DELTA") if p == "fp8" and s >= env("LATE_STEP", "1e9") else 0

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The loss check (scripts/runs/loss_check.sh) of each opt-in lever that was measured faster but changes the
+# numbers, against the current default in one precision: one run A of the default and one noise repeat A' per
+# size, shared by every lever (REUSE=1), then one run B per lever. A lever within TOL at both sizes may become the
+# default (docs/performance.md says which are waiting). Ends with one table, a row per size and lever.
+# The levers (LEVERS picks some, in this order):
+#   cudnn_newest      the same binary with a newer cuDNN first on LD_LIBRARY_PATH (CUDNN_LIB=that library's
+#                     folder, e.g. the lib/ of a pip nvidia-cudnn-cu13; without CUDNN_LIB this lever is skipped)
+#   fuse_residual     --fuse-residual (the residual adds in the projection GEMMs' epilogue)
+#   no_deterministic  --no-deterministic (cuDNN's non-deterministic attention backward)
+# Run again with the same OUTDIR, it goes on where it stopped (a run that finished is not run again), so the
+# check can be spread over calls with a time limit; SIZES=124m then SIZES=1.5b is the natural split.
+# Usage: scripts/runs/lever_checks.sh OUTDIR TRAIN_GLOB VAL_GLOB
+#   PRECISION (default fp8), SIZES (default "124m 1.5b"), LEVERS (default all three), TOL, NOISE, EXTRA, A_BIN
+#   and B_BIN as in loss_check.sh. Exit status 0 when every lever checked is within TOL, else 1 (2: bad usage).
+set -u
+usage="usage: scripts/runs/lever_checks.sh OUTDIR TRAIN_GLOB VAL_GLOB"
+out=${1:?$usage} train=${2:?$usage} val=${3:?$usage}
+here=$(dirname "$0")
+precision=${PRECISION:-fp8}
+levers=${LEVERS:-cudnn_newest fuse_residual no_deterministic}
+for lever in $levers; do
+  case $lever in
+    cudnn_newest | fuse_residual | no_deterministic) ;;
+    *) echo "lever_checks: LEVERS takes cudnn_newest, fuse_residual and no_deterministic, got '$lever'" >&2
+       exit 2 ;;
+  esac
+done
+if [ -n "${CUDNN_LIB:-}" ] && [ ! -d "$CUDNN_LIB" ]; then
+  echo "lever_checks: CUDNN_LIB=$CUDNN_LIB is not a folder" >&2
+  exit 2
+fi
+mkdir -p "$out"
+status=0
+for size in ${SIZES:-124m 1.5b}; do
+  for lever in $levers; do
+    b_env="" b_flags="--precision $precision"
+    case $lever in
+      cudnn_newest)
+        if [ -z "${CUDNN_LIB:-}" ]; then
+          echo "lever_checks $size $lever: skipped (CUDNN_LIB not set)" | tee -a "$out/verdicts.txt"
+          continue
+        fi
+        b_env="LD_LIBRARY_PATH=$CUDNN_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+      fuse_residual) b_flags+=" --fuse-residual" ;;
+      no_deterministic) b_flags+=" --no-deterministic" ;;
+    esac
+    REUSE=1 SIZES=$size A_NAME=default B_NAME=$lever A_FLAGS="--precision $precision" B_FLAGS="$b_flags" \
+      A_ENV="" B_ENV="$b_env" bash "$here/loss_check.sh" "$out" "$train" "$val" > "$out/$size.$lever.txt" 2>&1
+    rc=$?
+    [ $rc = 2 ] && { cat "$out/$size.$lever.txt" >&2; exit 2; }
+    [ $rc = 0 ] || status=1
+    cp "$out/$size.table.txt" "$out/$size.$lever.table.txt" 2>/dev/null
+    grep "^loss_check $size: " "$out/$size.$lever.txt" | sed "s/^loss_check $size: /lever_checks $size $lever: /" |
+      tee -a "$out/verdicts.txt"
+    grep -q "^loss_check $size: B/A" "$out/$size.$lever.txt" ||
+      echo "lever_checks $size $lever: no verdict (see $out/$size.$lever.txt)" | tee -a "$out/verdicts.txt"
+  done
+done
+# One row per size and lever, from this call's verdicts (the file keeps earlier calls' lines too: the last wins).
+python3 - "$out/verdicts.txt" "${TOL:-0.001}" <<'PY'
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^lever_checks (\S+) (\S+): (.*)$", line.rstrip("\n"))
+    if not m:
+        continue
+    key, text = (m.group(1), m.group(2)), m.group(3)
+    v = re.match(r"B/A end ([0-9.]+), mean ([0-9.]+) over the evaluations; A'/A end ([0-9.]+), mean ([0-9.]+): "
+                 r"within \S+: (yes|no); within the noise floor: (yes|no)$", text)
+    if v:
+        rows[key] = list(v.groups())
+    elif not text.startswith("train loss"):
+        rows[key] = ["-"] * 4 + [text, "-"]
+tol = float(sys.argv[2])
+print(f"| size | lever | B/A end | B/A mean | A'/A end | A'/A mean | within {tol:g} | within the noise floor |")
+print("|---|---|---|---|---|---|---|---|")
+for (size, lever), r in rows.items():
+    print(f"| {size} | {lever} | " + " | ".join(r) + " |")
+PY
+exit $status

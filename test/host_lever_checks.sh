@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/runs/lever_checks.sh with a stand-in trainer (part of `make test`): one A and one A' per size shared by
+# every lever, each lever's flag or library reaching its run B, the verdict table and the exit status, a second
+# call that reuses every finished run, the cuDNN lever skipped without CUDNN_LIB, and bad usage. The stand-in
+# (test/stand_in_trainer.sh) moves its loss by FLAG_DELTAS for a flag and by LIBPATH_DELTA for a library path.
+# One [PASS]/[FAIL] line per case.
+set -u
+source "$(dirname "$0")/lib_host.sh" lever_checks python3  # ROOT, WORK, pass/fail/skip
+cp "$ROOT/test/stand_in_trainer.sh" "$WORK/fake_train"
+mkdir -p "$WORK/newcudnn"
+export STEPS="0 100 200" STAND_IN_ARGS="$WORK/args.txt" A_BIN=./fake_train B_BIN=./fake_train
+# v = 3: +0.0015 is a ratio of 1.0005 (within 0.1%), +0.03 one of 1.0100 (outside); the noise repeat 1.0005
+export FLAG_DELTAS="--fuse-residual=0.0015 --no-deterministic=0.03" NOISE_DELTA=0.0015
+export LIBPATH_MATCH=newcudnn LIBPATH_DELTA=0
+checks() { (cd "$WORK" && bash "$ROOT/scripts/runs/lever_checks.sh" "$@" 2>&1); }
+runs() { if [ -f "$WORK/args.txt" ]; then wc -l < "$WORK/args.txt"; else echo 0; fi; }
+
+out=$(CUDNN_LIB="$WORK/newcudnn" checks lc t v)
+rc=$?
+if [ $rc = 1 ] && [ "$(runs)" = 10 ] &&
+   grep -q "^| 124m | cudnn_newest | 1.0000 | 1.0000 | 1.0005 | 1.0005 | yes | yes |$" <<< "$out" &&
+   grep -q "^| 124m | fuse_residual | 1.0005 | 1.0005 | 1.0005 | 1.0005 | yes | yes |$" <<< "$out" &&
+   grep -q "^| 1.5b | no_deterministic | 1.0100 | 1.0100 | 1.0005 | 1.0005 | no | no |$" <<< "$out" &&
+   [ "$(grep -c '^| 1.5b | ' <<< "$out")" = 3 ] &&
+   grep -q "^LD_LIBRARY_PATH=$WORK/newcudnn" "$WORK/lc/124m.cudnn_newest.cmd" &&
+   [ "$(grep -c -- '--fuse-residual' "$WORK/args.txt")" = 2 ] &&
+   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 2 ] &&
+   [ "$(grep -c -- '--no-gemm-autotune' "$WORK/args.txt")" = 2 ] &&
+   [ "$(grep -c -- '--model 1.5b .*--precision fp8' "$WORK/args.txt")" = 5 ]; then
+  pass "three_levers (A and A' once per size, 10 runs; each lever's flag or library in its run; exit 1 for the outlier)"
+else
+  fail three_levers "status $rc, $(runs) runs: $(tail -c 700 <<< "$out")"
+fi
+
+out=$(CUDNN_LIB="$WORK/newcudnn" LEVERS=fuse_residual checks lc t v)
+rc=$?
+if [ $rc = 0 ] && [ "$(runs)" = 10 ] && grep -q "^| 124m | fuse_residual | 1.0005 | " <<< "$out"; then
+  pass "second_call_reuses (no run again, the lever's verdict, exit 0)"
+else
+  fail second_call_reuses "status $rc, $(runs) runs: $(tail -c 500 <<< "$out")"
+fi
+
+rm -f "$WORK/args.txt"
+out=$(SIZES=124m LEVERS="cudnn_newest fuse_residual" checks lc2 t v)
+rc=$?
+if [ $rc = 0 ] && [ "$(runs)" = 3 ] &&
+   grep -q "^lever_checks 124m cudnn_newest: skipped (CUDNN_LIB not set)$" <<< "$out" &&
+   grep -q "^| 124m | cudnn_newest | - | - | - | - | skipped (CUDNN_LIB not set) | - |$" <<< "$out"; then
+  pass "cudnn_lever_needs_its_library (skipped, said in the table)"
+else
+  fail cudnn_lever_needs_its_library "status $rc, $(runs) runs: $(tail -c 500 <<< "$out")"
+fi
+
+rm -f "$WORK/args.txt"
+out=$(LEVERS="fuse_residual pdl" checks lc3 t v)
+rc=$?
+if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
+   [ "$out" = "lever_checks: LEVERS takes cudnn_newest, fuse_residual and no_deterministic, got 'pdl'" ]; then
+  pass "unknown_lever_one_line (before any run)"
+else
+  fail unknown_lever_one_line "status $rc, $(runs) runs: $out"
+fi
+out=$(CUDNN_LIB="$WORK/nowhere" checks lc3 t v)
+rc=$?
+if [ $rc = 2 ] && [ "$(runs)" = 0 ] && [ "$out" = "lever_checks: CUDNN_LIB=$WORK/nowhere is not a folder" ]; then
+  pass "missing_library_one_line"
+else
+  fail missing_library_one_line "status $rc, $(runs) runs: $out"
+fi
