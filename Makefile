@@ -168,7 +168,8 @@ PRECISION ?= bf16
 quickstart: train_gpt
 	@bash scripts/runs/shakespeare.sh --precision $(PRECISION)
 
-# GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test.
+# GPU machine: compute-sanitizer memcheck + initcheck of a small model (bf16, fp8) and of every dev/ test;
+# SANITIZE_RACES=1 make sanitize: racecheck + synccheck of our own kernels instead.
 sanitize: all
 	@bash scripts/check/sanitize.sh
 

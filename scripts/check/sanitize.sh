@@ -2,8 +2,11 @@
 # compute-sanitizer memcheck and initcheck over a small model (both precisions, 3 training steps with
 # validation) and over every dev/ kernel test. Prints one line per run and ends with a summary; exit status 1
 # if any run reported an error. Races that racecheck finds inside cuDNN's own kernels are not ours, so
-# racecheck is not part of this gate. Usage: scripts/check/sanitize.sh [log_dir]   (make sanitize)
+# racecheck is not part of this gate by default. Usage: scripts/check/sanitize.sh [log_dir]   (make sanitize)
 # SANITIZE_MODEL_ONLY=1: the small model only; SANITIZE_TIMEOUT: seconds per run (default 600).
+# SANITIZE_RACES=1: racecheck (shared-memory hazards) and synccheck (barrier use) instead, over our kernels only
+# (every one is named *_kernel; cuDNN's, cuBLASLt's and NCCL's excluded by name): the small model in both
+# precisions, then the dev/ tests but test_matmul and test_attention (library kernels only).
 set -u
 SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 LOG=${1:-build/sanitize}
@@ -23,10 +26,18 @@ for name, n in (("tiny_val_000000.bin", 4096),):
 PY
 small+=(--val-data "$LOG/data/tiny_val_*.bin" --val-every 2 --val-batches 1)
 fails=0; runs=0
+# SANITIZE_RACES: only our kernels (library kernel names: cuDNN's cudnn_*, cuBLASLt's *xmma*, nvjet_*,
+# cutlass*, splitKreduce_kernel; NCCL's nccl*)
+own_kernels=()
+[ -n "${SANITIZE_RACES:-}" ] && own_kernels=(--kernel-name kns=_kernel)
+[ -n "${SANITIZE_RACES:-}" ] && for lib in cudnn xmma nvjet cutlass splitK nccl; do
+  own_kernels+=(--kernel-name-exclude "kns=$lib")
+done
 check() {  # name, tool, command...
   local name=$1 tool=$2; shift 2
   local log="$LOG/$tool.$name.log"
-  timeout "${SANITIZE_TIMEOUT:-600}" "$SAN" --tool "$tool" --nvtx yes --print-limit 20 --error-exitcode 99 "$@" > "$log" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-600}" "$SAN" --tool "$tool" --nvtx yes --print-limit 20 --error-exitcode 99 \
+    "${own_kernels[@]}" "$@" > "$log" 2>&1
   local rc=$? summary
   summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^========= //')
   runs=$((runs + 1))
@@ -39,12 +50,17 @@ check() {  # name, tool, command...
        echo "FAIL $tool $name: the program exited $rc under the tool (${summary:-no summary}): $(grep -m1 '^\[FAIL\]\|^error' "$log")" ;;
   esac
 }
-for tool in memcheck initcheck; do
+tools=(memcheck initcheck)
+[ -n "${SANITIZE_RACES:-}" ] && tools=(racecheck synccheck)
+for tool in "${tools[@]}"; do
   for p in bf16 fp8; do check "train_gpt_$p" "$tool" ./train_gpt "${small[@]}" --precision "$p"; done
 done
 [ -n "${SANITIZE_MODEL_ONLY:-}" ] && { echo "sanitize: $runs runs, $fails with errors (model only)"; [ "$fails" = 0 ]; exit; }
-for tool in memcheck initcheck; do
-  for t in build/dev/test_*; do [ -x "$t" ] && check "$(basename "$t")" "$tool" "$t"; done
+for tool in "${tools[@]}"; do
+  for t in build/dev/test_*; do
+    [ -n "${SANITIZE_RACES:-}" ] && [[ "$t" == */test_matmul || "$t" == */test_attention ]] && continue
+    [ -x "$t" ] && check "$(basename "$t")" "$tool" "$t"
+  done
 done
 echo "sanitize: $runs runs, $fails with errors"
 [ "$fails" = 0 ]
