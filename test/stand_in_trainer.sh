@@ -9,12 +9,7 @@
 # higher when $LD_LIBRARY_PATH contains $LIBPATH_MATCH (a library picked through the environment).
 [ -n "${STAND_IN_ARGS:-}" ] && echo "$*" >> "$STAND_IN_ARGS"
 [ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
-dir="" p=bf16 noise=0 shift_by=0
-for pair in ${FLAG_DELTAS:-}; do
-  [[ " $* " == *" ${pair%%=*} "* ]] && shift_by=$(python3 -c "print($shift_by + ${pair#*=})")
-done
-[ -n "${LIBPATH_MATCH:-}" ] && [[ "${LD_LIBRARY_PATH:-}" == *"$LIBPATH_MATCH"* ]] &&
-  shift_by=$(python3 -c "print($shift_by + ${LIBPATH_DELTA:-0})")
+dir="" p=bf16 noise=0 args=" $* "
 while [ $# -gt 0 ]; do
   case $1 in
     --log-dir) dir=$2; shift ;;
@@ -24,10 +19,15 @@ while [ $# -gt 0 ]; do
   shift
 done
 mkdir -p "$dir"
-python3 - "$dir" "$p" "$noise" "$shift_by" <<'PY'
+python3 - "$dir" "$p" "$noise" "$args" <<'PY'
 import json, os, sys
-d, p, noise, shift_by = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+d, p, noise, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 env = lambda k, default="0": float(os.environ.get(k) or default)
+pairs = [pair.split("=", 1) for pair in os.environ.get("FLAG_DELTAS", "").split()]
+shift_by = sum(float(delta) for flag, delta in pairs if f" {flag} " in args)
+match = os.environ.get("LIBPATH_MATCH")
+if match and match in os.environ.get("LD_LIBRARY_PATH", ""):
+    shift_by += env("LIBPATH_DELTA")
 v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA") + shift_by
 with open(f"{d}/train.jsonl", "w") as f:
     for s in map(int, os.environ.get("STEPS", "0 10 20").split()):

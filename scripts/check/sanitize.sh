@@ -26,13 +26,14 @@ for name, n in (("tiny_val_000000.bin", 4096),):
 PY
 small+=(--val-data "$LOG/data/tiny_val_*.bin" --val-every 2 --val-batches 1)
 fails=0; runs=0
-# SANITIZE_RACES: only our kernels (library kernel names: cuDNN's cudnn_*, cuBLASLt's *xmma*, nvjet_*,
-# cutlass*, splitKreduce_kernel; NCCL's nccl*)
-own_kernels=()
-[ -n "${SANITIZE_RACES:-}" ] && own_kernels=(--kernel-name kns=_kernel)
-[ -n "${SANITIZE_RACES:-}" ] && for lib in cudnn xmma nvjet cutlass splitK nccl; do
-  own_kernels+=(--kernel-name-exclude "kns=$lib")
-done
+tools=(memcheck initcheck) own_kernels=()
+if [ -n "${SANITIZE_RACES:-}" ]; then
+  tools=(racecheck synccheck)
+  # only our kernels (library kernel names: cuDNN's cudnn_*, cuBLASLt's *xmma*, nvjet_*, cutlass*,
+  # splitKreduce_kernel; NCCL's nccl*)
+  own_kernels=(--kernel-name kns=_kernel)
+  for lib in cudnn xmma nvjet cutlass splitK nccl; do own_kernels+=(--kernel-name-exclude "kns=$lib"); done
+fi
 check() {  # name, tool, command...
   local name=$1 tool=$2; shift 2
   local log="$LOG/$tool.$name.log"
@@ -50,8 +51,6 @@ check() {  # name, tool, command...
        echo "FAIL $tool $name: the program exited $rc under the tool (${summary:-no summary}): $(grep -m1 '^\[FAIL\]\|^error' "$log")" ;;
   esac
 }
-tools=(memcheck initcheck)
-[ -n "${SANITIZE_RACES:-}" ] && tools=(racecheck synccheck)
 for tool in "${tools[@]}"; do
   for p in bf16 fp8; do check "train_gpt_$p" "$tool" ./train_gpt "${small[@]}" --precision "$p"; done
 done
