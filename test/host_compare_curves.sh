@@ -77,3 +77,17 @@ if grep -q '^fp8/bf16 train loss over the last 2 steps (80-90): mean ratio 1.012
 else
   fail train_loss_last_fifth "$(grep 'train loss' <<< "$out" || tail -c 400 <<< "$out")"
 fi
+
+# A run that fails at once leaves nothing of an earlier call in the same folder to be read as its own, and a run
+# cut short (records, no summary) gives no ratios: the table shows its curve, the summary lines say why.
+(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train bash "$cc" "$WORK/rerun" --steps 20 > /dev/null 2>&1)
+out=$(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train FAIL_FP8=1 bash "$cc" "$WORK/rerun" --steps 20 2>&1)
+out_cut=$(cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train CUT_FP8=1 bash "$cc" "$WORK/cut" --steps 20 2>&1)
+if grep -q '^fp8 failed:' <<< "$out" && grep -q '^compare_curves: fp8 did not finish' <<< "$out" &&
+   ! grep -q '^fp8/bf16' <<< "$out" && grep -q '^| 10 | 4.0000 | 4.0100 | 3.0000 | 3.0100 | 1.0033 |$' <<< "$out_cut" &&
+   grep -q "^compare_curves: fp8 did not finish (no summary in $WORK/cut/fp8/train.jsonl)" <<< "$out_cut" &&
+   ! grep -q '^fp8/bf16' <<< "$out_cut"; then
+  pass "failed_or_cut_run_gives_no_ratios (no earlier call's records; a cut run's curve, no ratio lines)"
+else
+  fail failed_or_cut_run_gives_no_ratios "$(tail -c 400 <<< "$out") | $(tail -c 400 <<< "$out_cut")"
+fi

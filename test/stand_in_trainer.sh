@@ -4,6 +4,7 @@
 # and a val record (10.0 at step 0, else v), then a summary (median step $MEDIAN_MS, default 2.0), where
 # v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-gemm-autotune), deltas default 0.
 # $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8;
+# $CUT_FP8: with --precision fp8, the records of the first two steps only, no summary, exit 1 (a killed run);
 # $LATE_STEP and $LATE_DELTA: with --precision fp8, the train loss of steps >= LATE_STEP is LATE_DELTA higher.
 # $FLAG_DELTAS ("--flag=delta ..."): v is delta higher in a call given that flag; $LIBPATH_DELTA: v is that much
 # higher when $LD_LIBRARY_PATH contains $LIBPATH_MATCH (a library picked through the environment).
@@ -29,10 +30,13 @@ match = os.environ.get("LIBPATH_MATCH")
 if match and match in os.environ.get("LD_LIBRARY_PATH", ""):
     shift_by += env("LIBPATH_DELTA")
 v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA") + shift_by
+cut = p == "fp8" and os.environ.get("CUT_FP8")
 with open(f"{d}/train.jsonl", "w") as f:
-    for s in map(int, os.environ.get("STEPS", "0 10 20").split()):
+    for s in map(int, os.environ.get("STEPS", "0 10 20").split()[: 2 if cut else None]):
         late = env("LATE_DELTA") if p == "fp8" and s >= env("LATE_STEP", "1e9") else 0
         f.write(json.dumps({"kind": "train", "step": s, "loss": v + 1 + late}) + "\n")
         f.write(json.dumps({"kind": "val", "step": s, "val_loss": 10.0 if s == 0 else v}) + "\n")
+    if cut:
+        sys.exit(1)
     f.write(json.dumps({"kind": "summary", "median_step_ms": env("MEDIAN_MS", "2.0"), "tokens_per_s": 5}) + "\n")
 PY

@@ -22,7 +22,7 @@ case $model in
   *) echo "bench: MODEL must be 1.5b, 124m or both, got '$model'" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
-rm -f "$out/pytorch.jsonl" "$out/llmc.jsonl" "$out"/gpu_*.csv
+rm -f "$out/pytorch.jsonl" "$out/llmc.jsonl" "$out"/gpu_*.csv "$out/bench.json" "$out/bench.png"
 batch_of() { [ "$1" = 124m ] && echo 16 || echo 12; }
 
 # llm.c reads token shards: one of random GPT-2 ids (its header: magic 20240520, version 1, token count).
@@ -95,6 +95,7 @@ EOF
 
 for size in $sizes; do
   for p in bf16 fp8; do
+    rm -f "$out/$size/$p/train.jsonl"  # a run that fails at once must not leave an earlier bench's row standing
     sampled "${size}_$p" ./train_gpt --model "$size" --batch "$(batch_of "$size")" --seq 1024 --train-data random --steps "$steps" \
       --precision "$p" --log-every 5 --profile ${BENCH_ARGS:-} --log-dir "$out/$size/$p" > "$out/${size}_$p.log" 2>&1 ||
       { echo "bench: train_gpt $size $p failed:"; tail -5 "$out/${size}_$p.log"; }

@@ -22,6 +22,7 @@ run() {  # precision gpus
   local prec=$1 n=$2 dir=$OUTDIR/$1_$2gpu port pids=()
   port=$(free_port)
   mkdir -p "$dir"
+  rm -f "$dir/log/train.jsonl"  # no earlier call's summary for a run that fails at once
   for ((r = n - 1; r >= 0; r--)); do
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n \
       "$BIN" --model "$MODEL" --batch "$BATCH" --seq 1024 --steps "$STEPS" --precision "$prec" \

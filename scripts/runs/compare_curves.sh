@@ -40,7 +40,8 @@ for name in "${names[@]}"; do
     echo "compare_curves: $name reused (the same command finished in $out/$name)"
     continue
   fi
-  rm -f "$out.$name.cmd"
+  # a run that fails before its logger starts must not leave an earlier call's records to be read as its own
+  rm -f "$out.$name.cmd" "$out/$name/train.jsonl"
   # shellcheck disable=SC2086  # ENV and the extra flags are word lists
   if env $env "$bin" "$@" $extra --log-dir "$out/$name" > "$out.$name.log" 2>&1; then
     echo "$cmd" > "$out.$name.cmd"
@@ -57,6 +58,12 @@ def load(name):
     except OSError:
         return []
 runs = {n: load(n) for n in names}
+# Ratios only between runs that finished (their summary record written): a run cut short compares fewer
+# evaluations, and its end ratio is not the end of training.
+finished = {n: any(r["kind"] == "summary" for r in rs) for n, rs in runs.items()}
+for n in names:
+    if not finished[n]:
+        print(f"compare_curves: {n} did not finish (no summary in {out}/{n}/train.jsonl): no ratios with it")
 val = {n: {r["step"]: r["val_loss"] for r in rs if r["kind"] == "val"} for n, rs in runs.items()}
 train = {n: {r["step"]: r["loss"] for r in rs if r["kind"] == "train"} for n, rs in runs.items()}
 a, b = names[0], names[1]
@@ -77,7 +84,8 @@ for s in sorted(set(val[a]) | set(val[b])):
             ratios[n].append(r)
         row += f" {r:.4f} |" if r is not None else " - |"
     print(row)
-for n in names[1:]:
+compared = [n for n in names[1:] if finished[a] and finished[n]]
+for n in compared:
     rs = ratios[n]
     if rs:
         print(f"{n}/{a} val over {len(rs)} evaluations after step 0: end {rs[-1]:.4f}, mean {sum(rs) / len(rs):.4f}, "
@@ -85,7 +93,7 @@ for n in names[1:]:
 # The training loss of a step is measured before the model trains on that batch: in a run that reads each token
 # once it is a loss on unseen text too, on far more tokens than an evaluation (both runs read the same batches,
 # so the ratio is paired step by step). Over the last fifth of the steps, beside the validation figures.
-for n in names[1:]:
+for n in compared:
     common = sorted(set(train[a]) & set(train[n]))
     last = common[-max(1, len(common) // 5):]
     rs = [train[n][s] / train[a][s] for s in last if train[a][s]]
