@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/runs/loss_check.sh with a stand-in trainer (part of `make test`): the verdict lines and the exit
-# status from the B/A and A'/A ratios, the recipe flags of each size reaching the runs, a failed run and a bad
+# status from the B/A and A'/A ratios, the verdict file's row, the recipe flags of each size reaching the runs, a failed run and a bad
 # SIZES, with test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with --precision fp8 + $NOISE_DELTA with
 # --no-gemm-autotune at steps 100 and 200). One [PASS]/[FAIL] line per case.
 set -u
@@ -15,6 +15,7 @@ rc=$?
 if [ $rc = 0 ] &&
    grep -q "^loss_check 124m: B/A end 1.0005, mean 1.0005 over the evaluations; A'/A end 1.0020, mean 1.0020: within 0.001: yes; within the noise floor: yes$" <<< "$out" &&
    grep -q "^loss_check 1.5b: B/A end 1.0005" <<< "$out" &&
+   [ "$(sed -n 2p "$WORK/ok/124m.fp8.verdict.tsv")" = "$(printf '124m\tfp8\t1.0005\t1.0005\t1.0020\t1.0020\t0.001\tyes\tyes')" ] &&
    grep -q "^loss_check 124m: train loss over the last 1 steps: B/A 1.0004, A'/A 1.0015$" <<< "$out" &&
    [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 3 ] &&
    [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40 ' "$WORK/args.txt")" = 3 ] &&
@@ -40,9 +41,12 @@ rc=$?
 expect_verdict outside_both 1 "^loss_check 124m: B/A end 1.1000, .*within 0.05: no; within the noise floor: no$" \
   "TOL=0.05, a 10% change: exit 1"
 
-out=$(SIZES=124m FAIL_FP8=1 lc "$WORK/failed" t v)
+# in the first case's folder: its verdict file must not outlive the failed check
+out=$(SIZES=124m FAIL_FP8=1 lc "$WORK/ok" t v)
 rc=$?
-expect_verdict failed_run_is_a_failure 1 "^loss_check 124m: no B/A or A'/A ratios (a run failed?" "a failed run: exit 1"
+[ -e "$WORK/ok/124m.fp8.verdict.tsv" ] && rc="$rc, an earlier verdict file left"
+expect_verdict failed_run_is_a_failure 1 "^loss_check 124m: no B/A or A'/A ratios (a run failed?" \
+  "a failed run: exit 1, the earlier verdict file gone"
 
 out=$(SIZES=350m lc "$WORK/bad" t v)
 rc=$?

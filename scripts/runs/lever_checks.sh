@@ -34,11 +34,15 @@ mkdir -p "$out"
 status=0
 for size in ${SIZES:-124m 1.5b}; do
   for lever in $levers; do
+    # what the table says of this size and lever: "checked" (its verdict file) or why there is no verdict
+    note="$out/$size.$lever.status"
+    rm -f "$note"
     b_env="" b_flags="--precision $precision"
     case $lever in
       cudnn_newest)
         if [ -z "${CUDNN_LIB:-}" ]; then
-          echo "lever_checks $size $lever: skipped (CUDNN_LIB not set)" | tee -a "$out/verdicts.txt"
+          echo "skipped (CUDNN_LIB not set)" > "$note"
+          echo "lever_checks $size $lever: skipped (CUDNN_LIB not set)"
           continue
         fi
         b_env="LD_LIBRARY_PATH=$CUDNN_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
@@ -51,31 +55,34 @@ for size in ${SIZES:-124m 1.5b}; do
     [ $rc = 2 ] && { cat "$out/$size.$lever.txt" >&2; exit 2; }
     [ $rc = 0 ] || status=1
     cp "$out/$size.table.txt" "$out/$size.$lever.table.txt" 2>/dev/null
-    grep "^loss_check $size: " "$out/$size.$lever.txt" | sed "s/^loss_check $size: /lever_checks $size $lever: /" |
-      tee -a "$out/verdicts.txt"
-    grep -q "^loss_check $size: B/A" "$out/$size.$lever.txt" ||
-      echo "lever_checks $size $lever: no verdict (see $out/$size.$lever.txt)" | tee -a "$out/verdicts.txt"
+    grep "^loss_check $size: " "$out/$size.$lever.txt" | sed "s/^loss_check $size: /lever_checks $size $lever: /"
+    if [ -f "$out/$size.$lever.verdict.tsv" ]; then
+      echo checked > "$note"
+    else
+      echo "no verdict (see $out/$size.$lever.txt)" > "$note"
+      echo "lever_checks $size $lever: no verdict (see $out/$size.$lever.txt)"
+    fi
   done
 done
-# One row per size and lever, from this call's verdicts (the file keeps earlier calls' lines too: the last wins).
-python3 - "$out/verdicts.txt" "${TOL:-0.001}" <<'PY'
-import re, sys
+# One row per size and lever checked in this OUTDIR, this call's and earlier calls' (a check run again replaces
+# its row): the fields of loss_check.sh's verdict file, or why there is none.
+python3 - "$out" "${TOL:-0.001}" <<'PY'
+import csv, glob, os, sys
+out, tol = sys.argv[1], float(sys.argv[2])
+sizes, levers = ["124m", "1.5b"], ["cudnn_newest", "fuse_residual", "no_deterministic"]
 rows = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"^lever_checks (\S+) (\S+): (.*)$", line.rstrip("\n"))
-    if not m:
-        continue
-    key, text = (m.group(1), m.group(2)), m.group(3)
-    v = re.match(r"B/A end ([0-9.]+), mean ([0-9.]+) over the evaluations; A'/A end ([0-9.]+), mean ([0-9.]+): "
-                 r"within \S+: (yes|no); within the noise floor: (yes|no)$", text)
-    if v:
-        rows[key] = list(v.groups())
-    elif not text.startswith("train loss"):
-        rows[key] = ["-"] * 4 + [text, "-"]
-tol = float(sys.argv[2])
+for path in glob.glob(os.path.join(out, "*.status")):
+    size, lever = os.path.basename(path)[: -len(".status")].rsplit(".", 1)
+    note = open(path).read().strip()
+    row = ["-"] * 4 + [note, "-"]
+    if note == "checked":
+        with open(os.path.join(out, f"{size}.{lever}.verdict.tsv")) as f:
+            v = next(csv.DictReader(f, delimiter="\t"))
+        row = [v["b_a_end"], v["b_a_mean"], v["noise_end"], v["noise_mean"], v["within_tol"], v["within_noise_floor"]]
+    rows[(sizes.index(size), levers.index(lever))] = [size, lever] + row
 print(f"| size | lever | B/A end | B/A mean | A'/A end | A'/A mean | within {tol:g} | within the noise floor |")
 print("|---|---|---|---|---|---|---|---|")
-for (size, lever), r in rows.items():
-    print(f"| {size} | {lever} | " + " | ".join(r) + " |")
+for key in sorted(rows):
+    print("| " + " | ".join(rows[key]) + " |")
 PY
 exit $status

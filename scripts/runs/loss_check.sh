@@ -8,6 +8,8 @@
 #   loss_check SIZE: B/A end E, mean M over the evaluations; A'/A end e, mean m: within TOL: yes|no; within the
 #   noise floor: yes|no
 # and, for information, the same runs' training-loss ratios over the last fifth of the steps (compare_curves.sh).
+# The verdict's fields also go to OUTDIR/SIZE.B_NAME.verdict.tsv (a header line and one row; absent when the
+# check found no ratios), for scripts that collect verdicts (scripts/runs/lever_checks.sh).
 # "within TOL": |E - 1| and |M - 1| <= TOL (default 0.001, 0.1%); "within the noise floor": both <= the larger
 # of TOL and A'/A's own |e - 1| and |m - 1| (a floor above TOL says the data cannot resolve TOL: take data
 # whose evaluations repeat better: deduplicated, more --val-batches, documents cut shorter).
@@ -38,11 +40,13 @@ for size in ${SIZES:-124m 1.5b}; do
     *) echo "loss_check: SIZES takes 124m and 1.5b, got '$size'" >&2; exit 2 ;;
   esac
   # shellcheck disable=SC2086  # EXTRA is a word list
+  verdict_tsv="$out/$size.$b_name.verdict.tsv"
+  rm -f "$verdict_tsv"  # an earlier call's verdict must not stand for this one
   bash "$here/compare_curves.sh" "$out/$size" "${flags[@]}" --vocab 50304 --train-data "$train" --val-data "$val" \
     ${EXTRA:-} | tee "$out/$size.table.txt"
-  python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" <<'PY' || status=1
+  python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" "$verdict_tsv" <<'PY' || status=1
 import re, sys
-table, size, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+table, size, a, b, tol, tsv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]
 found, trained = {}, {}
 for line in open(table):
     m = re.match(r"^(\S+)/(\S+) val over \d+ evaluations after step 0: end ([0-9.]+), mean ([0-9.]+)", line)
@@ -59,8 +63,14 @@ within_tol = abs(e - 1) <= tol and abs(m - 1) <= tol
 floor = max(tol, abs(ne - 1), abs(nm - 1))
 within_floor = abs(e - 1) <= floor and abs(m - 1) <= floor
 yn = lambda v: "yes" if v else "no"
-print(f"loss_check {size}: B/A end {e:.4f}, mean {m:.4f} over the evaluations; A'/A end {ne:.4f}, mean {nm:.4f}: "
-      f"within {tol:g}: {yn(within_tol)}; within the noise floor: {yn(within_floor)}")
+fields = {"size": size, "b": b, "b_a_end": f"{e:.4f}", "b_a_mean": f"{m:.4f}", "noise_end": f"{ne:.4f}",
+          "noise_mean": f"{nm:.4f}", "tol": f"{tol:g}", "within_tol": yn(within_tol),
+          "within_noise_floor": yn(within_floor)}
+with open(tsv, "w") as f:
+    f.write("\t".join(fields) + "\n" + "\t".join(fields.values()) + "\n")
+print(f"loss_check {size}: B/A end {fields['b_a_end']}, mean {fields['b_a_mean']} over the evaluations; A'/A end "
+      f"{fields['noise_end']}, mean {fields['noise_mean']}: within {tol:g}: {yn(within_tol)}; within the noise "
+      f"floor: {yn(within_floor)}")
 if b in trained and f"{a}_noise" in trained:  # informative, not part of the verdict
     print(f"loss_check {size}: train loss over the last {trained[b][0]} steps: B/A {trained[b][1]:.4f}, "
           f"A'/A {trained[f'{a}_noise'][1]:.4f}")
