@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/runs/lever_checks.sh with a stand-in trainer (part of `make test`): one A and one A' per size shared by
 # every lever, each lever's flag or library reaching its run B, the verdict table and the exit status, a second
-# call that reuses every finished run, the cuDNN lever skipped without CUDNN_LIB, and bad usage. The stand-in
+# call that reuses every finished run, the cuDNN lever skipped without CUDNN_LIB, CUDNN_LIB=newest through
+# scripts/find_cudnn.sh (found, none found, the binary's own), and bad usage. The stand-in
 # (test/stand_in_trainer.sh) moves its loss by FLAG_DELTAS for a flag and by LIBPATH_DELTA for a library path.
 # One [PASS]/[FAIL] line per case.
 set -u
@@ -66,4 +67,51 @@ if [ $rc = 2 ] && [ "$(runs)" = 0 ] && [ "$out" = "lever_checks: CUDNN_LIB=$WORK
   pass "missing_library_one_line"
 else
   fail missing_library_one_line "status $rc, $(runs) runs: $out"
+fi
+
+# CUDNN_LIB=newest: the library scripts/find_cudnn.sh picks (here a pip cuDNN 9.99 of a stand-in interpreter,
+# no system one) reaches run B; with none found, one line before any run.
+mkdir -p "$WORK/pip/nvidia/cudnn/include" "$WORK/pip/nvidia/cudnn/lib" "$WORK/bin"
+printf '#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 99\n#define CUDNN_PATCHLEVEL 0\n' \
+  > "$WORK/pip/nvidia/cudnn/include/cudnn_version.h"
+touch "$WORK/pip/nvidia/cudnn/lib/libcudnn.so.9"
+printf '#!/bin/sh\necho %s\n' "$WORK/pip/nvidia/cudnn" > "$WORK/bin/py" && chmod +x "$WORK/bin/py"
+export CUDNN_INCS="$WORK/none" CUDNN_LIBS="$WORK/none"
+rm -f "$WORK/args.txt"
+out=$(SIZES=124m LEVERS=cudnn_newest CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/bin/py" LIBPATH_MATCH=pip/nvidia \
+      LIBPATH_DELTA=0.03 checks lc4 t v)
+rc=$?
+if [ $rc = 1 ] && [ "$(runs)" = 3 ] && grep -q "^lever_checks: cudnn_newest with $WORK/pip/nvidia/cudnn/lib$" <<< "$out" &&
+   grep -q "^LD_LIBRARY_PATH=$WORK/pip/nvidia/cudnn/lib" "$WORK/lc4/124m.cudnn_newest.cmd" &&
+   grep -q "^| 124m | cudnn_newest | 1.0100 | 1.0100 | 1.0005 | 1.0005 | no | no |$" <<< "$out"; then
+  pass "cudnn_newest_found (find_cudnn.sh's pip library in run B, its verdict)"
+else
+  fail cudnn_newest_found "status $rc, $(runs) runs: $(tail -c 500 <<< "$out")"
+fi
+rm -f "$WORK/args.txt"
+out=$(CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/none/py" checks lc5 t v)
+rc=$?
+if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
+   [ "$out" = "lever_checks: CUDNN_LIB=newest: scripts/find_cudnn.sh found no cuDNN 9" ]; then
+  pass "cudnn_newest_none_one_line"
+else
+  fail cudnn_newest_none_one_line "status $rc, $(runs) runs: $out"
+fi
+# A binary that loads that very library already: nothing to check, one line (a small ELF linked against a
+# stand-in libcudnn.so.9 in the pip folder; ldd resolves it through the binary's rpath).
+lib="$WORK/pip/nvidia/cudnn/lib"
+if command -v cc > /dev/null 2>&1 &&
+   echo 'int cudnn_stand_in(void) { return 0; }' > "$WORK/c.c" && cc -shared -fPIC -o "$lib/libcudnn.so.9" "$WORK/c.c" \
+     -Wl,-soname,libcudnn.so.9 && echo 'int cudnn_stand_in(void); int main(void) { return cudnn_stand_in(); }' \
+     > "$WORK/m.c" && cc -o "$WORK/loads_it" "$WORK/m.c" "$lib/libcudnn.so.9" -Wl,-rpath,"$lib"; then
+  out=$(CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/bin/py" B_BIN=./loads_it checks lc6 t v)
+  rc=$?
+  if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
+     [ "$out" = "lever_checks: CUDNN_LIB=newest is $lib, the cuDNN ./loads_it loads already" ]; then
+    pass "cudnn_newest_already_loaded_one_line"
+  else
+    fail cudnn_newest_already_loaded_one_line "status $rc, $(runs) runs: $out"
+  fi
+else
+  skip cudnn_newest_already_loaded_one_line "no C compiler to build the stand-in binary"
 fi

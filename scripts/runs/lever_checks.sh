@@ -5,7 +5,9 @@
 # default (docs/performance.md says which are waiting). Ends with one table, a row per size and lever.
 # The levers (LEVERS picks some, in this order):
 #   cudnn_newest      the same binary with a newer cuDNN first on LD_LIBRARY_PATH (CUDNN_LIB=that library's
-#                     folder, e.g. the lib/ of a pip nvidia-cudnn-cu13; without CUDNN_LIB this lever is skipped)
+#                     folder, e.g. the lib/ of a pip nvidia-cudnn-cu13, or CUDNN_LIB=newest: the newest cuDNN 9
+#                     scripts/find_cudnn.sh finds, system or pip, `make CUDNN=newest`'s; without CUDNN_LIB this
+#                     lever is skipped)
 #   fuse_residual     --fuse-residual (the residual adds in the projection GEMMs' epilogue)
 #   no_deterministic  --no-deterministic (cuDNN's non-deterministic attention backward)
 # Run again with the same OUTDIR, it goes on where it stopped (a run that finished is not run again), so the
@@ -26,6 +28,20 @@ for lever in $levers; do
        exit 2 ;;
   esac
 done
+if [ "${CUDNN_LIB:-}" = newest ]; then
+  read -r _ _ CUDNN_LIB _ <<< "$(bash "$here/../find_cudnn.sh")"
+  if [ -z "$CUDNN_LIB" ]; then
+    echo "lever_checks: CUDNN_LIB=newest: scripts/find_cudnn.sh found no cuDNN 9" >&2
+    exit 2
+  fi
+  # the binary's own cuDNN (where the dynamic linker finds it now): the same folder would check nothing
+  loaded=$(ldd "${B_BIN:-./train_gpt}" 2>/dev/null | sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p')
+  if [ -n "$loaded" ] && [ "$(cd "$loaded" && pwd -P)" = "$(cd "$CUDNN_LIB" && pwd -P)" ]; then
+    echo "lever_checks: CUDNN_LIB=newest is $CUDNN_LIB, the cuDNN ${B_BIN:-./train_gpt} loads already" >&2
+    exit 2
+  fi
+  echo "lever_checks: cudnn_newest with $CUDNN_LIB"
+fi
 if [ -n "${CUDNN_LIB:-}" ] && [ ! -d "$CUDNN_LIB" ]; then
   echo "lever_checks: CUDNN_LIB=$CUDNN_LIB is not a folder" >&2
   exit 2
