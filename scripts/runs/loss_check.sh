@@ -39,9 +39,9 @@ for size in ${SIZES:-124m 1.5b}; do
     1.5b) flags=(--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40) ;;
     *) echo "loss_check: SIZES takes 124m and 1.5b, got '$size'" >&2; exit 2 ;;
   esac
-  # shellcheck disable=SC2086  # EXTRA is a word list
   verdict_tsv="$out/$size.$b_name.verdict.tsv"
   rm -f "$verdict_tsv"  # an earlier call's verdict must not stand for this one
+  # shellcheck disable=SC2086  # EXTRA is a word list
   bash "$here/compare_curves.sh" "$out/$size" "${flags[@]}" --vocab 50304 --train-data "$train" --val-data "$val" \
     ${EXTRA:-} | tee "$out/$size.table.txt"
   python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" "$verdict_tsv" <<'PY' || status=1
