@@ -4,7 +4,7 @@
 # Overrides (environment): CUDA_HOME, CUDNN_FRONTEND_INCLUDE, CLI11_INCLUDE, CUDNN_INCLUDE, NCCL_INCLUDE;
 # SHAKESPEARE_TXT=FILE: a copy of tiny Shakespeare for the quickstart (checked by its checksum).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 TP=third_party
 CUDNN_FRONTEND_VERSION=1.23.0
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}

@@ -54,7 +54,7 @@ d=$WORK/kill9; mkdir -p "$d"
 "$BIN" "${MODEL[@]}" --steps 1000 --checkpoint-every 3 --keep-checkpoints 1 --log-dir "$d/log" --checkpoint-dir "$d/ckpt" > "$d/out.txt" 2>&1 &
 pid=$!; killed=0
 for _ in $(seq 1 20000); do
-  if [ -n "$(ls "$d/ckpt" 2>/dev/null | grep '^ckpt_.*safetensors$')" ] && ls "$d/ckpt" 2>/dev/null | grep -q '\.tmp\.'; then
+  if compgen -G "$d/ckpt/ckpt_*safetensors" > /dev/null && compgen -G "$d/ckpt/*.tmp.*" > /dev/null; then
     kill -9 $pid; killed=1; break; fi
   kill -0 $pid 2>/dev/null || break
   sleep 0.005

@@ -45,7 +45,7 @@ fi
 # finished); a changed flag of A, or a run that did not finish, runs again; without REUSE everything runs.
 calls() { wc -l < "$WORK/args.txt"; }
 rcc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train STAND_IN_ARGS="$WORK/args.txt" NOISE=--no-gemm-autotune \
-         bash "$cc" "$WORK/reuse" --steps 20 "$@" 2>&1); }
+         bash "$cc" "$WORK/reuse" --steps 20 2>&1); }
 rm -f "$WORK/args.txt"
 REUSE=1 rcc > /dev/null
 n1=$(calls)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers sourced by the GPU test scripts (test/gpu_*.sh) and scripts/bench/bench_scaling.sh. Not a test itself.
 source "$(dirname "${BASH_SOURCE[0]}")/lib_report.sh"  # pass, fail, skip
 

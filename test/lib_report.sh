@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The one-line test results every test script prints (make test counts them). Sourced; not a test itself.
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1: $2"; }

@@ -16,7 +16,7 @@
 #              SKIP_BUILD=1 (use the binaries as built), BINS (space-separated binaries to run instead of
 #              the two, e.g. one built against a newer cuDNN's headers: scripts/bench/pack_cudnn_jit.sh).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 JOBS=${JOBS:-$(nproc)}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
 mkdir -p "$LOG_DIR"

@@ -9,7 +9,7 @@
 # The style is clang-format 14's (CI's): another major version formats some constructs differently, so with
 # one (or none) the check is skipped, loudly. CLANG_FORMAT=path picks the binary.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 want_major=14
 
 tree_files() {

@@ -10,7 +10,7 @@
 # hellaswag; default all).
 # Env: FUZZ_SECONDS, CLANGXX.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 CLANGXX=${CLANGXX:-clang++}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
@@ -22,7 +22,7 @@ LIB_SRCS=(llmc/formats/*.cpp)
 # zlib (crc32), chosen like the Makefile's ZLIB_INCLUDE / ZLIB_LIBS: the system's, else the copy that
 # `make deps` unpacks into third_party/zlib (static library).
 first_with() { local f=$1 d; shift; for d in "$@"; do [ -e "$d/$f" ] && { echo "$d"; return; }; done; }
-ZLIB_INCLUDE= ZLIB_LIBS=-lz
+ZLIB_INCLUDE="" ZLIB_LIBS=-lz
 [ -n "$(first_with zlib.h /usr/include /usr/local/include)" ] ||
   ZLIB_INCLUDE="-I$(first_with zlib.h third_party/zlib/usr/include)"
 [ -n "$(first_with libz.so /usr/lib/x86_64-linux-gnu /usr/local/lib /usr/lib)" ] ||

@@ -24,7 +24,7 @@ with open(os.path.join(d, "tokens.bin"), "wb") as f:
     f.write(struct.pack("<2i", B, T)); f.write(struct.pack("<%di" % (2 * B * T), *inp, *tgt))
 PY
   for gelu in erf tanh; do
-    base=(./train_gpt --model 124m --gelu $gelu --batch 4 --seq 1024 --val-data "$W/batch_val_*.bin" --val-batches 1)
+    base=(./train_gpt --model 124m --gelu "$gelu" --batch 4 --seq 1024 --val-data "$W/batch_val_*.bin" --val-batches 1)
     "${base[@]}" --steps 8 --log-dir "$W/l_$gelu" --checkpoint-dir "$W/ck_$gelu" > "$OUT/export_train_$gelu.txt" 2>&1
     fmt=seed; dst=$W/seed_$gelu.safetensors; [ $gelu = tanh ] && { fmt=hf; dst=$W/hf_$gelu; }
     "${base[@]}" --resume "$W/ck_$gelu" --log-dir "$W/le_$gelu" --export "$dst" --export-format $fmt > "$OUT/export_$gelu.txt" 2>&1
