@@ -17,7 +17,6 @@ length, 4 x uint32 ending lengths, then the uint16 tokens of the context and the
 
 Every error is one line on stderr, the last one, with a non-zero exit status; no output file is written then.
 """
-import argparse
 import json
 import os
 import struct
