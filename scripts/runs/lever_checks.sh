@@ -94,7 +94,8 @@ for path in glob.glob(os.path.join(out, "*.status")):
     if note == "checked":
         with open(os.path.join(out, f"{size}.{lever}.verdict.tsv")) as f:
             v = next(csv.DictReader(f, delimiter="\t"))
-        row = [v["b_a_end"], v["b_a_mean"], v["noise_end"], v["noise_mean"], v["within_tol"], v["within_noise_floor"]]
+        within = v["within_tol"] if float(v["tol"]) == tol else f"{v['within_tol']} (of {v['tol']})"  # an earlier TOL
+        row = [v["b_a_end"], v["b_a_mean"], v["noise_end"], v["noise_mean"], within, v["within_noise_floor"]]
     rows[(sizes.index(size), levers.index(lever))] = [size, lever] + row
 print(f"| size | lever | B/A end | B/A mean | A'/A end | A'/A mean | within {tol:g} | within the noise floor |")
 print("|---|---|---|---|---|---|---|---|")
