@@ -6,9 +6,16 @@
 #     the nvidia-cudnn-cu13 that PyTorch installs.
 # Prints "VERSION INCLUDE_DIR LIB_DIR" (VERSION as cudnnGetVersion: 91900 = 9.19.0) of the newest; the system
 # on a tie; nothing when none is found. --list prints every candidate, one a line, the chosen one marked '*'.
+# --loaded BINARY prints the folder BINARY loads libcudnn.so.9 from as the dynamic linker resolves it now (ldd;
+# LD_LIBRARY_PATH counts), nothing when it does not resolve.
 # Why newest: later cuDNNs carry faster attention kernels (9.19's deterministic SDPA backward is 4% faster than
 # 9.14's at GPT-1.5B: docs/performance.md), and a pip cuDNN is often newer than the system's.
 set -u
+if [ "${1:-}" = --loaded ]; then
+  ldd "${2:?usage: find_cudnn.sh --loaded BINARY}" 2>/dev/null |
+    sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p'
+  exit 0
+fi
 incs=${CUDNN_INCS:-/usr/local/cuda/include /usr/include/x86_64-linux-gnu /usr/include /usr/local/include}
 libs=${CUDNN_LIBS:-/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu /usr/local/lib}
 pythons=${CUDNN_PYTHONS:-python3}

@@ -47,7 +47,7 @@ fi
 
 # llm.c runs with the cuDNN train_gpt loads (the Makefile's choice, e.g. a pip cuDNN newer than the system's):
 # both sides' attention from the same library.
-llmc_cudnn=$(ldd ./train_gpt 2>/dev/null | sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p')
+llmc_cudnn=$(bash scripts/find_cudnn.sh --loaded ./train_gpt)
 llmc_ld=${LD_LIBRARY_PATH:-}; [ -n "$llmc_cudnn" ] && llmc_ld="$llmc_cudnn${llmc_ld:+:$llmc_ld}"
 [ -n "$llmc_ok" ] && echo "bench: llm.c with train_gpt's cuDNN: ${llmc_cudnn:-the default search path}"
 # The GPU's state while each row runs, for the report: nvidia-smi every 100 ms into $out/gpu_ROW.csv

@@ -35,7 +35,7 @@ if [ "${CUDNN_LIB:-}" = newest ]; then
     exit 2
   fi
   # the binary's own cuDNN (where the dynamic linker finds it now): the same folder would check nothing
-  loaded=$(ldd "${B_BIN:-./train_gpt}" 2>/dev/null | sed -n 's|.*libcudnn.so.9 => \(.*\)/libcudnn.so.9 .*|\1|p')
+  loaded=$(bash "$here/../find_cudnn.sh" --loaded "${B_BIN:-./train_gpt}")
   if [ -n "$loaded" ] && [ "$(cd "$loaded" && pwd -P)" = "$(cd "$CUDNN_LIB" && pwd -P)" ]; then
     echo "lever_checks: CUDNN_LIB=newest is $CUDNN_LIB, the cuDNN ${B_BIN:-./train_gpt} loads already" >&2
     exit 2

@@ -166,7 +166,7 @@ struct Search {
         CHECK_CUDA(cudaMemsetAsync(s.differs, 0, sizeof(unsigned int), stream));
         any_difference_kernel<<<4 * ctx->props.multiProcessorCount, 256, 0, stream>>>(
             (const uint16_t*)s.ref, (const uint16_t*)s.out, bytes / sizeof(uint16_t), s.differs);
-        CHECK_CUDA(cudaGetLastError());
+        CHECK_LAUNCH();
         unsigned int differs = 1;
         CHECK_CUDA(cudaMemcpyAsync(&differs, s.differs, sizeof differs, cudaMemcpyDeviceToHost, stream));
         CHECK_CUDA(cudaStreamSynchronize(stream));
