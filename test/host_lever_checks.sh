@@ -53,22 +53,23 @@ else
   fail cudnn_lever_needs_its_library "status $rc, $(runs) runs: $(tail -c 500 <<< "$out")"
 fi
 
+# one_line_error NAME WANT: $out (a call of checks, status $rc) is the one line WANT, exit 2, and no run started.
+one_line_error() {
+  if [ "$rc" = 2 ] && [ "$(runs)" = 0 ] && [ "$out" = "$2" ]; then
+    pass "$1"
+  else
+    fail "$1" "status $rc, $(runs) runs: $out"
+  fi
+}
+
 rm -f "$WORK/args.txt"
 out=$(LEVERS="fuse_residual pdl" checks lc3 t v)
 rc=$?
-if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
-   [ "$out" = "lever_checks: LEVERS takes cudnn_newest, fuse_residual and no_deterministic, got 'pdl'" ]; then
-  pass "unknown_lever_one_line (before any run)"
-else
-  fail unknown_lever_one_line "status $rc, $(runs) runs: $out"
-fi
+one_line_error "unknown_lever_one_line (before any run)" \
+  "lever_checks: LEVERS takes cudnn_newest, fuse_residual and no_deterministic, got 'pdl'"
 out=$(CUDNN_LIB="$WORK/nowhere" checks lc3 t v)
 rc=$?
-if [ $rc = 2 ] && [ "$(runs)" = 0 ] && [ "$out" = "lever_checks: CUDNN_LIB=$WORK/nowhere is not a folder" ]; then
-  pass "missing_library_one_line"
-else
-  fail missing_library_one_line "status $rc, $(runs) runs: $out"
-fi
+one_line_error missing_library_one_line "lever_checks: CUDNN_LIB=$WORK/nowhere is not a folder"
 
 # CUDNN_LIB=newest: the library scripts/find_cudnn.sh picks (here a pip cuDNN 9.99 of a stand-in interpreter,
 # no system one) reaches run B; with none found, one line before any run.
@@ -92,12 +93,7 @@ fi
 rm -f "$WORK/args.txt"
 out=$(CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/none/py" checks lc5 t v)
 rc=$?
-if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
-   [ "$out" = "lever_checks: CUDNN_LIB=newest: scripts/find_cudnn.sh found no cuDNN 9" ]; then
-  pass "cudnn_newest_none_one_line"
-else
-  fail cudnn_newest_none_one_line "status $rc, $(runs) runs: $out"
-fi
+one_line_error cudnn_newest_none_one_line "lever_checks: CUDNN_LIB=newest: scripts/find_cudnn.sh found no cuDNN 9"
 # A binary that loads that very library already: nothing to check, one line (a small ELF linked against a
 # stand-in libcudnn.so.9 in the pip folder; ldd resolves it through the binary's rpath).
 lib="$WORK/pip/nvidia/cudnn/lib"
@@ -107,12 +103,8 @@ if command -v cc > /dev/null 2>&1 &&
      > "$WORK/m.c" && cc -o "$WORK/loads_it" "$WORK/m.c" "$lib/libcudnn.so.9" -Wl,-rpath,"$lib"; then
   out=$(CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/bin/py" B_BIN=./loads_it checks lc6 t v)
   rc=$?
-  if [ $rc = 2 ] && [ "$(runs)" = 0 ] &&
-     [ "$out" = "lever_checks: CUDNN_LIB=newest is $lib, the cuDNN ./loads_it loads already" ]; then
-    pass "cudnn_newest_already_loaded_one_line"
-  else
-    fail cudnn_newest_already_loaded_one_line "status $rc, $(runs) runs: $out"
-  fi
+  one_line_error cudnn_newest_already_loaded_one_line \
+    "lever_checks: CUDNN_LIB=newest is $lib, the cuDNN ./loads_it loads already"
 else
   skip cudnn_newest_already_loaded_one_line "no C compiler to build the stand-in binary"
 fi
