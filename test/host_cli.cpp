@@ -854,6 +854,8 @@ TEST(help_shows_real_defaults) {
           "--log-dir DIR=logs", "--precision bf16|fp8=bf16", "Exit status: 0 done; 2 a usage error",
           "--recompute INT=0 (fp8 from 774m: 2)", "--train-data GLOB=random", "--init-from FILE|DIR"})
         EXPECT_CONTAINS(help, s);
+    // the count the GEMM autotuner times (config.h), not a second literal
+    EXPECT_CONTAINS(help, "time cuBLASLt's best " + std::to_string(kGemmCandidates) + " algorithms per GEMM");
     EXPECT_TRUE(help.find('{') == std::string::npos);
     // every flag's name and default end two spaces before the description column (47): the two never run
     // together

@@ -114,6 +114,11 @@ void training_settings(std::vector<Setting>* rows) {
 }
 
 void step_settings(std::vector<Setting>* rows) {
+    // the count is the one the GEMM autotuner asks cuBLASLt for (help texts are kept as C strings: static)
+    static const std::string gemm_autotune_help =
+        "time cuBLASLt's best " + std::to_string(kGemmCandidates) +
+        " algorithms per GEMM in the first step and keep the fastest (stored in --gemm-cache, so later runs "
+        "choose the same); --no-gemm-autotune: the heuristic's first";
     add(rows, "Training",
         {setting(
              "--recompute",
@@ -144,11 +149,7 @@ void step_settings(std::vector<Setting>* rows) {
                  FIELD(cuda_graph))
              .key("cuda_graph")
              .only_in({kTrain}),
-         setting(
-             "--gemm-autotune,!--no-gemm-autotune",
-             "time cuBLASLt's best 8 algorithms per GEMM in the first step and keep the fastest (stored in "
-             "--gemm-cache, so later runs choose the same); --no-gemm-autotune: the heuristic's first",
-             FIELD(gemm_autotune))
+         setting("--gemm-autotune,!--no-gemm-autotune", gemm_autotune_help.c_str(), FIELD(gemm_autotune))
              .key("gemm_autotune"),
          setting("--gemm-variants,!--no-gemm-variants",
                  "with --gemm-autotune: then screen variants of the chosen algorithm (tiles, cluster shapes, "
