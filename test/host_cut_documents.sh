@@ -71,10 +71,11 @@ printf 'license\ntext\n\n  \n\nbeta\n\nalpha' > "$WORK/dup/2.txt"
 for d in "" --dedup; do
   python3 "$cut" "$WORK/dup" --max-chars 100 $d --out "$WORK/dup$d.jsonl" > /dev/null 2>&1
 done
-got=$(python3 -c 'import json, sys; print(json.dumps([json.loads(l)["text"] for l in open(sys.argv[1])]))' "$WORK/dup--dedup.jsonl" 2>&1)
+texts() { python3 -c 'import json, sys; print(json.dumps([json.loads(l)["text"] for l in open(sys.argv[1])]))' "$1" 2>&1; }
+got=$(texts "$WORK/dup--dedup.jsonl")
 want='["license text\n\nalpha", "  \n\nbeta"]'
 all='["license text\n\nalpha\n\nlicense   text", "license\ntext\n\n  \n\nbeta\n\nalpha"]'
-if [ "$got" = "$want" ] && [ "$(python3 -c 'import json, sys; print(json.dumps([json.loads(l)["text"] for l in open(sys.argv[1])]))' "$WORK/dup.jsonl")" = "$all" ]; then
+if [ "$got" = "$want" ] && [ "$(texts "$WORK/dup.jsonl")" = "$all" ]; then
   pass "dedup_paragraphs (the repeats dropped across and within files, blank ones kept)"
 else
   fail dedup_paragraphs "got $got, want $want"
