@@ -219,6 +219,11 @@ bench: train_gpt
 print-cubin-flags:
 	@echo $(filter-out -lineinfo,$(NVCCFLAGS))
 
+# The cuDNN and NCCL folders this build uses (headers, libraries), for scripts/check/other_toolkit.sh.
+.PHONY: print-dep-dirs
+print-dep-dirs:
+	@echo $(CUDNN_INCLUDE) $(CUDNN_LIB) $(NCCL_INCLUDE) $(NCCL_LIB)
+
 # Kernel benchmarks (timings, not tests; needs a GPU): every dev/ binary with --bench, one table.
 BENCH_BINS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu))
 .PHONY: bench-kernels
