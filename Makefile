@@ -69,7 +69,8 @@ GPU_TESTS := $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/test_*.cu)) \
 .PHONY: all deps test test-host test-gpu sanitize clean format format-check
 # keep the test objects (make would delete them as intermediates, after the test summary line)
 .SECONDARY:
-all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS) $(BUILD)/dev/bench_attention
+all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS) $(BUILD)/dev/bench_attention \
+     $(BUILD)/test/arch_probe $(BUILD)/test/arch_probe_other
 
 deps:
 	@bash scripts/deps.sh
@@ -148,6 +149,18 @@ $(BUILD)/fe_new/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(subst -I$(CUDNN_FRONTEND_INCLUDE),-I$(CUDNN_FRONTEND_NEW_INCLUDE),$(NVCCFLAGS)) $(DEPFLAGS) \
 	  -c $< -o $@
+
+# create_gpu_context's check that the binary has machine code for the GPU (test/gpu_kernel_image.sh): a probe
+# built with GPU_ARCH, and the same probe with machine code for PROBE_OTHER_ARCH only (sm_80, which a GPU of
+# another major version cannot run).
+PROBE_OTHER_ARCH ?= -gencode arch=compute_80,code=sm_80
+$(BUILD)/test/arch_probe: $(BUILD)/test/arch_probe.o $(BUILD)/llmc/gpu/context.o
+	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/other_arch/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out $(GPU_ARCH),$(NVCCFLAGS)) $(PROBE_OTHER_ARCH) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/test/arch_probe_other: $(BUILD)/other_arch/test/arch_probe.o $(BUILD)/other_arch/llmc/gpu/context.o
+	$(NVCC) $(PROBE_OTHER_ARCH) $^ -o $@ $(LDLIBS)
 
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.

@@ -20,6 +20,11 @@ std::string device_count_error(cudaError_t err) {
     return buf;
 }
 
+// An empty kernel, compiled with the same GPU_ARCH as every kernel of the binary: whether the binary holds
+// machine code (or PTX) this GPU can run is asked of it before the first real launch, which would otherwise
+// fail inside some kernel's launcher with cudart's "no kernel image is available".
+__global__ void kernel_image_probe() {}
+
 }  // namespace
 
 bool cuda_device_available(std::string* why) {
@@ -45,6 +50,15 @@ GpuContext create_gpu_context(int device, int min_sm) {
     if (sm < min_sm)
         fatal("GPU %s has compute capability %d.%d; this needs sm_%d or newer", ctx.props.name,
               ctx.props.major, ctx.props.minor, min_sm);
+    cudaFuncAttributes probe;
+    const cudaError_t image = cudaFuncGetAttributes(&probe, kernel_image_probe);
+    if (image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction)
+        fatal(
+            "this build has no machine code for GPU %s (sm_%d): it was compiled for another GPU_ARCH (by "
+            "default Hopper's sm_90a); rebuild with make clean && make GPU_ARCH=\"-gencode "
+            "arch=compute_%d,code=sm_%d\"",
+            ctx.props.name, sm, sm, sm);
+    CHECK_CUDA(image);
     CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
     CHECK_CUBLAS(cublasLtCreate(&ctx.cublaslt));
     ctx.cublaslt_workspace_size = 32ull << 20;

@@ -20,7 +20,8 @@ struct GpuContext {
     size_t cudnn_workspace_size = 0;
 };
 
-// Exits with a one-line error if there is no CUDA device or it is older than `min_sm` (e.g. 80).
+// Exits with a one-line error if there is no CUDA device, it is older than `min_sm` (e.g. 80), or the binary
+// has no machine code for it (built for another GPU_ARCH).
 GpuContext create_gpu_context(int device, int min_sm);
 void destroy_gpu_context(GpuContext* ctx);
 // Returns a cuDNN workspace of at least `bytes`, reallocating (after a device sync) if needed.
