@@ -130,17 +130,18 @@ if ! make -C "$default_tree" -j"$(nproc)" build/libllmc.a > "$cache/installed_bu
   exit 0
 fi
 export LC_ALL=C
-usage() {  # one line a kernel: name (anonymous namespaces as "anon"), registers, stack bytes
+usage() {  # one line a kernel: name (anonymous namespaces as cubin_compare.py names them), registers, stack
   "$objdump" -res-usage "$1" 2> /dev/null | awk '
-    /Function [^:]*:/ { f = $2; sub(/:$/, "", f)
-                        # an anonymous namespace is a length-prefixed name holding a hash of the path
-                        while (match(f, /[0-9]+_GLOBAL__N__/)) {
-                          d = RLENGTH - 12; len = substr(f, RSTART, d) + 0
-                          f = substr(f, 1, RSTART - 1) "anon" substr(f, RSTART + d + len) }
-                        next }
+    /Function [^:]*:/ { f = $2; sub(/:$/, "", f); next }
     f != "" && /REG:/ { match($0, /REG:[0-9]+/); r = substr($0, RSTART + 4, RLENGTH - 4)
                         match($0, /STACK:[0-9]+/); s = substr($0, RSTART + 6, RLENGTH - 6)
-                        print f, r, s; f = "" }' | sort -k1,1
+                        print f, r, s; f = "" }' |
+    PYTHONPATH="$repo/scripts/check" python3 -c '
+import sys
+from cubin_compare import normalize
+for line in sys.stdin:
+    name, regs, stack = line.split()
+    print(normalize(name), regs, stack)' | sort -k1,1
 }
 join <(usage "$default_tree/build/libllmc.a") <(usage "$tree/build/libllmc.a") |
   awk -v v="$version" '
