@@ -3,7 +3,7 @@
 # evaluation, their end / mean / largest deviation, the NOISE repeat of run A, each run's binary, environment and
 # flags, REUSE=1's reuse of finished runs, the train-loss ratio over the last fifth of the steps, with
 # test/stand_in_trainer.sh (its val loss: 3, + 0.01 with --precision fp8, + $SHIFT, + 0.001 with
-# --no-gemm-autotune). One [PASS]/[FAIL] line per case.
+# --no-deterministic). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" compare_curves python3  # ROOT, WORK, pass/fail/skip
 cp "$ROOT/test/stand_in_trainer.sh" "$WORK/fake_train"
@@ -22,7 +22,7 @@ else
 fi
 
 out=$(cd "$WORK" && A_NAME=old B_NAME=new A_FLAGS="--precision fp8" B_FLAGS="--precision fp8" A_BIN=./fake_train \
-      B_BIN=./other_train B_ENV="SHIFT=0.03 MEDIAN_MS=1.0" NOISE=--no-gemm-autotune bash "$cc" "$WORK/ab" --steps 20 2>&1)
+      B_BIN=./other_train B_ENV="SHIFT=0.03 MEDIAN_MS=1.0" NOISE=--no-deterministic bash "$cc" "$WORK/ab" --steps 20 2>&1)
 if grep -q '^| 20 | 4.0100 | 4.0400 | 3.0100 | 3.0400 | 1.0100 | 1.0003 |$' <<< "$out" &&
    grep -q '^new/old val over 2 evaluations after step 0: end 1.0100, mean 1.0100, largest |ratio - 1| 0.0100$' <<< "$out" &&
    grep -q '^old_noise/old val over 2 evaluations after step 0: end 1.0003, mean 1.0003, largest |ratio - 1| 0.0003$' <<< "$out" &&
@@ -44,7 +44,7 @@ fi
 # REUSE=1: a second B against the same OUTDIR runs only that B (A and A' reused: their commands match and they
 # finished); a changed flag of A, or a run that did not finish, runs again; without REUSE everything runs.
 calls() { wc -l < "$WORK/args.txt"; }
-rcc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train STAND_IN_ARGS="$WORK/args.txt" NOISE=--no-gemm-autotune \
+rcc() { (cd "$WORK" && A_BIN=./fake_train B_BIN=./fake_train STAND_IN_ARGS="$WORK/args.txt" NOISE=--no-deterministic \
          bash "$cc" "$WORK/reuse" --steps 20 2>&1); }
 rm -f "$WORK/args.txt"
 REUSE=1 rcc > /dev/null

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/runs/loss_check.sh with a stand-in trainer (part of `make test`): the verdict lines and the exit
 # status from the B/A and A'/A ratios, the verdict file's row, the recipe flags of each size reaching the runs, a failed run and a bad
-# SIZES, with test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with --precision fp8 + $NOISE_DELTA with
-# --no-gemm-autotune at steps 100 and 200). One [PASS]/[FAIL] line per case.
+# SIZES, a noise run that perturbs nothing, with test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with
+# --precision fp8 + $NOISE_DELTA with --no-deterministic at steps 100 and 200). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" loss_check python3  # ROOT, WORK, pass/fail/skip
 cp "$ROOT/test/stand_in_trainer.sh" "$WORK/fake_train"
@@ -19,7 +19,7 @@ if [ $rc = 0 ] &&
    grep -q "^loss_check 124m: train loss over the last 1 steps: B/A 1.0004, A'/A 1.0015$" <<< "$out" &&
    [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 3 ] &&
    [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40 ' "$WORK/args.txt")" = 3 ] &&
-   [ "$(grep -c -- '--no-gemm-autotune' "$WORK/args.txt")" = 2 ]; then
+   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 2 ]; then
   pass "within_tolerance (both sizes, 3 runs each with the recipe's flags, exit 0)"
 else
   fail within_tolerance "status $rc: $(tail -c 600 <<< "$out") | args: $(head -c 300 "$WORK/args.txt")"
@@ -36,10 +36,23 @@ expect_verdict outside_tolerance_inside_noise 1 \
   "^loss_check 124m: B/A end 1.0100, mean 1.0100 over the evaluations; A'/A end 1.0200, mean 1.0200: within 0.001: no; within the noise floor: yes$" \
   "exit 1, the floor named"
 
-out=$(SIZES=124m TOL=0.05 FP8_DELTA=0.3 lc "$WORK/off" t v)
+out=$(SIZES=124m TOL=0.05 FP8_DELTA=0.3 NOISE_DELTA=0.006 lc "$WORK/off" t v)
 rc=$?
 expect_verdict outside_both 1 "^loss_check 124m: B/A end 1.1000, .*within 0.05: no; within the noise floor: no$" \
   "TOL=0.05, a 10% change: exit 1"
+
+# A noise run whose losses repeat A's bitwise (NOISE_DELTA 0) measured no floor: said in a line, and the
+# verdict's floor field is "unmeasured" (its ratios of 1 would otherwise pass any B as within the floor)
+out=$(SIZES=124m FP8_DELTA=0.0015 lc "$WORK/flat" t v)
+rc=$?
+if [ $rc = 0 ] &&
+   grep -q "^loss_check 124m: the noise run repeated A bitwise: NOISE (--no-deterministic) perturbed nothing, so the noise floor is unmeasured$" <<< "$out" &&
+   grep -q "^loss_check 124m: B/A end 1.0005, .*: within 0.001: yes; within the noise floor: unmeasured$" <<< "$out" &&
+   [ "$(sed -n 2p "$WORK/flat/124m.fp8.verdict.tsv" | cut -f9)" = unmeasured ]; then
+  pass "noise_run_that_perturbs_nothing (the floor unmeasured, said)"
+else
+  fail noise_run_that_perturbs_nothing "status $rc: $(tail -c 600 <<< "$out")"
+fi
 
 # in the first case's folder: its verdict file must not outlive the failed check
 out=$(SIZES=124m FAIL_FP8=1 lc "$WORK/ok" t v)

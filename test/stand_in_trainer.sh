@@ -2,7 +2,8 @@
 # A stand-in for train_gpt in the host tests of the run scripts (compare_curves.sh, loss_check.sh); not a test
 # itself. It writes --log-dir/train.jsonl: at each step of $STEPS (default "0 10 20") a train record (loss v + 1)
 # and a val record (10.0 at step 0, else v), then a summary (median step $MEDIAN_MS, default 2.0), where
-# v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-gemm-autotune), deltas default 0.
+# v = 3 + $FP8_DELTA (with --precision fp8) + $SHIFT + $NOISE_DELTA (with --no-deterministic, the noise flag of
+# loss_check.sh), deltas default 0.
 # $STAND_IN_ARGS: a file each call appends its arguments to; $FAIL_FP8: exit 1 at once with --precision fp8;
 # $CUT_FP8: with --precision fp8, the records of the first two steps only, no summary, exit 1 (a killed run);
 # $LATE_STEP and $LATE_DELTA: with --precision fp8, the train loss of steps >= LATE_STEP is LATE_DELTA higher.
@@ -15,7 +16,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --log-dir) dir=$2; shift ;;
     --precision) p=$2; shift ;;
-    --no-gemm-autotune) noise=1 ;;
+    --no-deterministic) noise=1 ;;
   esac
   shift
 done

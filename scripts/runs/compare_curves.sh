@@ -2,9 +2,9 @@
 # Trains the same model on the same data from the same seed twice, run A and run B (by default bf16 and fp8),
 # and prints both loss curves with the validation loss ratio B / A at every evaluation, its mean and its largest
 # deviation from 1, and the mean ratio of the training losses over the last fifth of the steps. With NOISE set,
-# run A is repeated with those extra flags (a change that moves bits but not the math, e.g. --no-gemm-autotune:
-# other GEMM algorithms, other summation orders), and the same figures for A' / A tell how far this data and
-# model move under such a perturbation: the floor a B / A can be judged against.
+# run A is repeated with those extra flags (a change that moves bits but not the math, e.g. --no-deterministic:
+# the attention backward's atomic adds, another summation order), and the same figures for A' / A tell how far
+# this data and model move under such a perturbation: the floor a B / A can be judged against.
 # Usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]   e.g.
 #   scripts/runs/compare_curves.sh logs/kjv124m --model 124m --vocab 256 --batch 8 --seq 1024 --steps 600 \
 #       --train-data 'data/kjv/kjv_train_*.bin' --val-data 'data/kjv/kjv_val_*.bin' --val-every 100
@@ -19,7 +19,7 @@
 #     and its noise repeat, each call with its own B_NAME and the same OUTDIR, pay for A and A' once
 # e.g. a default change against the previous default, fp8, with the noise floor:
 #   A_NAME=old B_NAME=new A_FLAGS="--precision fp8" B_FLAGS="--precision fp8" A_BIN=old/train_gpt \
-#   NOISE=--no-gemm-autotune scripts/runs/compare_curves.sh logs/check --model 124m ...
+#   NOISE=--no-deterministic scripts/runs/compare_curves.sh logs/check --model 124m ...
 set -u
 out=${1:?usage: scripts/runs/compare_curves.sh OUTDIR [train_gpt flags...]}
 shift

@@ -2,11 +2,14 @@
 # The loss check a numerics change passes before it becomes a default: GPT-2 124M x 1000 steps and GPT-1.5B x
 # 300 steps on real text (token shards of scripts/data/prepare_data.py, GPT-2 BPE; local documents through
 # scripts/data/cut_documents.py --dedup, whose docstring says why), run A (the current default)
-# against run B (the change), and run A again perturbed (NOISE, default --no-gemm-autotune: other GEMM
-# algorithms, other summation orders, the same math) for the floor the data and model move by under a change
-# of rounding alone. Runs scripts/runs/compare_curves.sh per size, then prints one verdict line per size:
+# against run B (the change), and run A again perturbed (NOISE, default --no-deterministic: cuDNN's attention
+# backward with atomic adds, the same math in another summation order) for the floor the data and model move by
+# under a change of rounding alone. (The default was --no-gemm-autotune until the H200 showed it perturbs
+# nothing: the tuned algorithms sum each output in the same order, and that run repeated A bitwise.)
+# Runs scripts/runs/compare_curves.sh per size, then prints one verdict line per size:
 #   loss_check SIZE: B/A end E, mean M over the evaluations; A'/A end e, mean m: within TOL: yes|no; within the
-#   noise floor: yes|no
+#   noise floor: yes|no|unmeasured
+# ("unmeasured", with a line saying so, when the noise run repeated A's losses bitwise: ratios of 1 are no floor)
 # and, for information, the same runs' training-loss ratios over the last fifth of the steps (compare_curves.sh).
 # The verdict's fields also go to OUTDIR/SIZE.B_NAME.verdict.tsv (a header line and one row; absent when the
 # check found no ratios), for scripts that collect verdicts (scripts/runs/lever_checks.sh).
@@ -16,7 +19,7 @@
 # Usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB
 #   A_NAME/B_NAME, A_FLAGS/B_FLAGS, A_ENV/B_ENV, A_BIN/B_BIN as in compare_curves.sh (default: bf16 against fp8;
 #   a default change sets both FLAGS, e.g. A_FLAGS="--precision fp8" B_FLAGS="--precision fp8 --fuse-residual");
-#   NOISE (default --no-gemm-autotune); SIZES (default "124m 1.5b"); TOL (default 0.001); EXTRA: more flags
+#   NOISE (default --no-deterministic); SIZES (default "124m 1.5b"); TOL (default 0.001); EXTRA: more flags
 #   for every run (e.g. --seed 2); REUSE=1: several B's, one call each with its own B_NAME and the same OUTDIR,
 #   against one A and A' (compare_curves.sh runs A and A' once).
 set -u
@@ -24,7 +27,7 @@ out=${1:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
 train=${2:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
 val=${3:?usage: scripts/runs/loss_check.sh OUTDIR TRAIN_GLOB VAL_GLOB}
 tol=${TOL:-0.001}
-export NOISE=${NOISE:---no-gemm-autotune}
+export NOISE=${NOISE:---no-deterministic}
 here=$(dirname "$0")
 a_name=${A_NAME:-bf16} b_name=${B_NAME:-fp8}
 status=0
@@ -44,9 +47,11 @@ for size in ${SIZES:-124m 1.5b}; do
   # shellcheck disable=SC2086  # EXTRA is a word list
   bash "$here/compare_curves.sh" "$out/$size" "${flags[@]}" --vocab 50304 --train-data "$train" --val-data "$val" \
     ${EXTRA:-} | tee "$out/$size.table.txt"
-  python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" "$verdict_tsv" <<'PY' || status=1
-import re, sys
-table, size, a, b, tol, tsv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]
+  # shellcheck disable=SC2086  # NOISE is a word list
+  python3 - "$out/$size.table.txt" "$size" "$a_name" "$b_name" "$tol" "$verdict_tsv" "$out/$size" $NOISE <<'PY' || status=1
+import json, re, sys
+table, size, a, b, tol, tsv, runs = sys.argv[1:8]
+tol, noise = float(tol), " ".join(sys.argv[8:])
 found, trained = {}, {}
 for line in open(table):
     m = re.match(r"^(\S+)/(\S+) val over \d+ evaluations after step 0: end ([0-9.]+), mean ([0-9.]+)", line)
@@ -59,18 +64,30 @@ if b not in found or f"{a}_noise" not in found:
     print(f"loss_check {size}: no B/A or A'/A ratios (a run failed? see {table} and the logs next to it)")
     sys.exit(1)
 (e, m), (ne, nm) = found[b], found[f"{a}_noise"]
+
+
+def losses(name):  # every training and validation loss of a run, in order
+    with open(f"{runs}/{name}/train.jsonl") as f:
+        return [(r["step"], r.get("loss"), r.get("val_loss")) for r in map(json.loads, f) if r.get("kind") in ("train", "val")]
+
+
+# A noise run that repeats A bitwise perturbed nothing: its ratios of 1 are no floor.
+unmeasured = losses(a) == losses(f"{a}_noise")
+if unmeasured:
+    print(f"loss_check {size}: the noise run repeated A bitwise: NOISE ({noise}) perturbed "
+          "nothing, so the noise floor is unmeasured")
 within_tol = abs(e - 1) <= tol and abs(m - 1) <= tol
 floor = max(tol, abs(ne - 1), abs(nm - 1))
 within_floor = abs(e - 1) <= floor and abs(m - 1) <= floor
 yn = lambda v: "yes" if v else "no"
 fields = {"size": size, "b": b, "b_a_end": f"{e:.4f}", "b_a_mean": f"{m:.4f}", "noise_end": f"{ne:.4f}",
           "noise_mean": f"{nm:.4f}", "tol": f"{tol:g}", "within_tol": yn(within_tol),
-          "within_noise_floor": yn(within_floor)}
+          "within_noise_floor": "unmeasured" if unmeasured else yn(within_floor)}
 with open(tsv, "w") as f:
     f.write("\t".join(fields) + "\n" + "\t".join(fields.values()) + "\n")
 print(f"loss_check {size}: B/A end {fields['b_a_end']}, mean {fields['b_a_mean']} over the evaluations; A'/A end "
       f"{fields['noise_end']}, mean {fields['noise_mean']}: within {tol:g}: {yn(within_tol)}; within the noise "
-      f"floor: {yn(within_floor)}")
+      f"floor: {fields['within_noise_floor']}")
 if b in trained and f"{a}_noise" in trained:  # informative, not part of the verdict
     print(f"loss_check {size}: train loss over the last {trained[b][0]} steps: B/A {trained[b][1]:.4f}, "
           f"A'/A {trained[f'{a}_noise'][1]:.4f}")
