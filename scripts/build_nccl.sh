@@ -36,9 +36,14 @@ work=$(mktemp -d /tmp/build_nccl_XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # the toolkit without its nccl*.h
 mkdir -p "$work/cuda/include"
-for f in "$CUDA_HOME"/*; do [ "$(basename "$f")" = include ] || ln -s "$(realpath "$f")" "$work/cuda/"; done
+# (each link named after the entry, not its target: lib64 -> lib would otherwise collide with lib)
+for f in "$CUDA_HOME"/*; do
+  name=$(basename "$f")
+  [ "$name" = include ] || ln -s "$(realpath "$f")" "$work/cuda/$name"
+done
 for f in "$CUDA_HOME"/include/*; do
-  case $(basename "$f") in nccl*) ;; *) ln -s "$(realpath "$f")" "$work/cuda/include/" ;; esac
+  name=$(basename "$f")
+  case $name in nccl*) ;; *) ln -s "$(realpath "$f")" "$work/cuda/include/$name" ;; esac
 done
 cp -r "$SRC" "$work/src"
 start=$SECONDS
