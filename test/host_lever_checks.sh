@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/runs/lever_checks.sh with a stand-in trainer (part of `make test`): one A and one A' per size shared by
-# every lever, each lever's flag or library reaching its run B, the verdict table and the exit status, a second
+# scripts/runs/lever_checks.sh with a stand-in trainer (part of `make test`): one A and its noise runs per size
+# shared by every lever, each lever's flag or library reaching its run B, the verdict table and the exit status, a second
 # call that reuses every finished run, the cuDNN lever skipped without CUDNN_LIB, CUDNN_LIB=newest through
 # scripts/find_cudnn.sh (found, none found, the binary's own), and bad usage. The stand-in
 # (test/stand_in_trainer.sh) moves its loss by FLAG_DELTAS for a flag and by LIBPATH_DELTA for a library path.
@@ -19,23 +19,23 @@ runs() { if [ -f "$WORK/args.txt" ]; then wc -l < "$WORK/args.txt"; else echo 0;
 
 out=$(CUDNN_LIB="$WORK/newcudnn" checks lc t v)
 rc=$?
-if [ $rc = 1 ] && [ "$(runs)" = 10 ] &&
+if [ $rc = 1 ] && [ "$(runs)" = 14 ] &&
    grep -q "^| 124m | cudnn_newest | 1.0000 | 1.0000 | 1.0005 | 1.0005 | yes | yes |$" <<< "$out" &&
    grep -q "^| 124m | fuse_residual | 1.0100 | 1.0100 | 1.0005 | 1.0005 | no | no |$" <<< "$out" &&
    grep -q "^| 1.5b | no_deterministic | 1.0005 | 1.0005 | 1.0005 | 1.0005 | yes | yes |$" <<< "$out" &&
    [ "$(grep -c '^| 1.5b | ' <<< "$out")" = 3 ] &&
    grep -q "^LD_LIBRARY_PATH=$WORK/newcudnn" "$WORK/lc/124m.cudnn_newest.cmd" &&
    [ "$(grep -c -- '--fuse-residual' "$WORK/args.txt")" = 2 ] &&
-   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 4 ] &&
-   [ "$(grep -c -- '--model 1.5b .*--precision fp8' "$WORK/args.txt")" = 5 ]; then
-  pass "three_levers (A and A' once per size, 10 runs; each lever's flag or library in its run; exit 1 for the outlier)"
+   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 8 ] &&
+   [ "$(grep -c -- '--model 1.5b .*--precision fp8' "$WORK/args.txt")" = 7 ]; then
+  pass "three_levers (A and its 3 noise runs once per size, 14 runs; each lever's flag or library in its run; exit 1 for the outlier)"
 else
   fail three_levers "status $rc, $(runs) runs: $(tail -c 700 <<< "$out")"
 fi
 
 out=$(CUDNN_LIB="$WORK/newcudnn" LEVERS=fuse_residual TOL=0.02 checks lc t v)
 rc=$?
-if [ $rc = 0 ] && [ "$(runs)" = 10 ] && grep -q "^| 124m | fuse_residual | 1.0100 | .* | yes | yes |$" <<< "$out" &&
+if [ $rc = 0 ] && [ "$(runs)" = 14 ] && grep -q "^| 124m | fuse_residual | 1.0100 | .* | yes | yes |$" <<< "$out" &&
    grep -q "^| 1.5b | cudnn_newest | 1.0000 | 1.0000 | 1.0005 | 1.0005 | yes (of 0.001) | yes |$" <<< "$out"; then
   pass "second_call_reuses (no run again, the lever's verdict, exit 0; an earlier call's row names its TOL)"
 else
@@ -45,7 +45,7 @@ fi
 rm -f "$WORK/args.txt"
 out=$(SIZES=124m LEVERS="cudnn_newest no_deterministic" checks lc2 t v)
 rc=$?
-if [ $rc = 0 ] && [ "$(runs)" = 3 ] &&
+if [ $rc = 0 ] && [ "$(runs)" = 5 ] &&
    grep -q "^lever_checks 124m cudnn_newest: skipped (CUDNN_LIB not set)$" <<< "$out" &&
    grep -q "^| 124m | cudnn_newest | - | - | - | - | skipped (CUDNN_LIB not set) | - |$" <<< "$out"; then
   pass "cudnn_lever_needs_its_library (skipped, said in the table)"
@@ -83,7 +83,7 @@ rm -f "$WORK/args.txt"
 out=$(SIZES=124m LEVERS=cudnn_newest CUDNN_LIB=newest CUDNN_PYTHONS="$WORK/bin/py" LIBPATH_MATCH=pip/nvidia \
       LIBPATH_DELTA=0.03 checks lc4 t v)
 rc=$?
-if [ $rc = 1 ] && [ "$(runs)" = 3 ] && grep -q "^lever_checks: cudnn_newest with $WORK/pip/nvidia/cudnn/lib$" <<< "$out" &&
+if [ $rc = 1 ] && [ "$(runs)" = 5 ] && grep -q "^lever_checks: cudnn_newest with $WORK/pip/nvidia/cudnn/lib$" <<< "$out" &&
    grep -q "^LD_LIBRARY_PATH=$WORK/pip/nvidia/cudnn/lib" "$WORK/lc4/124m.cudnn_newest.cmd" &&
    grep -q "^| 124m | cudnn_newest | 1.0100 | 1.0100 | 1.0005 | 1.0005 | no | no |$" <<< "$out"; then
   pass "cudnn_newest_found (find_cudnn.sh's pip library in run B, its verdict)"

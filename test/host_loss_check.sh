@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/runs/loss_check.sh with a stand-in trainer (part of `make test`): the verdict lines and the exit
 # status from the B/A and A'/A ratios, the verdict file's row, the recipe flags of each size reaching the runs, a failed run and a bad
-# SIZES, a noise run that perturbs nothing, with test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with
+# SIZES and NOISE_RUNS, noise runs that perturb nothing, the floor from the farthest of three, with
+# test/stand_in_trainer.sh (val loss 3 + $FP8_DELTA with
 # --precision fp8 + $NOISE_DELTA with --no-deterministic at steps 100 and 200). One [PASS]/[FAIL] line per case.
 set -u
 source "$(dirname "$0")/lib_host.sh" loss_check python3  # ROOT, WORK, pass/fail/skip
@@ -17,10 +18,10 @@ if [ $rc = 0 ] &&
    grep -q "^loss_check 1.5b: B/A end 1.0005" <<< "$out" &&
    [ "$(sed -n 2p "$WORK/ok/124m.fp8.verdict.tsv")" = "$(printf '124m\tfp8\t1.0005\t1.0005\t1.0020\t1.0020\t0.001\tyes\tyes')" ] &&
    grep -q "^loss_check 124m: train loss over the last 1 steps: B/A 1.0004, A'/A 1.0015$" <<< "$out" &&
-   [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 3 ] &&
-   [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40 ' "$WORK/args.txt")" = 3 ] &&
-   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 2 ]; then
-  pass "within_tolerance (both sizes, 3 runs each with the recipe's flags, exit 0)"
+   [ "$(grep -c -- '--model 124m --batch 16 --steps 1000 --warmup 100 --lr 6e-4 --val-every 100 --val-batches 40 --vocab 50304 --train-data tr_\*.bin --val-data va_\*.bin' "$WORK/args.txt")" = 5 ] &&
+   [ "$(grep -c -- '--model 1.5b --batch 12 --steps 300 --warmup 100 --lr 1.5e-4 --val-every 50 --val-batches 40 ' "$WORK/args.txt")" = 5 ] &&
+   [ "$(grep -c -- '--no-deterministic' "$WORK/args.txt")" = 6 ]; then
+  pass "within_tolerance (both sizes, 5 runs each with the recipe's flags: A, B, 3 noise runs; exit 0)"
 else
   fail within_tolerance "status $rc: $(tail -c 600 <<< "$out") | args: $(head -c 300 "$WORK/args.txt")"
 fi
@@ -52,6 +53,26 @@ if [ $rc = 0 ] &&
   pass "noise_run_that_perturbs_nothing (the floor unmeasured, said)"
 else
   fail noise_run_that_perturbs_nothing "status $rc: $(tail -c 600 <<< "$out")"
+fi
+
+# Three noise runs that differ (+0.0003, +0.009, -0.0015 on a loss of 3): the floor is the farthest (1.0030),
+# under which B (1.0020) falls; the first alone (1.0001) would have put B outside. Each run's ratio is listed.
+out=$(SIZES=124m FP8_DELTA=0.006 NOISE_SEQ="0.0003 0.009 -0.0015" NOISE_SEQ_FILE="$WORK/seq" lc "$WORK/seq3" t v)
+rc=$?
+if [ $rc = 1 ] &&
+   grep -q "^loss_check 124m: the 3 noise runs' A'/A: end 1.0001 1.0030 0.9995, mean 1.0001 1.0030 0.9995$" <<< "$out" &&
+   grep -q "^loss_check 124m: B/A end 1.0020, mean 1.0020 over the evaluations; A'/A end 1.0030, mean 1.0030: within 0.001: no; within the noise floor: yes$" <<< "$out"; then
+  pass "farthest_of_three_noise_runs (the floor from the farthest, each listed)"
+else
+  fail farthest_of_three_noise_runs "status $rc: $(tail -c 600 <<< "$out")"
+fi
+
+out=$(SIZES=124m NOISE_RUNS=0 lc "$WORK/bad" t v)
+rc=$?
+if [ $rc = 2 ] && [ "$out" = "loss_check: NOISE_RUNS takes a positive count, got '0'" ]; then
+  pass "bad_noise_runs_one_line"
+else
+  fail bad_noise_runs_one_line "status $rc: $out"
 fi
 
 # in the first case's folder: its verdict file must not outlive the failed check

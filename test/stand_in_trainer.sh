@@ -9,6 +9,8 @@
 # $LATE_STEP and $LATE_DELTA: with --precision fp8, the train loss of steps >= LATE_STEP is LATE_DELTA higher.
 # $FLAG_DELTAS ("--flag=delta ..."): v is delta higher in a call given that flag; $LIBPATH_DELTA: v is that much
 # higher when $LD_LIBRARY_PATH contains $LIBPATH_MATCH (a library picked through the environment).
+# $NOISE_SEQ ("d1 d2 ..."), with $NOISE_SEQ_FILE (a counter): the k-th call with --no-deterministic takes dk
+# instead of $NOISE_DELTA (noise runs that differ, as real ones do).
 [ -n "${STAND_IN_ARGS:-}" ] && echo "$*" >> "$STAND_IN_ARGS"
 [ -n "${FAIL_FP8:-}" ] && [[ " $* " == *" --precision fp8 "* ]] && exit 1
 dir="" p=bf16 noise=0 args=" $* "
@@ -30,7 +32,13 @@ shift_by = sum(float(delta) for flag, delta in pairs if f" {flag} " in args)
 match = os.environ.get("LIBPATH_MATCH")
 if match and match in os.environ.get("LD_LIBRARY_PATH", ""):
     shift_by += env("LIBPATH_DELTA")
-v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * env("NOISE_DELTA") + shift_by
+noise_delta = env("NOISE_DELTA")
+if noise and os.environ.get("NOISE_SEQ"):
+    counter = os.environ["NOISE_SEQ_FILE"]
+    k = len(open(counter).readlines()) if os.path.exists(counter) else 0
+    open(counter, "a").write("call\n")
+    noise_delta = float(os.environ["NOISE_SEQ"].split()[k])
+v = 3 + (env("FP8_DELTA") if p == "fp8" else 0) + env("SHIFT") + noise * noise_delta + shift_by
 cut = p == "fp8" and os.environ.get("CUT_FP8")
 with open(f"{d}/train.jsonl", "w") as f:
     for s in map(int, os.environ.get("STEPS", "0 10 20").split()[: 2 if cut else None]):

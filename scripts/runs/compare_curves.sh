@@ -14,6 +14,8 @@
 #   A_ENV, B_ENV  environment assignments, e.g. B_ENV="LD_LIBRARY_PATH=/path/to/cudnn/lib" (default none)
 #   A_BIN, B_BIN  binaries (default ./train_gpt), e.g. the previous commit's build as A_BIN
 #   NOISE  flags for the repeat of run A (default: no repeat)
+#   NOISE_RUNS  how many such repeats (default 1): A_noise, A_noise2, ...; with a perturbation that differs from
+#     run to run (--no-deterministic) each is another sample of the floor
 #   REUSE=1  a run whose command (environment, binary, flags; kept in OUTDIR.NAME.cmd) is the one of a run already
 #     finished under OUTDIR (its train.jsonl has the summary) is not run again: several B's judged against one A
 #     and its noise repeat, each call with its own B_NAME and the same OUTDIR, pay for A and A' once
@@ -26,7 +28,13 @@ shift
 a_name=${A_NAME:-bf16} b_name=${B_NAME:-fp8}
 [ "$a_name" != "$b_name" ] || { echo "compare_curves: A_NAME and B_NAME must differ (both '$a_name')" >&2; exit 2; }
 names=("$a_name" "$b_name")
-[ -n "${NOISE:-}" ] && names+=("${a_name}_noise")
+if [ -n "${NOISE:-}" ]; then
+  noise_runs=${NOISE_RUNS:-1}
+  [[ "$noise_runs" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "compare_curves: NOISE_RUNS takes a positive count, got '$noise_runs'" >&2; exit 2; }
+  names+=("${a_name}_noise")
+  for ((i = 2; i <= noise_runs; i++)); do names+=("${a_name}_noise$i"); done
+fi
 mkdir -p "$(dirname "$out")"
 for name in "${names[@]}"; do
   case $name in
@@ -68,9 +76,7 @@ val = {n: {r["step"]: r["val_loss"] for r in rs if r["kind"] == "val"} for n, rs
 train = {n: {r["step"]: r["loss"] for r in rs if r["kind"] == "train"} for n, rs in runs.items()}
 a, b = names[0], names[1]
 fmt = lambda x: f"{x:.4f}" if x is not None else "-"
-hdr = f"| step | {a} train | {b} train | {a} val | {b} val | {b}/{a} val |"
-if len(names) > 2:
-    hdr += f" {names[2]}/{a} val |"
+hdr = f"| step | {a} train | {b} train | {a} val | {b} val |" + "".join(f" {n}/{a} val |" for n in names[1:])
 print(hdr)
 print("|---" * (hdr.count("|") - 1) + "|")
 ratios = {n: [] for n in names[1:]}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The loss check (scripts/runs/loss_check.sh) of each opt-in lever that was measured faster but changes the
-# numbers, against the current default in one precision: one run A of the default and one noise repeat A' per
-# size, shared by every lever (REUSE=1), then one run B per lever. A lever within TOL at both sizes may become the
+# numbers, against the current default in one precision: one run A of the default and its noise runs (NOISE_RUNS
+# of them, loss_check.sh's) per size, shared by every lever (REUSE=1), then one run B per lever. The table's A'/A
+# columns are the noise runs' ratios farthest from 1. A lever within TOL at both sizes may become the
 # default (docs/performance.md says which are waiting). Ends with one table, a row per size and lever.
 # The levers (LEVERS picks some, in this order):
 #   cudnn_newest      the same binary with a newer cuDNN first on LD_LIBRARY_PATH (CUDNN_LIB=that library's
@@ -13,8 +14,9 @@
 # Run again with the same OUTDIR, it goes on where it stopped (a run that finished is not run again), so the
 # check can be spread over calls with a time limit; SIZES=124m then SIZES=1.5b is the natural split.
 # Usage: scripts/runs/lever_checks.sh OUTDIR TRAIN_GLOB VAL_GLOB
-#   PRECISION (default fp8), SIZES (default "124m 1.5b"), LEVERS (default all three), TOL, NOISE, EXTRA, A_BIN
-#   and B_BIN as in loss_check.sh. Exit status 0 when every lever checked is within TOL, else 1 (2: bad usage).
+#   PRECISION (default fp8), SIZES (default "124m 1.5b"), LEVERS (default all three), TOL, NOISE, NOISE_RUNS,
+#   EXTRA, A_BIN and B_BIN as in loss_check.sh. Exit status 0 when every lever checked is within TOL, else 1
+#   (2: bad usage).
 set -u
 usage="usage: scripts/runs/lever_checks.sh OUTDIR TRAIN_GLOB VAL_GLOB"
 out=${1:?$usage} train=${2:?$usage} val=${3:?$usage}
