@@ -47,7 +47,7 @@ expect_verdict outside_both 1 "^loss_check 124m: B/A end 1.1000, .*within 0.05: 
 out=$(SIZES=124m FP8_DELTA=0.0015 lc "$WORK/flat" t v)
 rc=$?
 if [ $rc = 0 ] &&
-   grep -q "^loss_check 124m: the noise run repeated A bitwise: NOISE (--no-deterministic) perturbed nothing, so the noise floor is unmeasured$" <<< "$out" &&
+   grep -q "^loss_check 124m: every noise run repeated A bitwise: NOISE (--no-deterministic) perturbed nothing, so the noise floor is unmeasured$" <<< "$out" &&
    grep -q "^loss_check 124m: B/A end 1.0005, .*: within 0.001: yes; within the noise floor: unmeasured$" <<< "$out" &&
    [ "$(sed -n 2p "$WORK/flat/124m.fp8.verdict.tsv" | cut -f9)" = unmeasured ]; then
   pass "noise_run_that_perturbs_nothing (the floor unmeasured, said)"

@@ -87,7 +87,7 @@ def losses(name):  # every training and validation loss of a run, in order
 # Noise runs that repeat A bitwise perturbed nothing: their ratios of 1 are no floor.
 unmeasured = all(losses(a) == losses(n) for n in noise_names)
 if unmeasured:
-    print(f"loss_check {size}: the noise run repeated A bitwise: NOISE ({noise}) perturbed "
+    print(f"loss_check {size}: every noise run repeated A bitwise: NOISE ({noise}) perturbed "
           "nothing, so the noise floor is unmeasured")
 within_tol = abs(e - 1) <= tol and abs(m - 1) <= tol
 floor = max(tol, abs(ne - 1), abs(nm - 1))
