@@ -65,7 +65,7 @@ for line in open(table):
     m = re.match(r"^(\S+)/(\S+) train loss over the last (\d+) steps .*: mean ratio ([0-9.]+)", line)
     if m and m.group(2) == a:
         trained[m.group(1)] = (int(m.group(3)), float(m.group(4)))
-noise_names = [f"{a}_noise"] + [f"{a}_noise{i}" for i in range(2, k + 1)]
+noise_names = [f"{a}_noise"] + [f"{a}_noise{i}" for i in range(2, k + 1)]  # compare_curves.sh's names for them
 if b not in found or any(n not in found for n in noise_names):
     print(f"loss_check {size}: no B/A or A'/A ratios (a run failed? see {table} and the logs next to it)")
     sys.exit(1)
@@ -85,7 +85,8 @@ def losses(name):  # every training and validation loss of a run, in order
 
 
 # Noise runs that repeat A bitwise perturbed nothing: their ratios of 1 are no floor.
-unmeasured = all(losses(a) == losses(n) for n in noise_names)
+a_losses = losses(a)
+unmeasured = all(losses(n) == a_losses for n in noise_names)
 if unmeasured:
     print(f"loss_check {size}: every noise run repeated A bitwise: NOISE ({noise}) perturbed "
           "nothing, so the noise floor is unmeasured")
