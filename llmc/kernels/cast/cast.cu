@@ -1,6 +1,9 @@
 // FP8 casts: the amax-only passes of the step-0 calibration and the cast kernels (cast+transpose, +dbias,
 // +dGELU). See llmc/kernels/cast/cast.cuh for the contracts.
+#include <cuda_pipeline_primitives.h>
+
 #include <cstdint>
+#include <type_traits>
 
 #include "llmc/fp8/fp8_device.cuh"
 #include "llmc/kernels/cast/cast.cuh"
@@ -86,68 +89,117 @@ struct GeluOutT {
 // the per-thread column sums of phase 1 go through shared memory and are added in a fixed order. GELU_T
 // (dGELU only): a second tile for y = gelu_bf16(pre), quantized exactly as gelu_fp8.cu's GELU cast does
 // (the same function of the same bf16 input, the same to_fp8x8), so with the forward's scale the same bytes.
-// Blocks per SM: 2 (at most 128 registers) in general; 3 (at most 85) for the dGELU cast with the GELU
-// output, 8% faster at [12288, 6400] on the H200 with the same bytes (docs/performance.md, "byte budget");
-// the other variants were slower with 3 or 4.
+//
+// Phase 1's loads, two schedules with the same arithmetic in the same row order (so the same bytes):
+// - staged (STAGES > 0: every bf16 input): each thread copies its own 16-byte chunks of its next STAGES rows
+//   (both inputs for the dGELU casts) into its own shared-memory slots with cp.async and reads back only
+//   those, so the loads stay in flight through the math without holding registers and without a barrier (as
+//   the LayerNorm backward's pipeline in llmc/kernels/layernorm/layernorm.cu); one commit group per row, and
+//   kCtStagedBlocks blocks per SM.
+// - registers (STAGES = 0: the fp32 weight casts): all 8 rows' loads issued before any math, 2 blocks per SM.
+// Measured on the H200 against the register schedule (which held 2 rows of the dGELU cast in flight, at 3
+// blocks, none during its math), L2-flushed launches, two rounds: dGELU + GELU output T at [12288, 6400]
+// 0.2095 -> 0.1822 ms with 8 stages at 2 blocks 0.195, 2 stages 0.185, 4 stages 0.182; without the GELU
+// output 0.1527 -> 0.1270; the casts with 8 stages against 4: 12288 x 6400 0.0886 -> 0.0854 (4: 0.0860),
+// dbias 12288 x 4800 0.0746 -> 0.0717 (0.0722), the LM head's 50304 x 1600 0.0911 -> 0.0879 (0.0893), the
+// smaller ones within the run's spread (docs/performance.md, 2026-12-05, fourth session).
+constexpr int kCtDgeluStages = 4;
+constexpr int kCtCopyStages = 8;
+constexpr int kCtStagedBlocks = 3;
+// The inputs a thread stages per row (the dGELU casts read the pre-GELU tensor too), and their bytes a block.
+__host__ __device__ constexpr int ct_inputs(int op) { return op == kOpCopy ? 1 : 2; }
+__host__ __device__ constexpr size_t ct_stage_bytes(int stages, int op) {
+    return (size_t)stages * ct_inputs(op) * kCtThreads * sizeof(x128);
+}
+
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT, bool GELU_T = false,
-          __nv_fp8_interpretation_t GFMT = FMT>
-__global__ void __launch_bounds__(kCtThreads, GELU_T ? 3 : 2)
+          __nv_fp8_interpretation_t GFMT = FMT, int STAGES = 0>
+__global__ void __launch_bounds__(kCtThreads, STAGES > 0 ? kCtStagedBlocks : 2)
     cast_transpose_kernel(__nv_fp8_storage_t* __restrict__ out_NC, __nv_fp8_storage_t* __restrict__ out_T,
                           float* __restrict__ out_scale_inv, float* __restrict__ dbias_partial,
                           float* staging, const Tin* __restrict__ in_NC, const bf16* __restrict__ pre_NC,
                           const float* __restrict__ scale_ptr, const float* __restrict__ scale_inv_ptr, int N,
                           int C, GeluOutT gelu) {
     static_assert(!GELU_T || OP != kOpCopy, "the GELU output needs the pre-GELU input");
+    static_assert(STAGES == 0 || (std::is_same_v<Tin, bf16> && STAGES <= 8), "staged loads: bf16, <= 8 rows");
+    static_assert(STAGES > 0 || OP == kOpCopy, "the dGELU casts take the staged loads");
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     __shared__ uint32_t gelu_tile[GELU_T ? kCtTile * kCtTileWords : 1];
     const int tid = threadIdx.x;
-    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    const CtTileCoords tc = ct_tile_coords(C);  // named (not a structured binding): the lambdas capture them
+    const int n0 = tc.n0, c0 = tc.c0, rr = tc.rr, cc = tc.cc, c = tc.c;
+    const bool col_ok = tc.col_ok;
     ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
     const float gelu_scale = GELU_T ? *gelu.scale_ptr : 0.0f;
     uint32_t amax_bits = 0, gelu_amax_bits = 0;
     float colsum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    // The dGELU variant reads two inputs: half the rows per batch keeps it within 128 registers (no spills);
-    // a quarter with the GELU output's second set of values.
-    constexpr int kBatch = OP == kOpCopy ? 8 : GELU_T ? 2 : 4;
+    // Row i (< 8) of this thread: tile row rr + 16 i, quantized, stored row-wise and parked in the tile(s).
+    const auto process_row = [&](int i, const Raw8<Tin>& raw, const Raw8<bf16>& raw_pre) {
+        const int r = rr + 16 * i, n = n0 + r;
+        uint2 q = make_uint2(0, 0), gq = make_uint2(0, 0);
+        if (col_ok && n < N) {
+            float v[8];
+            chunk_values<OP>(raw, raw_pre, v);
 #pragma unroll
-    for (int b = 0; b < 8; b += kBatch) {
-        Raw8<Tin> raw[kBatch];
-        Raw8<bf16> raw_pre[kBatch];
-#pragma unroll
-        for (int i = 0; i < kBatch; i++) {
-            const int n = n0 + rr + 16 * (b + i);
-            if (col_ok && n < N) load_chunk<OP>(raw[i], raw_pre[i], in_NC, pre_NC, (size_t)n * C + c);
-        }
-#pragma unroll
-        for (int i = 0; i < kBatch; i++) {
-            const int r = rr + 16 * (b + i), n = n0 + r;
-            uint2 q = make_uint2(0, 0), gq = make_uint2(0, 0);
-            if (col_ok && n < N) {
-                float v[8];
-                chunk_values<OP>(raw[i], raw_pre[i], v);
+            for (int k = 0; k < 8; k++) {
+                amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
+                if constexpr (DBIAS) colsum[k] += v[k];
+            }
+            q = to_fp8x8<FMT>(v, scale);
+            if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
+            if constexpr (GELU_T) {
+                float p[8], y[8];
+                unpack8(raw_pre, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
-                    amax_bits = max(amax_bits, fp8_abs_bits(v[k]));
-                    if constexpr (DBIAS) colsum[k] += v[k];
+                    y[k] = gelu_bf16<OP == kOpDgeluTanh>(p[k]);
+                    gelu_amax_bits = max(gelu_amax_bits, fp8_abs_bits(y[k]));
                 }
-                q = to_fp8x8<FMT>(v, scale);
-                if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
-                if constexpr (GELU_T) {
-                    float p[8], y[8];
-                    unpack8(raw_pre[i], p);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) {
-                        y[k] = gelu_bf16<OP == kOpDgeluTanh>(p[k]);
-                        gelu_amax_bits = max(gelu_amax_bits, fp8_abs_bits(y[k]));
-                    }
-                    gq = to_fp8x8<GFMT>(y, gelu_scale);
-                }
+                gq = to_fp8x8<GFMT>(y, gelu_scale);
             }
-            ct_tile_park(tile, r, cc, q);
-            if constexpr (GELU_T) ct_tile_park(gelu_tile, r, cc, gq);
         }
+        ct_tile_park(tile, r, cc, q);
+        if constexpr (GELU_T) ct_tile_park(gelu_tile, r, cc, gq);
+    };
+    if constexpr (STAGES == 0) {
+        Raw8<Tin> raw[8];
+        const Raw8<bf16> raw_pre{};  // unused (OP == kOpCopy)
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int n = n0 + rr + 16 * i;
+            if (col_ok && n < N) raw[i] = load_raw8(in_NC + (size_t)n * C + c);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) process_row(i, raw[i], raw_pre);
+    } else {
+        extern __shared__ x128 ct_stage[];  // [STAGES][ct_inputs(OP)][kCtThreads]
+        const auto slot = [&](int i, int input) {
+            return ct_stage + ((i % STAGES) * ct_inputs(OP) + input) * kCtThreads + tid;
+        };
+        // Row i's chunks into its slots (nothing past the tile's rows or the tensor), then one commit group.
+        const auto fetch = [&](int i) {
+            const int n = n0 + rr + 16 * i;
+            if (i < 8 && col_ok && n < N) {
+                const size_t off = (size_t)n * C + c;
+                __pipeline_memcpy_async(slot(i, 0), in_NC + off, sizeof(x128));
+                if constexpr (OP != kOpCopy) __pipeline_memcpy_async(slot(i, 1), pre_NC + off, sizeof(x128));
+            }
+            __pipeline_commit();
+        };
+#pragma unroll
+        for (int i = 0; i < STAGES; i++) fetch(i);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            __pipeline_wait_prior(STAGES - 1);  // row i's group (and the ones before it) have landed
+            Raw8<bf16> raw, raw_pre;
+            raw.a = *slot(i, 0);
+            if constexpr (OP != kOpCopy) raw_pre.a = *slot(i, 1);
+            process_row(i, raw, raw_pre);
+            fetch(i + STAGES);  // into the slots just read (this thread's reads of them are consumed above)
+        }
+        __pipeline_wait_prior(0);  // the trailing groups are empty; no copy may outlive the block
     }
     __shared__ float red[DBIAS ? 16 : 1][kCtTile];
     if constexpr (DBIAS) {
@@ -257,7 +309,26 @@ void launch_amax(const Fp8Tensor& t, const Tin* in, const bf16* pre, cudaStream_
     CHECK_LAUNCH();
 }
 
-// The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only).
+// Launches a cast_transpose_kernel instantiation on the tile grid of [N, C], with the dynamic shared memory
+// of its staged loads (none for the register schedule).
+template <int OP, int STAGES, class Kernel, class... Args>
+void launch_ct_kernel(Kernel kernel, int N, int C, const GeluOutT& gelu, cudaStream_t stream, Args... args) {
+    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
+    CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
+    const size_t smem = STAGES > 0 ? ct_stage_bytes(STAGES, OP) : 0;
+    if (smem > 0) {
+        // the static tiles plus the stages exceed the 48 KB a launch gets without asking; and the carveout
+        // that lets kCtStagedBlocks blocks share an SM
+        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        (int)cudaSharedmemCarveoutMaxShared));
+    }
+    kernel<<<grid, kCtThreads, smem, stream>>>(args..., N, C, gelu);
+    CHECK_LAUNCH();
+}
+
+// The tile kernel's launch for `out` (out.data may be null), with the optional GELU output (dGELU only). The
+// dGELU casts take the staged loads.
 template <class Tin, int OP, bool DBIAS>
 void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin* in_NC, const bf16* pre_NC,
                            cudaStream_t stream, const Fp8Tensor* gelu_out = nullptr) {
@@ -268,8 +339,7 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin
     CHECK(aligned16(out.data) && aligned16(out.data_T) && aligned16(in_NC) && aligned16(pre_NC),
           "fp8 cast_transpose: pointers must be 16-byte aligned");
     CHECK(OP != kOpCopy || gelu_out == nullptr, "fp8 cast: a GELU output needs the dGELU cast");
-    const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
-    CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
+    constexpr int kStages = !std::is_same_v<Tin, bf16> ? 0 : OP == kOpCopy ? kCtCopyStages : kCtDgeluStages;
     fp8_dispatch_format(out, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         if constexpr (OP != kOpCopy) {
@@ -282,18 +352,17 @@ void launch_cast_transpose(const Fp8Tensor& out, float* dbias_partial, const Tin
                 fp8_dispatch_format(*gelu_out, [&](auto gtag) {
                     constexpr __nv_fp8_interpretation_t GFMT = decltype(gtag)::value;
                     const GeluOutT gelu = {gelu_out->data_T, gelu_out->slot.amax, gelu_out->slot.scale};
-                    cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT><<<grid, kCtThreads, 0, stream>>>(
+                    launch_ct_kernel<OP, kStages>(
+                        cast_transpose_kernel<Tin, OP, DBIAS, FMT, true, GFMT, kStages>, N, C, gelu, stream,
                         out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC,
-                        out.slot.scale, out.slot.scale_inv, N, C, gelu);
-                    CHECK_LAUNCH();
+                        out.slot.scale, out.slot.scale_inv);
                 });
                 return;
             }
         }
-        cast_transpose_kernel<Tin, OP, DBIAS, FMT><<<grid, kCtThreads, 0, stream>>>(
-            out.data, out.data_T, out.scale_inv, dbias_partial, out.slot.amax, in_NC, pre_NC, out.slot.scale,
-            out.slot.scale_inv, N, C, GeluOutT{});
-        CHECK_LAUNCH();
+        launch_ct_kernel<OP, kStages>(cast_transpose_kernel<Tin, OP, DBIAS, FMT, false, FMT, kStages>, N, C,
+                                      GeluOutT{}, stream, out.data, out.data_T, out.scale_inv, dbias_partial,
+                                      out.slot.amax, in_NC, pre_NC, out.slot.scale, out.slot.scale_inv);
     });
 }
 
