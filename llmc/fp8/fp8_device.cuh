@@ -4,6 +4,8 @@
 // producer is bit-identical to its BF16 kernel followed by fp8_cast_transpose by construction. For .cu files
 // of kernels, not a launcher header.
 #pragma once
+#include <cuda_pipeline_primitives.h>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -102,6 +104,47 @@ __device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
     t.c = t.c0 + t.cc * 8;
     t.col_ok = t.c < C;
     return t;
+}
+
+// Phase 1's loads staged through shared memory (the tile kernels with math between load and store): thread
+// (rr, cc) reads rows rr + 16 i (i < 8), columns [c, c + 8) of INPUTS bf16 tensors in[0..INPUTS). It copies
+// its own 16-byte chunks of its next STAGES rows into its own slots of `stage` ([STAGES][INPUTS][kCtThreads]
+// chunks) with cp.async and reads back only those, so the loads stay in flight through the math without
+// holding registers and without a barrier (one commit group per row, empty past the tile or the tensor).
+// process(i, chunks) gets row i's chunks (chunks[input]) in row order; the rows outside the tensor (row_ok
+// false) get stale chunks, which process must not use.
+template <int STAGES, int INPUTS>
+constexpr size_t ct_stage_bytes() {
+    return (size_t)STAGES * INPUTS * kCtThreads * sizeof(Packed128<bf16>);
+}
+template <int STAGES, int INPUTS, class Process>
+__device__ __forceinline__ void ct_staged_rows(Packed128<bf16>* stage, const CtTileCoords& t, int N, int C,
+                                               const bf16* const* in, Process process) {
+    const auto slot = [&](int i, int input) {
+        return stage + ((i % STAGES) * INPUTS + input) * kCtThreads + threadIdx.x;
+    };
+    const auto fetch = [&](int i) {
+        const int n = t.n0 + t.rr + 16 * i;
+        if (i < 8 && t.col_ok && n < N) {
+            const size_t off = (size_t)n * C + t.c;
+#pragma unroll
+            for (int input = 0; input < INPUTS; input++)
+                __pipeline_memcpy_async(slot(i, input), in[input] + off, sizeof(Packed128<bf16>));
+        }
+        __pipeline_commit();
+    };
+#pragma unroll
+    for (int i = 0; i < STAGES; i++) fetch(i);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        __pipeline_wait_prior(STAGES - 1);  // row i's group (and the ones before it) have landed
+        Packed128<bf16> chunks[INPUTS];
+#pragma unroll
+        for (int input = 0; input < INPUTS; input++) chunks[input] = *slot(i, input);
+        process(i, chunks);
+        fetch(i + STAGES);  // into the slots just read (this thread's reads of them are consumed above)
+    }
+    __pipeline_wait_prior(0);  // the trailing groups are empty; no copy may outlive the block
 }
 
 // Element-wise (1-D grid) kernels (fp8_cast, the amax passes, fp8_gelu_cast): blocks of kEwThreads, each

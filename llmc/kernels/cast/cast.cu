@@ -1,7 +1,5 @@
 // FP8 casts: the amax-only passes of the step-0 calibration and the cast kernels (cast+transpose, +dbias,
 // +dGELU). See llmc/kernels/cast/cast.cuh for the contracts.
-#include <cuda_pipeline_primitives.h>
-
 #include <cstdint>
 #include <type_traits>
 
@@ -108,11 +106,8 @@ struct GeluOutT {
 constexpr int kCtDgeluStages = 4;
 constexpr int kCtCopyStages = 0;
 constexpr int kCtStagedBlocks = 3;
-// The inputs a thread stages per row (the dGELU casts read the pre-GELU tensor too), and their bytes a block.
+// The inputs a thread stages per row (the dGELU casts read the pre-GELU tensor too).
 __host__ __device__ constexpr int ct_inputs(int op) { return op == kOpCopy ? 1 : 2; }
-__host__ __device__ constexpr size_t ct_stage_bytes(int stages, int op) {
-    return (size_t)stages * ct_inputs(op) * kCtThreads * sizeof(x128);
-}
 
 template <class Tin, int OP, bool DBIAS, __nv_fp8_interpretation_t FMT, bool GELU_T = false,
           __nv_fp8_interpretation_t GFMT = FMT, int STAGES = 0>
@@ -176,32 +171,15 @@ __global__ void __launch_bounds__(kCtThreads, STAGES > 0 ? kCtStagedBlocks : 2)
 #pragma unroll
         for (int i = 0; i < 8; i++) process_row(i, raw[i], raw_pre);
     } else {
-        extern __shared__ x128 ct_stage[];  // [STAGES][ct_inputs(OP)][kCtThreads]
-        const auto slot = [&](int i, int input) {
-            return ct_stage + ((i % STAGES) * ct_inputs(OP) + input) * kCtThreads + tid;
-        };
-        // Row i's chunks into its slots (nothing past the tile's rows or the tensor), then one commit group.
-        const auto fetch = [&](int i) {
-            const int n = n0 + rr + 16 * i;
-            if (i < 8 && col_ok && n < N) {
-                const size_t off = (size_t)n * C + c;
-                __pipeline_memcpy_async(slot(i, 0), in_NC + off, sizeof(x128));
-                if constexpr (OP != kOpCopy) __pipeline_memcpy_async(slot(i, 1), pre_NC + off, sizeof(x128));
-            }
-            __pipeline_commit();
-        };
-#pragma unroll
-        for (int i = 0; i < STAGES; i++) fetch(i);
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            __pipeline_wait_prior(STAGES - 1);  // row i's group (and the ones before it) have landed
+        extern __shared__ x128 ct_stage[];  // ct_staged_rows' slots
+        constexpr int kInputs = ct_inputs(OP);
+        const bf16* const inputs[2] = {in_NC, pre_NC};  // pre_NC: the dGELU casts only
+        ct_staged_rows<STAGES, kInputs>(ct_stage, tc, N, C, inputs, [&](int i, const x128* chunks) {
             Raw8<bf16> raw, raw_pre;
-            raw.a = *slot(i, 0);
-            if constexpr (OP != kOpCopy) raw_pre.a = *slot(i, 1);
+            raw.a = chunks[0];
+            if constexpr (OP != kOpCopy) raw_pre.a = chunks[1];
             process_row(i, raw, raw_pre);
-            fetch(i + STAGES);  // into the slots just read (this thread's reads of them are consumed above)
-        }
-        __pipeline_wait_prior(0);  // the trailing groups are empty; no copy may outlive the block
+        });
     }
     __shared__ float red[DBIAS ? 16 : 1][kCtTile];
     if constexpr (DBIAS) {
@@ -317,7 +295,7 @@ template <int OP, int STAGES, class Kernel, class... Args>
 void launch_ct_kernel(Kernel kernel, int N, int C, const GeluOutT& gelu, cudaStream_t stream, Args... args) {
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
-    const size_t smem = STAGES > 0 ? ct_stage_bytes(STAGES, OP) : 0;
+    const size_t smem = STAGES > 0 ? ct_stage_bytes<STAGES, ct_inputs(OP)>() : 0;
     if (smem > 0) {
         // the static tiles plus the stages exceed the 48 KB a launch gets without asking; and the carveout
         // that lets kCtStagedBlocks blocks share an SM
