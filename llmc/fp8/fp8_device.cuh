@@ -111,8 +111,9 @@ __device__ __forceinline__ CtTileCoords ct_tile_coords(int C) {
 // its own 16-byte chunks of its next STAGES rows into its own slots of `stage` ([STAGES][INPUTS][kCtThreads]
 // chunks) with cp.async and reads back only those, so the loads stay in flight through the math without
 // holding registers and without a barrier (one commit group per row, empty past the tile or the tensor).
-// process(i, chunks) gets row i's chunks (chunks[input]) in row order; the rows outside the tensor (row_ok
-// false) get stale chunks, which process must not use.
+// process(i, chunks) gets row i's chunks (chunks[input]) in row order; where the chunk lies outside the
+// tensor (row n >= N, or !t.col_ok) nothing was copied and chunks holds stale bytes, which process must not
+// use.
 template <int STAGES, int INPUTS>
 constexpr size_t ct_stage_bytes() {
     return (size_t)STAGES * INPUTS * kCtThreads * sizeof(Packed128<bf16>);
