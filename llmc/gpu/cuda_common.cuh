@@ -25,6 +25,20 @@ inline int current_device_sms() {
     return sms;
 }
 
+// Lets `kernel` launch with `bytes` of dynamic shared memory (0: nothing to do). A launch whose static plus
+// dynamic shared memory exceeds 48 KB must have raised the kernel's limit first; `max_carveout` also asks for
+// the L1/shared split that gives shared memory the most, so that several such blocks share an SM. Host cost
+// only (a launch inside a captured graph does not repeat it), so it is set on every launch rather than
+// remembered in a global.
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, size_t bytes, bool max_carveout = false) {
+    if (bytes == 0) return;
+    CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    if (max_carveout)
+        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        (int)cudaSharedmemCarveoutMaxShared));
+}
+
 // 16 bytes of ElementT, loaded/stored in one instruction. Pointers must be 16-byte aligned.
 template <class ElementT>
 struct alignas(16) Packed128 {

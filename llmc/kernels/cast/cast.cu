@@ -296,13 +296,9 @@ void launch_ct_kernel(Kernel kernel, int N, int C, const GeluOutT& gelu, cudaStr
     const dim3 grid(ceil_div(C, kCtTile), ceil_div(N, kCtTile));
     CHECK(grid.y <= 65535, "fp8 cast_transpose: N = %d too large", N);
     const size_t smem = STAGES > 0 ? ct_stage_bytes<STAGES, ct_inputs(OP)>() : 0;
-    if (smem > 0) {
-        // the static tiles plus the stages exceed the 48 KB a launch gets without asking; and the carveout
-        // that lets kCtStagedBlocks blocks share an SM
-        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        (int)cudaSharedmemCarveoutMaxShared));
-    }
+    // the static tiles plus the stages exceed the 48 KB a launch gets without asking; the carveout lets
+    // kCtStagedBlocks blocks share an SM
+    allow_dynamic_smem(kernel, smem, /*max_carveout=*/true);
     kernel<<<grid, kCtThreads, smem, stream>>>(args..., N, C, gelu);
     CHECK_LAUNCH();
 }

@@ -312,8 +312,7 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     for (int stages = kBwdMaxStages; stages >= 2 && kernel == nullptr; stages--) {
         BwdKernel k = kernels[ch - 1][stages - 2];
         const size_t bytes = layernorm_backward_smem_bytes(ch, stages, threads);
-        if (bytes > 48 * 1024)
-            CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+        allow_dynamic_smem(k, bytes);
         int resident = 0;
         CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k, threads, bytes));
         if (resident >= per_sm || stages == 2) kernel = k, smem = bytes;

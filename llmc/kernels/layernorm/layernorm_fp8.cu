@@ -177,8 +177,7 @@ void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, con
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         const LnKernel kernel =
             inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C) : pick_ln_kernel<false, kWrite, FMT>(C);
-        if (smem > 48 * 1024)
-            CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        allow_dynamic_smem(kernel, smem);
         kernel<<<grid, kLnThreads, smem, stream>>>(
             residual, kWrite ? t.data : nullptr, kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr,
             mean, rstd, t.slot.amax, inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
