@@ -625,6 +625,45 @@ const Layer kLayers[] = {{"qkv", 1600, 4800, true, true},
 
 std::string layer_shape(const Layer& L) { return bench::fmt("%s,N=%d,C=%d,OC=%d", L.name, kN, L.C, L.OC); }
 
+// One FP8 Linear's GEMM operands over random test bytes, X [N, C], W [OC, C], dY [N, OC] in the hybrid format
+// (E4M3 activations and weights, E5M2 gradients), each with its transposed copy and scale_inv on the device
+// (seeds seed + 5, 6, 7); freed with the object.
+struct Fp8LinearOperands {
+    static constexpr cudaDataType_t kXW = CUDA_R_8F_E4M3, kDy = CUDA_R_8F_E5M2;
+    uint8_t *x8, *xT8, *w8, *wT8, *dy8, *dyT8;
+    float xs, ws, dys;  // scale_inv of each, on the host
+    float *d_xs, *d_ws, *d_dys;
+    Fp8Tensor x, w, dy;
+
+    Fp8LinearOperands(int N, int C, int OC, uint64_t seed)
+        : x8(dev::device_alloc<uint8_t>((size_t)N * C)),
+          xT8(dev::device_alloc<uint8_t>((size_t)N * C)),
+          w8(dev::device_alloc<uint8_t>((size_t)OC * C)),
+          wT8(dev::device_alloc<uint8_t>((size_t)OC * C)),
+          dy8(dev::device_alloc<uint8_t>((size_t)N * OC)),
+          dyT8(dev::device_alloc<uint8_t>((size_t)N * OC)),
+          xs(fill_fp8(x8, N, C, false, seed + 5, kXW)),
+          ws(fill_fp8(w8, OC, C, false, seed + 6, kXW)),
+          dys(fill_fp8(dy8, N, OC, false, seed + 7, kDy)),
+          d_xs(scalar_to_device(xs)),
+          d_ws(scalar_to_device(ws)),
+          d_dys(scalar_to_device(dys)),
+          x(fp8_tensor(x8, xT8, d_xs, N, C, kXW)),
+          w(fp8_tensor(w8, wT8, d_ws, OC, C, kXW)),
+          dy(fp8_tensor(dy8, dyT8, d_dys, N, OC, kDy)) {
+        fill_fp8(xT8, N, C, true, seed + 5, kXW);
+        fill_fp8(wT8, OC, C, true, seed + 6, kXW);
+        fill_fp8(dyT8, N, OC, true, seed + 7, kDy);
+    }
+    ~Fp8LinearOperands() {
+        for (void* p : {(void*)x8, (void*)xT8, (void*)w8, (void*)wT8, (void*)dy8, (void*)dyT8, (void*)d_xs,
+                        (void*)d_ws, (void*)d_dys})
+            cudaFree(p);
+    }
+    Fp8LinearOperands(const Fp8LinearOperands&) = delete;
+    Fp8LinearOperands& operator=(const Fp8LinearOperands&) = delete;
+};
+
 // The FP8 GEMMs of layer L in the hybrid format (E4M3 activations and weights, E5M2 gradients): forward
 // into y (with bias b), dgrad and wgrad, each spot-checked against the CPU.
 void fp8_spot_checks(MatmulPlanCache* cache_ptr, GpuContext* ctx, const Layer& L, bf16* y, const bf16* b,
@@ -632,45 +671,30 @@ void fp8_spot_checks(MatmulPlanCache* cache_ptr, GpuContext* ctx, const Layer& L
     MatmulPlanCache& cache = *cache_ptr;
     const int N = kN, C = L.C, OC = L.OC;
     auto no_extra = [](int, int) { return 0.0; };
-    const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
-    uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
-    uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
-    uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-    uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-    uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
-    uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+    const Fp8LinearOperands op(N, C, OC, seed);
     bf16* dx2 = dev::device_alloc<bf16>((size_t)N * C);
     bf16* dw2 = dev::device_alloc<bf16>((size_t)OC * C);
-    const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
-    fill_fp8(xT8, N, C, true, seed + 5, e4);
-    const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
-    fill_fp8(wT8, OC, C, true, seed + 6, e4);
-    const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
-    fill_fp8(dyT8, N, OC, true, seed + 7, e5);
-    float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
-    const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
-    const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
     auto row8 = [](const uint8_t* m, int ld, cudaDataType_t t, float si) {
         return [=](int i) { return fetch_fp8(m + (size_t)i * ld, ld, 1, t, si); };
     };
     auto col8 = [](const uint8_t* m, int rows, int ld, cudaDataType_t t, float si) {
         return [=](int j) { return fetch_fp8(m + j, rows, ld, t, si); };
     };
-    matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream);
+    const cudaDataType_t e4 = Fp8LinearOperands::kXW, e5 = Fp8LinearOperands::kDy;
+    matmul_fp8_forward(&cache, ctx, y, op.x, op.w, b, kStream);
     CHECK_CUDA(cudaDeviceSynchronize());
     spot_check(
-        "fp8 fwd", y, N, OC, C, row8(x8, C, e4, xs), row8(w8, C, e4, ws),
+        "fp8 fwd", y, N, OC, C, row8(op.x8, C, e4, op.xs), row8(op.w8, C, e4, op.ws),
         [&](int, int j) { return b_host[j]; }, fp8_fast_tol(C));
-    matmul_fp8_dgrad(&cache, ctx, dx2, dy, w, kStream);
+    matmul_fp8_dgrad(&cache, ctx, dx2, op.dy, op.w, kStream);
     CHECK_CUDA(cudaDeviceSynchronize());
-    spot_check("fp8 dgrad", dx2, N, C, OC, row8(dy8, OC, e5, dys), col8(w8, OC, C, e4, ws), no_extra,
-               fp8_tol());
-    matmul_fp8_wgrad(&cache, ctx, dw2, dy, x, false, kStream);
+    spot_check("fp8 dgrad", dx2, N, C, OC, row8(op.dy8, OC, e5, op.dys), col8(op.w8, OC, C, e4, op.ws),
+               no_extra, fp8_tol());
+    matmul_fp8_wgrad(&cache, ctx, dw2, op.dy, op.x, false, kStream);
     CHECK_CUDA(cudaDeviceSynchronize());
-    spot_check("fp8 wgrad", dw2, OC, C, N, col8(dy8, N, OC, e5, dys), col8(x8, N, C, e4, xs), no_extra,
-               fp8_tol());
-    cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(dx2),
-        cudaFree(dw2), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+    spot_check("fp8 wgrad", dw2, OC, C, N, col8(op.dy8, N, OC, e5, op.dys), col8(op.x8, N, C, e4, op.xs),
+               no_extra, fp8_tol());
+    cudaFree(dx2), cudaFree(dw2);
 }
 
 }  // namespace
@@ -804,31 +828,17 @@ BENCH(gemm_fp8_gpt1p5b) {
     MatmulPlanCache cache;
     const uint64_t seed = dev::run_seed();
     const int N = kN;
-    const cudaDataType_t e4 = CUDA_R_8F_E4M3, e5 = CUDA_R_8F_E5M2;
     for (const Layer& L : kLayers) {
         if (!L.fp8) continue;
         const int C = L.C, OC = L.OC;
-        uint8_t* x8 = dev::device_alloc<uint8_t>((size_t)N * C);
-        uint8_t* xT8 = dev::device_alloc<uint8_t>((size_t)N * C);
-        uint8_t* w8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-        uint8_t* wT8 = dev::device_alloc<uint8_t>((size_t)OC * C);
-        uint8_t* dy8 = dev::device_alloc<uint8_t>((size_t)N * OC);
-        uint8_t* dyT8 = dev::device_alloc<uint8_t>((size_t)N * OC);
+        const Fp8LinearOperands op(N, C, OC, seed);
+        const Fp8Tensor &x = op.x, &w = op.w, &dy = op.dy;
         bf16* b = dev::device_alloc<bf16>(OC);
         bf16* y = dev::device_alloc<bf16>((size_t)N * OC);
         bf16* dx = dev::device_alloc<bf16>((size_t)N * C);
         bf16* dw = dev::device_alloc<bf16>((size_t)OC * C);
-        const float xs = fill_fp8(x8, N, C, false, seed + 5, e4);
-        fill_fp8(xT8, N, C, true, seed + 5, e4);
-        const float ws = fill_fp8(w8, OC, C, false, seed + 6, e4);
-        fill_fp8(wT8, OC, C, true, seed + 6, e4);
-        const float dys = fill_fp8(dy8, N, OC, false, seed + 7, e5);
-        fill_fp8(dyT8, N, OC, true, seed + 7, e5);
         fill_bf16(b, OC, seed + 3, 0.1f);
         fill_bf16(dw, (size_t)OC * C, seed + 8, 1e-3f);
-        float *d_xs = scalar_to_device(xs), *d_ws = scalar_to_device(ws), *d_dys = scalar_to_device(dys);
-        const Fp8Tensor x = fp8_tensor(x8, xT8, d_xs, N, C, e4), w = fp8_tensor(w8, wT8, d_ws, OC, C, e4);
-        const Fp8Tensor dy = fp8_tensor(dy8, dyT8, d_dys, N, OC, e5);
         const double flop = 2.0 * N * C * OC;
         const std::string shape = layer_shape(L);
         float ms = dev::time_ms([&] { matmul_fp8_forward(&cache, ctx, y, x, w, b, kStream); });
@@ -845,8 +855,7 @@ BENCH(gemm_fp8_gpt1p5b) {
         bench::report_flops("fp8_wgrad_accumulate", shape, ms, flop, bench::kPeakFp8Tflops);
         ms = dev::time_ms_l2_warm([&] { matmul_fp8_wgrad(&cache, ctx, dw, dy, x, true, kStream); });
         bench::report_flops("fp8_wgrad_accumulate_l2_warm", shape, ms, flop, bench::kPeakFp8Tflops);
-        cudaFree(x8), cudaFree(xT8), cudaFree(w8), cudaFree(wT8), cudaFree(dy8), cudaFree(dyT8), cudaFree(b),
-            cudaFree(y), cudaFree(dx), cudaFree(dw), cudaFree(d_xs), cudaFree(d_ws), cudaFree(d_dys);
+        cudaFree(b), cudaFree(y), cudaFree(dx), cudaFree(dw);
     }
 }
 
