@@ -6,6 +6,10 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 CXX ?= g++
 GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
 BUILD := build
+# Every compilation depends on this file: it holds the flags of the build (see its writer at the end), so
+# that a make with other flags (CUDNN=newest, GPU_ARCH=..., a CUDA_HOME) rebuilds instead of keeping objects
+# built with the old ones.
+CONFIG_STAMP := $(BUILD)/config.flags
 
 first_dir_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/$(1)),$(d),)))
 INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr/local/include
@@ -75,11 +79,11 @@ all: train_gpt $(BUILD)/test/train_gpt_faults $(HOST_TESTS) $(GPU_TESTS) $(BUILD
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/%.o: %.cpp
+$(BUILD)/%.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -95,7 +99,7 @@ $(BUILD)/build_commit.cpp: FORCE
 	@mkdir -p $(dir $@)
 	@printf 'extern const char kBuildCommit[] = "%s";\n' '$(BUILD_COMMIT)' > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
-$(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp
+$(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp $(CONFIG_STAMP)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a
@@ -110,19 +114,20 @@ $(TESTING_LIB): $(BUILD)/test/gpt_testing.o
 
 # The same driver with the fault hooks (test/train_gpt_faults.cpp, for test/gpu_lifecycle.sh and
 # test/gpu_multi.sh): train_gpt.cu compiled without its main, which train_gpt_faults.cpp provides.
-$(BUILD)/test/train_gpt_driver.o: train_gpt.cu
+$(BUILD)/test/train_gpt_driver.o: train_gpt.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_NO_MAIN $(DEPFLAGS) -c $< -o $@
 $(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/test/train_gpt_driver.o \
                                 $(BUILD)/build_commit.o $(TESTING_LIB) $(BUILD)/libllmc.a
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS)
+$(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
 # The HellaSwag scorer is run/ code without CUDA (its forward pass is passed in): its test links it too.
-$(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS)
+$(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) \
+                                   $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
@@ -145,7 +150,7 @@ $(BUILD)/dev/bench_attention: $(BENCH_ATTENTION_OBJS) $(BUILD)/dev/sdpa_layouts.
 $(BUILD)/dev/bench_attention_fe_new: $(BENCH_ATTENTION_OBJS) $(BUILD)/fe_new/dev/sdpa_layouts.o \
                                      $(BUILD)/fe_new/llmc/kernels/attention.o
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
-$(BUILD)/fe_new/%.o: %.cu
+$(BUILD)/fe_new/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(subst -I$(CUDNN_FRONTEND_INCLUDE),-I$(CUDNN_FRONTEND_NEW_INCLUDE),$(NVCCFLAGS)) $(DEPFLAGS) \
 	  -c $< -o $@
@@ -156,7 +161,7 @@ $(BUILD)/fe_new/%.o: %.cu
 PROBE_OTHER_ARCH ?= -gencode arch=compute_80,code=sm_80
 $(BUILD)/test/arch_probe: $(BUILD)/test/arch_probe.o $(BUILD)/llmc/gpu/context.o
 	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
-$(BUILD)/other_arch/%.o: %.cu
+$(BUILD)/other_arch/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out $(GPU_ARCH),$(NVCCFLAGS)) $(PROBE_OTHER_ARCH) $(DEPFLAGS) -c $< -o $@
 $(BUILD)/test/arch_probe_other: $(BUILD)/other_arch/test/arch_probe.o $(BUILD)/other_arch/llmc/gpu/context.o
@@ -248,3 +253,11 @@ bench-kernels: $(BENCH_BINS)
 .PHONY: bench-attention
 bench-attention:
 	@bash scripts/bench/bench_attention.sh
+
+# The build's flags into $(CONFIG_STAMP), rewritten only when they differ from the last make's (read time, so
+# that `make -n` and `make -q` see the change too; a file of this process's own for concurrent makes).
+# (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention sets it for its second build only.)
+CONFIG_TEXT := $(NVCC) $(NVCCFLAGS) | $(CXX) $(CXXFLAGS) | $(LDLIBS) | $(PROBE_OTHER_ARCH)
+$(shell mkdir -p $(BUILD) && printf '%s\n' '$(CONFIG_TEXT)' > $(CONFIG_STAMP).$$$$ && \
+  { cmp -s $(CONFIG_STAMP).$$$$ $(CONFIG_STAMP) && rm -f $(CONFIG_STAMP).$$$$ || \
+    mv -f $(CONFIG_STAMP).$$$$ $(CONFIG_STAMP); })

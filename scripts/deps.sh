@@ -141,7 +141,7 @@ check cuBLASLt cublasLt.h libcublasLt.so
 check cuDNN cudnn.h libcudnn.so.9 "${CUDNN_INCLUDE:-}"
 newest=$(CUDNN_INCS="${incs[*]}" CUDNN_LIBS="${libs[*]}" bash scripts/find_cudnn.sh --list | sed -n 's/^\* //p')
 case "$newest" in
-  *"(pip("*) echo "deps: newer: $newest: make clean && make CUDNN=newest builds against it (docs/performance.md)" ;;
+  *"(pip("*) echo "deps: newer: $newest: make CUDNN=newest builds against it (a change of flags rebuilds) (docs/performance.md)" ;;
 esac
 check NCCL nccl.h libnccl.so "${NCCL_INCLUDE:-}"
 

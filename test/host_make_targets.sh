@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The Makefile's GPU and clang targets on a machine without them (part of `make test`). One [PASS]/[SKIP]/[FAIL]
-# line per case.
+# The Makefile's GPU and clang targets on a machine without them, and its rebuild when the flags change (part of
+# `make test`). One [PASS]/[SKIP]/[FAIL] line per case.
 #   bench_without_gpu: `make bench`, `make bench-kernels` and `make bench-attention` stop within seconds, before
 #     building anything, with one line naming the target and the missing GPU (skipped where a GPU is present:
 #     they would run).
 #   fuzz_without_clang: `make fuzz` with CLANGXX naming no compiler says how to get clang, in one line.
+#   flags_change_rebuilds: an object built in a scratch BUILD folder is up to date for a make with the same flags
+#     and out of date for one with another CUDNN_INCLUDE (as CUDNN=newest gives), so changing the flags rebuilds.
 set -u
 source "$(dirname "$0")/lib_host.sh" make_targets  # ROOT, WORK, pass/fail/skip
 mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS timeout 60 make --no-print-directory -C "$ROOT" "$@"; }
@@ -31,4 +33,17 @@ if [ $rc != 0 ] && grep -q "^fuzz: /nonexistent/clang++ not found: libFuzzer nee
   pass "fuzz_without_clang (one line: apt-get install clang, or CLANGXX)"
 else
   fail fuzz_without_clang "status $rc: $(head -c 300 "$WORK/fuzz.out" "$WORK/fuzz.err" | tr '\n' ' ')"
+fi
+
+obj=$WORK/b/llmc/host/lr_schedule.o
+mk -s BUILD="$WORK/b" "$obj" > "$WORK/flags.out" 2>&1
+built=$?
+mk -q BUILD="$WORK/b" "$obj" 2>> "$WORK/flags.out"
+same=$?
+mk -q BUILD="$WORK/b" CUDNN_INCLUDE=/nonexistent/cudnn "$obj" 2>> "$WORK/flags.out"
+other=$?
+if [ $built = 0 ] && [ $same = 0 ] && [ $other = 1 ]; then
+  pass "flags_change_rebuilds (up to date with the same flags, out of date with another CUDNN_INCLUDE)"
+else
+  fail flags_change_rebuilds "build $built, same flags $same (want 0), other flags $other (want 1): $(head -c 300 "$WORK/flags.out" | tr '\n' ' ')"
 fi
