@@ -6,6 +6,10 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 CXX ?= g++
 GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
 BUILD := build
+# $(call write_if_changed,FILE,TEXT): FILE holds TEXT and a newline; rewritten (new mtime) only when it differs,
+# through a file of this shell's own so that concurrent makes do not collide.
+write_if_changed = mkdir -p $(dir $(1)) && printf '%s\n' '$(2)' > $(1).$$$$ && \
+                   { cmp -s $(1).$$$$ $(1) && rm -f $(1).$$$$ || mv -f $(1).$$$$ $(1); }
 # Every compilation depends on this file: it holds the flags of the build (see its writer at the end), so
 # that a make with other flags (CUDNN=newest, GPU_ARCH=..., a CUDA_HOME) rebuilds instead of keeping objects
 # built with the old ones.
@@ -96,9 +100,7 @@ $(BUILD)/libllmc.a: $(HOST_OBJS) $(RUN_OBJS) $(GPU_OBJS)
 BUILD_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 .PHONY: FORCE
 $(BUILD)/build_commit.cpp: FORCE
-	@mkdir -p $(dir $@)
-	@printf 'extern const char kBuildCommit[] = "%s";\n' '$(BUILD_COMMIT)' > $@.tmp
-	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+	@$(call write_if_changed,$@,extern const char kBuildCommit[] = "$(BUILD_COMMIT)";)
 $(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp $(CONFIG_STAMP)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -254,10 +256,8 @@ bench-kernels: $(BENCH_BINS)
 bench-attention:
 	@bash scripts/bench/bench_attention.sh
 
-# The build's flags into $(CONFIG_STAMP), rewritten only when they differ from the last make's (read time, so
-# that `make -n` and `make -q` see the change too; a file of this process's own for concurrent makes).
-# (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention sets it for its second build only.)
+# The build's flags into $(CONFIG_STAMP), rewritten only when they differ from the last make's; at read time, so
+# that `make -n` and `make -q` see the change too. (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention
+# sets it for its second build only.)
 CONFIG_TEXT := $(NVCC) $(NVCCFLAGS) | $(CXX) $(CXXFLAGS) | $(LDLIBS) | $(PROBE_OTHER_ARCH)
-$(shell mkdir -p $(BUILD) && printf '%s\n' '$(CONFIG_TEXT)' > $(CONFIG_STAMP).$$$$ && \
-  { cmp -s $(CONFIG_STAMP).$$$$ $(CONFIG_STAMP) && rm -f $(CONFIG_STAMP).$$$$ || \
-    mv -f $(CONFIG_STAMP).$$$$ $(CONFIG_STAMP); })
+$(shell $(call write_if_changed,$(CONFIG_STAMP),$(CONFIG_TEXT)))
