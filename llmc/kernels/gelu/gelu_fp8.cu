@@ -22,41 +22,57 @@ typedef __nv_fp8_storage_t fp8s;
 // fp8_cast_transpose).
 
 // Cast + transpose as llmc/kernels/cast/cast.cu's cast_transpose_kernel (the 128 x 128 tile of
-// llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values; all 8 loads of a thread are issued before
-// any math.
+// llmc/fp8/fp8_device.cuh), with GELU applied to the loaded values.
+// Staging (ct_staged_rows of llmc/fp8/fp8_device.cuh) as the dGELU cast's: kGeluStages rows of loads a thread
+// in flight through the GELU math, kGeluStagedBlocks blocks per SM; 0 stages: all 8 loads of a thread issued
+// before any math, 2 blocks per SM. 4 x 3 took the 1.5B fc input (12288 x 6400) from 0.125 to 0.116 ms on an
+// H100, bitwise the same (docs/performance.md, twelfth session); 4 x 4 and 8 x 4 were no faster.
+constexpr int kGeluStages = 4;
+constexpr int kGeluStagedBlocks = 3;
 template <bool kTanh, __nv_fp8_interpretation_t FMT>
-__global__ void __launch_bounds__(kCtThreads, 2)
+__global__ void __launch_bounds__(kCtThreads, kGeluStages > 0 ? kGeluStagedBlocks : 2)
     fp8_gelu_cast_transpose_kernel(fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
                                    float* __restrict__ out_scale_inv, float* staging,
                                    const bf16* __restrict__ pre_NC, const float* __restrict__ scale_ptr,
                                    const float* __restrict__ scale_inv_ptr, int N, int C) {
+    constexpr int STAGES = kGeluStages;
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
-    const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
+    const CtTileCoords tc = ct_tile_coords(C);  // named (not a structured binding): the lambdas capture them
+    const int n0 = tc.n0, c0 = tc.c0, rr = tc.rr, cc = tc.cc, c = tc.c;
+    const bool col_ok = tc.col_ok;
     ct_write_scale_inv(out_scale_inv, scale_inv_ptr);
 
     const float scale = *scale_ptr;
     uint32_t amax_bits = 0;
-    x128 raw[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int n = n0 + rr + 16 * i;
-        if (col_ok && n < N) raw[i] = load128cs(pre_NC + (size_t)n * C + c);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
+    const auto process_row = [&](int i, const x128& raw) {
         const int r = rr + 16 * i, n = n0 + r;
         uint2 q = make_uint2(0, 0);
         if (col_ok && n < N) {
             float y[8];
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[i][k]));
+                y[k] = gelu_bf16<kTanh>(__bfloat162float(raw[k]));
                 amax_bits = max(amax_bits, fp8_abs_bits(y[k]));
             }
             q = to_fp8x8<FMT>(y, scale);
             if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + (size_t)n * C + c) = q;
         }
         ct_tile_park(tile, r, cc, q);
+    };
+    if constexpr (STAGES == 0) {
+        x128 raw[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int n = n0 + rr + 16 * i;
+            if (col_ok && n < N) raw[i] = load128cs(pre_NC + (size_t)n * C + c);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) process_row(i, raw[i]);
+    } else {
+        extern __shared__ x128 gelu_stage[];  // ct_staged_rows' slots
+        const bf16* const inputs[1] = {pre_NC};
+        ct_staged_rows<STAGES, 1>(gelu_stage, tc, N, C, inputs,
+                                  [&](int i, const x128* chunks) { process_row(i, chunks[0]); });
     }
     block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
     ct_tile_write_transposed(out_T, tile, n0, c0, N, C);
@@ -100,8 +116,10 @@ void fp8_gelu_cast_transpose(const bf16* pre_NC, const Fp8Tensor& out, bool gelu
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
         auto kernel = gelu_tanh ? fp8_gelu_cast_transpose_kernel<true, FMT>
                                 : fp8_gelu_cast_transpose_kernel<false, FMT>;
-        kernel<<<grid, kCtThreads, 0, stream>>>(out.data, out.data_T, out.scale_inv, out.slot.amax, pre_NC,
-                                                out.slot.scale, out.slot.scale_inv, N, C);
+        constexpr size_t smem = kGeluStages > 0 ? ct_stage_bytes<kGeluStages, 1>() : 0;
+        allow_dynamic_smem(kernel, smem, /*max_carveout=*/true);
+        kernel<<<grid, kCtThreads, smem, stream>>>(out.data, out.data_T, out.scale_inv, out.slot.amax, pre_NC,
+                                                   out.slot.scale, out.slot.scale_inv, N, C);
         CHECK_LAUNCH();
     });
 }
