@@ -14,20 +14,28 @@ __device__ inline void store128cs(bf16* target, x128 value) {
 
 // ---------------------------------------------------------------------------------------------- kernels
 
+// kStaged: the row staged in shared memory (classifier_row_stage).
+template <bool kStaged>
 __global__ void __launch_bounds__(512, 2)
     fused_classifier_kernel(bf16* logits_NV, float* losses_N, const int* targets_N, float dloss, int V,
                             bool write_dlogits) {
+    extern __shared__ x128 row_stage[];
     bf16* row = logits_NV + (size_t)blockIdx.x * V;
     const int target = targets_N[blockIdx.x];
-    const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x);
+    const x128* stage = kStaged ? row_stage : nullptr;
+    const int groups = kStaged ? classifier_row_stage(row, V, row_stage) : 0;
+    const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x, stage, groups);
     if (!write_dlogits) return;
     // dlogits in place: each thread rewrites exactly the chunks it reads.
-    classifier_row_dlogits(row, V, target, dloss, st, [&](int i, const float(&g)[8]) {
-        x128 out;
+    classifier_row_dlogits(
+        row, V, target, dloss, st,
+        [&](int i, const float(&g)[8]) {
+            x128 out;
 #pragma unroll
-        for (int k = 0; k < 8; k++) out[k] = __float2bfloat16_rn(g[k]);
-        store128cs(row + (size_t)i * 8, out);
-    });
+            for (int k = 0; k < 8; k++) out[k] = __float2bfloat16_rn(g[k]);
+            store128cs(row + (size_t)i * 8, out);
+        },
+        stage);
 }
 
 __global__ void __launch_bounds__(1024) mean_loss_kernel(float* out_scalar, const float* losses_N, int N) {
@@ -46,8 +54,11 @@ void fused_classifier(bf16* logits_NV, float* losses_N, const int* targets_N, fl
     CHECK(V > 0 && V % 8 == 0, "fused_classifier: V = %d must be a positive multiple of 8", V);
     CHECK(((uintptr_t)logits_NV & 15) == 0, "fused_classifier: logits must be 16-byte aligned");
     if (N <= 0) return;
-    fused_classifier_kernel<<<N, classifier_block_size(V), 0, stream>>>(logits_NV, losses_N, targets_N, dloss,
-                                                                        V, write_dlogits);
+    const size_t smem = classifier_stage_bytes(V);
+    const auto kernel = smem > 0 ? fused_classifier_kernel<true> : fused_classifier_kernel<false>;
+    allow_dynamic_smem(kernel, smem, /*max_carveout=*/true);
+    kernel<<<N, classifier_block_size(V), smem, stream>>>(logits_NV, losses_N, targets_N, dloss, V,
+                                                          write_dlogits);
     CHECK_LAUNCH();
 }
 

@@ -9,25 +9,31 @@
 
 namespace {
 
-// kWrite false: the amax only (calibration).
-template <bool kWrite, __nv_fp8_interpretation_t FMT>
+// kWrite false: the amax only (calibration). kStaged: the row staged in shared memory (classifier_row_stage).
+template <bool kWrite, __nv_fp8_interpretation_t FMT, bool kStaged>
 __global__ void __launch_bounds__(512, 2)
     fp8_classifier_kernel(__nv_fp8_storage_t* out_NV, float* out_scale_inv, float* staging,
                           const float* scale_ptr, const float* scale_inv_ptr, const bf16* logits_NV,
                           float* losses_N, const int* targets_N, float dloss, int V) {
+    extern __shared__ x128 row_stage[];
     const bf16* row = logits_NV + (size_t)blockIdx.x * V;
     __nv_fp8_storage_t* out = out_NV + (size_t)blockIdx.x * V;
     const int target = targets_N[blockIdx.x];
     if (kWrite && out_scale_inv != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
         *out_scale_inv = *scale_inv_ptr;
     const float scale = kWrite ? *scale_ptr : 0.0f;
-    const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x);
+    const x128* stage = kStaged ? row_stage : nullptr;
+    const int groups = kStaged ? classifier_row_stage(row, V, row_stage) : 0;
+    const ClassifierRowStats st = classifier_row_stats(row, V, target, losses_N + blockIdx.x, stage, groups);
     uint32_t amax_bits = 0;
-    classifier_row_dlogits(row, V, target, dloss, st, [&](int i, const float(&g)[8]) {
+    classifier_row_dlogits(
+        row, V, target, dloss, st,
+        [&](int i, const float(&g)[8]) {
 #pragma unroll
-        for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(g[k]));
-        if constexpr (kWrite) *reinterpret_cast<uint2*>(out + (size_t)i * 8) = to_fp8x8<FMT>(g, scale);
-    });
+            for (int k = 0; k < 8; k++) amax_bits = max(amax_bits, fp8_abs_bits(g[k]));
+            if constexpr (kWrite) *reinterpret_cast<uint2*>(out + (size_t)i * 8) = to_fp8x8<FMT>(g, scale);
+        },
+        stage);
     block_amax_atomic(amax_bits, staging);
 }
 
@@ -43,7 +49,11 @@ void launch(const Fp8Tensor& dy, const bf16* logits_NV, float* losses_N, const i
     if (N <= 0) return;
     fp8_dispatch_written<kWrite>(dy, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        fp8_classifier_kernel<kWrite, FMT><<<N, classifier_block_size(V), 0, stream>>>(
+        const size_t smem = classifier_stage_bytes(V);
+        const auto kernel =
+            smem > 0 ? fp8_classifier_kernel<kWrite, FMT, true> : fp8_classifier_kernel<kWrite, FMT, false>;
+        allow_dynamic_smem(kernel, smem, /*max_carveout=*/true);
+        kernel<<<N, classifier_block_size(V), smem, stream>>>(
             kWrite ? dy.data : nullptr, kWrite ? dy.scale_inv : nullptr, dy.slot.amax, dy.slot.scale,
             dy.slot.scale_inv, logits_NV, losses_N, targets_N, dloss, V);
         CHECK_LAUNCH();
