@@ -173,6 +173,80 @@ void check_bf16_moments(int OC, int C) {
     }
 }
 
+// adamw_update_fp8_weights (one launch for L layers at one stride) against one adamw_update_fp8_weight call
+// per layer, each layer with its own slot and scale: bitwise the same master, moments, W, W^T, scale_inv and
+// amax per layer. MT: the moments' storage.
+template <class MT>
+void check_grouped(int L, int OC, int C) {
+    const size_t n = (size_t)OC * C, nl = n * L;
+    printf("  %d layers of OC = %d, C = %d, %s moments\n", L, OC, C, sizeof(MT) == 2 ? "bf16" : "fp32");
+    Inputs in = random_inputs(nl);
+    if (sizeof(MT) == 2) ref_round_to_bf16(in.m), ref_round_to_bf16(in.v);
+    std::vector<Fp8Dtype> formats(L, Fp8Dtype::E4M3);
+    std::vector<float> scales(L);
+    for (int l = 0; l < L; l++) scales[l] = 500.0f * (float)(l + 1);  // a scale of its own per layer
+    const auto to_dev_moments = [](const std::vector<float>& x) {
+        if constexpr (sizeof(MT) == 2)
+            return dev::to_device_bf16(x);
+        else
+            return dev::to_device(x);
+    };
+    const auto from_dev_moments = [&](const MT* d) {
+        if constexpr (sizeof(MT) == 2)
+            return dev::from_device_bf16(d, nl);
+        else
+            return dev::from_device(d, nl);
+    };
+    std::vector<float> out[2][3];
+    std::vector<uint8_t> w[2], wT[2];
+    std::vector<float> scale_inv[2], amax[2];
+    for (int grouped = 0; grouped < 2; grouped++) {
+        Allocs A;
+        float* d_master = A(dev::to_device(in.master));
+        MT *d_m = A(to_dev_moments(in.m)), *d_v = A(to_dev_moments(in.v));
+        bf16* d_grads = A(dev::to_device_bf16(in.grads));
+        fp8b *d_w = A(dev::device_alloc<fp8b>(nl)), *d_wT = A(dev::device_alloc<fp8b>(nl));
+        float* d_scale_inv = A(dev::device_alloc<float>(L));
+        float* d_grad_scale = A(dev::to_device(std::vector<float>{kGradScale}));
+        int* d_apply = A(dev::to_device(std::vector<int>{1}));
+        const AdamWStepScalars scalars = adamw_step_scalars(kLr, kBeta1, kBeta2, kWd, kStep);
+        AdamWStepScalars* d_scalars = A(dev::device_alloc<AdamWStepScalars>(1));
+        CHECK_CUDA(cudaMemcpy(d_scalars, &scalars, sizeof(scalars), cudaMemcpyHostToDevice));
+        Fp8ScaleState st = fp8_scale_state_create(formats, 4);
+        upload_scales(&st, scales);
+        const auto layer_tensor = [&](int l) {
+            return w_tensor(st, d_w + l * n, d_wT + l * n, d_scale_inv + l, l, OC, C);
+        };
+        if (grouped) {
+            AdamWFp8Layers layers;
+            layers.layer_stride = n;
+            for (int l = 0; l < L; l++) layers.add(layer_tensor(l));
+            adamw_update_fp8_weights(d_master, d_m, d_v, d_grads, kBeta1, kBeta2, kEps, d_scalars,
+                                     d_grad_scale, d_apply, layers, OC, C, Fp8Dtype::E4M3, 0);
+        } else {
+            for (int l = 0; l < L; l++)
+                adamw_update_fp8_weight(d_master + l * n, d_m + l * n, d_v + l * n, d_grads + l * n, kBeta1,
+                                        kBeta2, kEps, d_scalars, d_grad_scale, d_apply, layer_tensor(l), 0);
+        }
+        CHECK_CUDA(cudaDeviceSynchronize());
+        out[grouped][0] = dev::from_device(d_master, nl);
+        out[grouped][1] = from_dev_moments(d_m);
+        out[grouped][2] = from_dev_moments(d_v);
+        w[grouped] = dev::from_device(reinterpret_cast<uint8_t*>(d_w), nl);
+        wT[grouped] = dev::from_device(reinterpret_cast<uint8_t*>(d_wT), nl);
+        scale_inv[grouped] = dev::from_device(d_scale_inv, L);
+        amax[grouped] = dev::from_device(fp8_staging_amax(&st), L);
+        fp8_scale_state_destroy(&st);
+    }
+    for (int k = 0; k < 3; k++) EXPECT_TRUE(testing::same_bits(out[1][k], out[0][k]));
+    EXPECT_TRUE(w[1] == w[0]);
+    EXPECT_TRUE(wT[1] == wT[0]);
+    EXPECT_TRUE(testing::same_bits(scale_inv[1], scale_inv[0]));
+    EXPECT_TRUE(testing::same_bits(amax[1], amax[0]));
+    EXPECT_TRUE(!testing::same_bits(out[1][1], in.m));                            // the moments did move
+    for (int l = 1; l < L; l++) EXPECT_TRUE(scale_inv[1][l] != scale_inv[1][0]);  // each layer its own slot
+}
+
 }  // namespace
 
 TEST(adamw_fp8_weight_bf16_moments) {
@@ -180,6 +254,11 @@ TEST(adamw_fp8_weight_bf16_moments) {
     check_bf16_moments(6400, 1600);
 }
 TEST(adamw_fp8_weight_partial_tiles) { check_shape(400, 208); }
+TEST(adamw_fp8_weights_grouped) {
+    check_grouped<float>(3, 400, 208);
+    check_grouped<bf16>(3, 400, 208);
+    check_grouped<float>(12, 768, 768);  // GPT-2 124M's attention projections
+}
 // More tiles (32 x 13 = 416) than one wave of resident blocks (264 on an H200), partial in both directions:
 // tiles of later waves and their amax atomics.
 TEST(adamw_fp8_weight_many_tiles) { check_shape(4016, 1616); }

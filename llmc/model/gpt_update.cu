@@ -4,6 +4,8 @@
 // the weight copies cast from them. A skipped step changes nothing: AdamW does not run and the recipe
 // returns to its snapshot from the start of the step, all on the device. Ends with the step's scalars
 // copied to pinned memory.
+#include <vector>
+
 #include "llmc/gpu/step_guard.cuh"
 #include "llmc/kernels/adamw/adamw.cuh"
 #include "llmc/kernels/global_norm.cuh"
@@ -57,7 +59,7 @@ static LinearAdamW linear_adamw(GptModel::Impl& s, int l, int kind, float beta1,
 }
 
 // AdamW on this rank's shard of every tensor (all layers at once), then the Linears that update their own
-// weight, fused with its cast (with the just-updated scales), layer by layer.
+// weight, fused with its cast (with the just-updated scales), one kind of Linear at a time.
 static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
     cudaStream_t st = s.ctx->stream;
     StepScalars* d = s.step_scalars();
@@ -72,11 +74,17 @@ static void adamw_all(GptModel::Impl& s, float beta1, float beta2, float eps) {
                          sh.view);
         });
     }
-    for (int l = 0; l < s.cfg.num_layers; l++)
-        for (int kind = 0; kind < kLinearsPerLayer; kind++) {
-            Linear& lin = s.linear(l, kind);
-            if (lin.updates_own_weight()) lin.optimizer_step(linear_adamw(s, l, kind, beta1, beta2, eps));
+    const int L = s.cfg.num_layers;
+    std::vector<Linear*> layers(L);
+    std::vector<LinearAdamW> a(L);
+    for (int kind = 0; kind < kLinearsPerLayer; kind++) {
+        if (!s.linear(0, kind).updates_own_weight()) continue;
+        for (int l = 0; l < L; l++) {
+            layers[l] = &s.linear(l, kind);
+            a[l] = linear_adamw(s, l, kind, beta1, beta2, eps);
         }
+        s.linear(0, kind).optimizer_step_layers(layers.data(), a.data(), L);
+    }
 }
 
 void update_pass(GptModel::Impl& s, float grad_clip, float beta1, float beta2, float eps) {

@@ -83,6 +83,11 @@ class Linear {
     // or followed by its FP8 cast. The other weights are updated by the model's plain AdamW pass over every
     // parameter tensor.
     virtual void optimizer_step(const LinearAdamW& a) {}
+    // optimizer_step of `count` Linears of this one's kind (this one among them), a[l] for layers[l]: one
+    // call each, unless the precision has a launch for all (FP8 on one GPU).
+    virtual void optimizer_step_layers(Linear* const* layers, const LinearAdamW* a, int count) {
+        for (int l = 0; l < count; l++) layers[l]->optimizer_step(a[l]);
+    }
     // Several GPUs, FP8: this rank's rows of the quantized weight (W [out, in] bytes, rank-major), which
     // every rank all-gathers in place with the BF16 weights before weights_gathered(); none otherwise.
     struct GatheredBytes {

@@ -59,6 +59,7 @@ class Fp8Linear : public Linear {
     GatheredBytes gathered_weight_bytes() const override;
     void weights_gathered() override;
     void optimizer_step(const LinearAdamW& a) override;
+    void optimizer_step_layers(Linear* const* layers, const LinearAdamW* a, int count) override;
 
   private:
     // The two units built over FP8 Linears use the verbs below: the MLP (the GELU fused into its casts) and

@@ -18,3 +18,25 @@ void adamw_update_fp8_weight(float* master_OI, MT* m_OI, MT* v_OI, const bf16* g
                              float beta2, float eps, const AdamWStepScalars* step_dev,
                              const float* grad_scale, const int* apply, const Fp8Tensor& w,
                              cudaStream_t stream);
+
+// The same for the weights of several layers in one launch (one per kind of Linear instead of one per layer:
+// at GPT-2 124M a single weight is 36-144 tiles, a fraction of one wave of blocks): layer l's master, moments
+// and gradient at l * layers.layer_stride elements from the given pointers, its FP8 tensor layers.add()-ed in
+// order. Each element's arithmetic is the per-layer call's, so the same bits.
+struct AdamWFp8Layers {
+    static constexpr int kMax = 48;  // what the kernel's parameter space holds; more layers: several calls
+    __nv_fp8_storage_t* w[kMax];
+    __nv_fp8_storage_t* w_T[kMax];
+    float* w_scale_inv[kMax];
+    float* staging[kMax];
+    const float* scale[kMax];
+    const float* scale_inv[kMax];
+    size_t layer_stride = 0;
+    int count = 0;
+    void add(const Fp8Tensor& w);  // its W, W^T, scale_inv and slot
+};
+template <class MT>
+void adamw_update_fp8_weights(float* master_LOI, MT* m_LOI, MT* v_LOI, const bf16* grads_LOI, float beta1,
+                              float beta2, float eps, const AdamWStepScalars* step_dev,
+                              const float* grad_scale, const int* apply, const AdamWFp8Layers& layers, int O,
+                              int I, Fp8Dtype format, cudaStream_t stream);
