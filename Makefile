@@ -45,8 +45,10 @@ ZLIB_INCLUDE ?= $(if $(wildcard /usr/include/zlib.h),,$(call first_dir_with,zlib
 ZLIB_LIBS ?= $(if $(call first_dir_with,libz.so,$(LIB_DIRS) /usr/lib),-lz,\
              $(wildcard third_party/zlib/usr/lib/x86_64-linux-gnu/libz.a))
 
-INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) -I$(CUDA_HOME)/include \
-            $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
+# cuDNN's folder before CUDA's: a cuDNN installed into the toolkit's include/ must not shadow the one chosen
+# (CUDNN=newest, CUDNN_INCLUDE). A system folder named by -I keeps its system place (gcc ignores such a -I).
+INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) \
+            -I$(CUDA_HOME)/include $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
             -I$(CUDNN_FRONTEND_INCLUDE) $(if $(ZLIB_INCLUDE),-I$(ZLIB_INCLUDE))
 # -MMD -MP: every object (and host test binary) gets a compiler-generated .d file listing the headers it
 # includes, so touching any header rebuilds exactly what depends on it.

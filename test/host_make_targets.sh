@@ -7,6 +7,8 @@
 #   fuzz_without_clang: `make fuzz` with CLANGXX naming no compiler says how to get clang, in one line.
 #   flags_change_rebuilds: an object built in a scratch BUILD folder is up to date for a make with the same flags
 #     and out of date for one with another CUDNN_INCLUDE (as CUDNN=newest gives), so changing the flags rebuilds.
+#   cudnn_include_wins: with CUDNN_INCLUDE naming a folder (as CUDNN=newest does), the compilers' flags find its
+#     cudnn_version.h, not the one of CUDA's include/ (where a cuDNN installed into the toolkit lives).
 set -u
 source "$(dirname "$0")/lib_host.sh" make_targets  # ROOT, WORK, pass/fail/skip
 mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS timeout 60 make --no-print-directory -C "$ROOT" "$@"; }
@@ -46,4 +48,25 @@ if [ $built = 0 ] && [ $same = 0 ] && [ $other = 1 ]; then
   pass "flags_change_rebuilds (up to date with the same flags, out of date with another CUDNN_INCLUDE)"
 else
   fail flags_change_rebuilds "build $built, same flags $same (want 0), other flags $other (want 1): $(head -c 300 "$WORK/flags.out" | tr '\n' ' ')"
+fi
+
+# A stand-in cuDNN folder whose cudnn_version.h says minor 77; both compilers preprocess with the Makefile's flags.
+mkdir -p "$WORK/cudnn77"
+printf '#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 77\n#define CUDNN_PATCHLEVEL 0\n' > "$WORK/cudnn77/cudnn_version.h"
+printf '#include <cudnn_version.h>\nminor CUDNN_MINOR\n' > "$WORK/cudnn77/probe.cpp"
+flags_of() { mk -s CUDNN_INCLUDE="$WORK/cudnn77" --eval='print-%: ; @echo $($*)' "print-$1"; }
+cxx=$(flags_of CXXFLAGS) nvcc_flags=$(flags_of NVCCFLAGS) why=""
+# shellcheck disable=SC2086
+got=$(cd "$ROOT" && ${CXX:-g++} $cxx -E -P -x c++ "$WORK/cudnn77/probe.cpp" 2>&1 | grep '^minor' | tail -1)
+[ "$got" = "minor 77" ] || why="g++: '$got';"
+nvcc=$(mk -s --eval='print-%: ; @echo $($*)' print-NVCC)
+if [ -x "$nvcc" ]; then
+  # shellcheck disable=SC2086
+  got=$(cd "$ROOT" && "$nvcc" $nvcc_flags -E -x cu "$WORK/cudnn77/probe.cpp" 2>&1 | grep '^minor' | tail -1)
+  [ "$got" = "minor 77" ] || why="$why nvcc: '$got'"
+fi
+if [ -z "$why" ]; then
+  pass "cudnn_include_wins (the chosen cuDNN's headers come before CUDA's include/)"
+else
+  fail cudnn_include_wins "$why"
 fi
