@@ -11,9 +11,13 @@ BUILD := build
 write_if_changed = mkdir -p $(dir $(1)) && printf '%s\n' '$(2)' > $(1).$$$$ && \
                    { cmp -s $(1).$$$$ $(1) && rm -f $(1).$$$$ || mv -f $(1).$$$$ $(1); }
 # Every compilation depends on this file: it holds the flags of the build (see its writer at the end), so
-# that a make with other flags (CUDNN=newest, GPU_ARCH=..., a CUDA_HOME) rebuilds instead of keeping objects
-# built with the old ones.
+# that a make with other flags (GPU_ARCH=..., a CUDA_HOME) rebuilds instead of keeping objects built with the
+# old ones. The cuDNN's include folder has a file of its own, on which only the objects that include a cuDNN
+# header depend (their .d files say which), and the libraries linked another, on which every binary depends:
+# CUDNN=newest recompiles the attention, the GPU context and the version line, and relinks.
 CONFIG_STAMP := $(BUILD)/config.flags
+CUDNN_STAMP := $(BUILD)/cudnn.flags
+LINK_STAMP := $(BUILD)/link.flags
 
 first_dir_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/$(1)),$(d),)))
 INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr/local/include
@@ -47,9 +51,11 @@ ZLIB_LIBS ?= $(if $(call first_dir_with,libz.so,$(LIB_DIRS) /usr/lib),-lz,\
 
 # cuDNN's folder before CUDA's: a cuDNN installed into the toolkit's include/ must not shadow the one chosen
 # (CUDNN=newest, CUDNN_INCLUDE). A system folder named by -I keeps its system place (gcc ignores such a -I).
-INCLUDES := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE)) $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE)) \
-            -I$(CUDA_HOME)/include $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) \
-            -I$(CUDNN_FRONTEND_INCLUDE) $(if $(ZLIB_INCLUDE),-I$(ZLIB_INCLUDE))
+INCLUDES_HEAD := -I. $(if $(CLI11_INCLUDE),-I$(CLI11_INCLUDE))
+CUDNN_I := $(if $(CUDNN_INCLUDE),-I$(CUDNN_INCLUDE))
+INCLUDES_TAIL := -I$(CUDA_HOME)/include $(if $(NCCL_INCLUDE),-I$(NCCL_INCLUDE)) -I$(CUDNN_FRONTEND_INCLUDE) \
+                 $(if $(ZLIB_INCLUDE),-I$(ZLIB_INCLUDE))
+INCLUDES := $(INCLUDES_HEAD) $(CUDNN_I) $(INCLUDES_TAIL)
 # -MMD -MP: every object (and host test binary) gets a compiler-generated .d file listing the headers it
 # includes, so touching any header rebuilds exactly what depends on it.
 DEPFLAGS = -MMD -MP -MF $(basename $@).d
@@ -106,8 +112,8 @@ $(BUILD)/build_commit.cpp: FORCE
 $(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp $(CONFIG_STAMP)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
 # The GPU tests' side of the model: the one-call-at-a-time API (test/gpt_testing.h), an archive so that a
 # test binary takes it only when it calls it.
@@ -122,8 +128,8 @@ $(BUILD)/test/train_gpt_driver.o: train_gpt.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_NO_MAIN $(DEPFLAGS) -c $< -o $@
 $(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/test/train_gpt_driver.o \
-                                $(BUILD)/build_commit.o $(TESTING_LIB) $(BUILD)/libllmc.a
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+                                $(BUILD)/build_commit.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -135,11 +141,11 @@ $(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/ru
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
-$(BUILD)/dev/%: $(BUILD)/dev/%.o $(TESTING_LIB) $(BUILD)/libllmc.a
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/dev/%: $(BUILD)/dev/%.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
-$(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
 # The attention benchmark (dev/bench_attention.cu; a benchmark, not a test) links only the objects it needs,
 # so that a GPU machine builds it in about the time of its two cudnn-frontend translation units.
@@ -149,11 +155,11 @@ CUDNN_FRONTEND_NEW_INCLUDE ?= third_party/cudnn-frontend-new/include
 BENCH_ATTENTION_OBJS := $(BUILD)/dev/bench_attention.o $(BUILD)/llmc/gpu/context.o \
                         $(BUILD)/llmc/gpu/sanitizer_marks.o
 $(BUILD)/dev/bench_attention: $(BENCH_ATTENTION_OBJS) $(BUILD)/dev/sdpa_layouts.o \
-                              $(BUILD)/llmc/kernels/attention.o
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+                              $(BUILD)/llmc/kernels/attention.o $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 $(BUILD)/dev/bench_attention_fe_new: $(BENCH_ATTENTION_OBJS) $(BUILD)/fe_new/dev/sdpa_layouts.o \
-                                     $(BUILD)/fe_new/llmc/kernels/attention.o
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+                                     $(BUILD)/fe_new/llmc/kernels/attention.o $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 $(BUILD)/fe_new/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(subst -I$(CUDNN_FRONTEND_INCLUDE),-I$(CUDNN_FRONTEND_NEW_INCLUDE),$(NVCCFLAGS)) $(DEPFLAGS) \
@@ -163,13 +169,14 @@ $(BUILD)/fe_new/%.o: %.cu $(CONFIG_STAMP)
 # built with GPU_ARCH, and the same probe with machine code for PROBE_OTHER_ARCH only (sm_80, which a GPU of
 # another major version cannot run).
 PROBE_OTHER_ARCH ?= -gencode arch=compute_80,code=sm_80
-$(BUILD)/test/arch_probe: $(BUILD)/test/arch_probe.o $(BUILD)/llmc/gpu/context.o
-	$(NVCC) $(GPU_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/test/arch_probe: $(BUILD)/test/arch_probe.o $(BUILD)/llmc/gpu/context.o $(LINK_STAMP)
+	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 $(BUILD)/other_arch/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out $(GPU_ARCH),$(NVCCFLAGS)) $(PROBE_OTHER_ARCH) $(DEPFLAGS) -c $< -o $@
-$(BUILD)/test/arch_probe_other: $(BUILD)/other_arch/test/arch_probe.o $(BUILD)/other_arch/llmc/gpu/context.o
-	$(NVCC) $(PROBE_OTHER_ARCH) $^ -o $@ $(LDLIBS)
+$(BUILD)/test/arch_probe_other: $(BUILD)/other_arch/test/arch_probe.o $(BUILD)/other_arch/llmc/gpu/context.o \
+                                $(LINK_STAMP)
+	$(NVCC) $(PROBE_OTHER_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.
@@ -258,8 +265,16 @@ bench-kernels: $(BENCH_BINS)
 bench-attention:
 	@bash scripts/bench/bench_attention.sh
 
-# The build's flags into $(CONFIG_STAMP), rewritten only when they differ from the last make's; at read time, so
-# that `make -n` and `make -q` see the change too. (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention
+# The build's flags into $(CONFIG_STAMP), $(CUDNN_STAMP) and $(LINK_STAMP), each rewritten only when it differs
+# from the last make's; at read time, so that `make -n` and `make -q` see the change too. (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention
 # sets it for its second build only.)
-CONFIG_TEXT := $(NVCC) $(NVCCFLAGS) | $(CXX) $(CXXFLAGS) | $(LDLIBS) | $(PROBE_OTHER_ARCH)
+# The flags less the cuDNN folder (which has its stamp): INCLUDES without it, where it stands in both.
+no_cudnn = $(subst $(INCLUDES),$(INCLUDES_HEAD) $(INCLUDES_TAIL),$(1))
+CONFIG_TEXT := $(NVCC) $(call no_cudnn,$(NVCCFLAGS)) | $(CXX) $(call no_cudnn,$(CXXFLAGS)) | $(ZLIB_LIBS) | \
+               $(PROBE_OTHER_ARCH)
 $(shell $(call write_if_changed,$(CONFIG_STAMP),$(CONFIG_TEXT)))
+$(shell $(call write_if_changed,$(CUDNN_STAMP),$(CUDNN_I)))
+$(shell $(call write_if_changed,$(LINK_STAMP),$(LDLIBS)))
+# The objects whose last build included a cuDNN or cudnn-frontend header (a first build compiles everything).
+CUDNN_USERS := $(patsubst %.d,%.o,$(shell grep -rl --include='*.d' cudnn $(BUILD) 2> /dev/null))
+$(CUDNN_USERS): $(CUDNN_STAMP)

@@ -5,8 +5,9 @@
 #     building anything, with one line naming the target and the missing GPU (skipped where a GPU is present:
 #     they would run).
 #   fuzz_without_clang: `make fuzz` with CLANGXX naming no compiler says how to get clang, in one line.
-#   flags_change_rebuilds: an object built in a scratch BUILD folder is up to date for a make with the same flags
-#     and out of date for one with another CUDNN_INCLUDE (as CUDNN=newest gives), so changing the flags rebuilds.
+#   flags_change_rebuilds: objects built in a scratch BUILD folder are up to date for a make with the same flags
+#     and out of date for one with another GPU_ARCH; with another CUDNN_INCLUDE (as CUDNN=newest gives) only the
+#     one that includes a cuDNN header (llmc/run/version.cpp) is out of date, not one that does not.
 #   cudnn_include_wins: with CUDNN_INCLUDE naming a folder (as CUDNN=newest does), the compilers' flags find its
 #     cudnn_version.h, not the one of CUDA's include/ (where a cuDNN installed into the toolkit lives).
 set -u
@@ -37,17 +38,21 @@ else
   fail fuzz_without_clang "status $rc: $(head -c 300 "$WORK/fuzz.out" "$WORK/fuzz.err" | tr '\n' ' ')"
 fi
 
-obj=$WORK/b/llmc/host/lr_schedule.o
-mk -s BUILD="$WORK/b" "$obj" > "$WORK/flags.out" 2>&1
+plain=$WORK/b/llmc/host/lr_schedule.o dnn=$WORK/b/llmc/run/version.o
+mk -s BUILD="$WORK/b" "$plain" "$dnn" > "$WORK/flags.out" 2>&1
 built=$?
-mk -q BUILD="$WORK/b" "$obj" 2>> "$WORK/flags.out"
+mk -q BUILD="$WORK/b" "$plain" "$dnn" 2>> "$WORK/flags.out"
 same=$?
-mk -q BUILD="$WORK/b" CUDNN_INCLUDE=/nonexistent/cudnn "$obj" 2>> "$WORK/flags.out"
-other=$?
-if [ $built = 0 ] && [ $same = 0 ] && [ $other = 1 ]; then
-  pass "flags_change_rebuilds (up to date with the same flags, out of date with another CUDNN_INCLUDE)"
+mk -q BUILD="$WORK/b" CUDNN_INCLUDE=/nonexistent/cudnn "$plain" 2>> "$WORK/flags.out"
+cudnn_plain=$?
+mk -q BUILD="$WORK/b" CUDNN_INCLUDE=/nonexistent/cudnn "$dnn" 2>> "$WORK/flags.out"
+cudnn_dnn=$?
+mk -q BUILD="$WORK/b" GPU_ARCH="-gencode arch=compute_80,code=sm_80" "$plain" 2>> "$WORK/flags.out"
+arch=$?
+if [ $built = 0 ] && [ $same = 0 ] && [ $cudnn_plain = 0 ] && [ $cudnn_dnn = 1 ] && [ $arch = 1 ]; then
+  pass "flags_change_rebuilds (same flags: up to date; another CUDNN_INCLUDE: only the cuDNN user; another GPU_ARCH: all)"
 else
-  fail flags_change_rebuilds "build $built, same flags $same (want 0), other flags $other (want 1): $(head -c 300 "$WORK/flags.out" | tr '\n' ' ')"
+  fail flags_change_rebuilds "build $built, same flags $same (want 0), other cuDNN: plain $cudnn_plain (want 0), cuDNN user $cudnn_dnn (want 1), other arch $arch (want 1): $(head -c 300 "$WORK/flags.out" | tr '\n' ' ')"
 fi
 
 # A stand-in cuDNN folder whose cudnn_version.h says minor 77; both compilers preprocess with the Makefile's flags.

@@ -1,3 +1,5 @@
+#include <cudnn.h>
+
 #include "llmc/gpu/context.h"
 #include "llmc/host/check.h"
 

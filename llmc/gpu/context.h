@@ -3,7 +3,11 @@
 #pragma once
 #include <cublasLt.h>
 #include <cuda_runtime.h>
-#include <cudnn.h>
+
+// cuDNN's handle, declared as cudnn.h declares it (an opaque struct), so that only the translation units that
+// call cuDNN include its headers: the Makefile recompiles those alone when the cuDNN changes (CUDNN=newest).
+struct cudnnContext;
+typedef struct cudnnContext* cudnnHandle_t;
 
 #include <cstddef>
 #include <string>
