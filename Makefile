@@ -266,9 +266,9 @@ bench-attention:
 	@bash scripts/bench/bench_attention.sh
 
 # The build's flags into $(CONFIG_STAMP), $(CUDNN_STAMP) and $(LINK_STAMP), each rewritten only when it differs
-# from the last make's; at read time, so that `make -n` and `make -q` see the change too. (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention
-# sets it for its second build only.)
-# The flags less the cuDNN folder (which has its stamp): INCLUDES without it, where it stands in both.
+# from the last make's; at read time, so that `make -n` and `make -q` see the change too.
+# (CUDNN_FRONTEND_NEW_INCLUDE is left out: make bench-attention sets it for its second build only.)
+# CONFIG_TEXT: the flags less the cuDNN folder (it has its own stamp), i.e. INCLUDES without it in both.
 no_cudnn = $(subst $(INCLUDES),$(INCLUDES_HEAD) $(INCLUDES_TAIL),$(1))
 CONFIG_TEXT := $(NVCC) $(call no_cudnn,$(NVCCFLAGS)) | $(CXX) $(call no_cudnn,$(CXXFLAGS)) | $(ZLIB_LIBS) | \
                $(PROBE_OTHER_ARCH)
