@@ -234,15 +234,26 @@ __device__ __forceinline__ void ct_tile_write_transposed(__nv_fp8_storage_t* out
 template <__nv_fp8_interpretation_t F>
 using Fp8FmtTag = std::integral_constant<__nv_fp8_interpretation_t, F>;
 
-// Calls fn(Fp8FmtTag<...>{}) with the tensor's format (checks that it is bound to a slot).
-template <class Fn>
-void fp8_dispatch_format(const Fp8Tensor& t, Fn fn) {
+// Checks that a tensor to be written is bound to a slot of the scale state (its scale, scale_inv and amax).
+inline void fp8_check_slot(const Fp8Tensor& t) {
     CHECK(t.slot.scale != nullptr && t.slot.scale_inv != nullptr && t.slot.amax != nullptr,
           "fp8 tensor not bound to a slot of the scale state (fp8_bind)");
-    if (t.format == Fp8Dtype::E4M3)
+}
+
+// Calls fn(Fp8FmtTag<...>{}) with the tag of `format`.
+template <class Fn>
+void fp8_dispatch_dtype(Fp8Dtype format, Fn fn) {
+    if (format == Fp8Dtype::E4M3)
         fn(Fp8FmtTag<__NV_E4M3>{});
     else
         fn(Fp8FmtTag<__NV_E5M2>{});
+}
+
+// Calls fn(Fp8FmtTag<...>{}) with the tensor's format (checks that it is bound to a slot).
+template <class Fn>
+void fp8_dispatch_format(const Fp8Tensor& t, Fn fn) {
+    fp8_check_slot(t);
+    fp8_dispatch_dtype(t.format, fn);
 }
 
 // Checks that the tensor whose amax an amax-only pass measures is bound to a slot.

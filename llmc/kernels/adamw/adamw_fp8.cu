@@ -29,8 +29,7 @@ __global__ void __launch_bounds__(kCtThreads)
     const float* scale_inv_ptr = layers.scale_inv[z];
     __shared__ uint32_t tile[kCtTile * kCtTileWords];
     const auto [n0, c0, rr, cc, c, col_ok] = ct_tile_coords(C);
-    if (w_scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
-        *w_scale_inv = *scale_inv_ptr;
+    ct_write_scale_inv(w_scale_inv, scale_inv_ptr);  // once per layer: blocks (0, 0, z)
     const bool update = apply == nullptr || *apply != 0;
     const AdamWStepScalars t = *step_dev;
     const float gscale = grad_scale ? *grad_scale : 1.0f;
@@ -84,19 +83,30 @@ __global__ void __launch_bounds__(kCtThreads)
     ct_tile_write_transposed(wT, tile, n0, c0, OC, C);
 }
 
+}  // namespace
+
+void AdamWFp8Layers::add(const Fp8Tensor& w) {
+    CHECK(count < kMax, "AdamWFp8Layers: more than %d layers", kMax);
+    fp8_check_slot(w);
+    this->w[count] = w.data, w_T[count] = w.data_T, w_scale_inv[count] = w.scale_inv;
+    staging[count] = w.slot.amax, scale[count] = w.slot.scale, scale_inv[count] = w.slot.scale_inv;
+    count++;
+}
+
 // Checks and launches the kernel over `layers` (count <= AdamWFp8Layers::kMax) of [O, I] weights.
 template <class MT>
-void launch_adamw_fp8(float* master, MT* m, MT* v, const bf16* grads, float beta1, float beta2, float eps,
-                      const AdamWStepScalars* step_dev, const float* grad_scale, const int* apply,
-                      const AdamWFp8Layers& layers, int O, int I, Fp8Dtype format, cudaStream_t stream) {
+void adamw_update_fp8_weights(float* master_LOI, MT* m_LOI, MT* v_LOI, const bf16* grads_LOI, float beta1,
+                              float beta2, float eps, const AdamWStepScalars* step_dev,
+                              const float* grad_scale, const int* apply, const AdamWFp8Layers& layers, int O,
+                              int I, Fp8Dtype format, cudaStream_t stream) {
     CHECK(O > 0 && I > 0 && O % 16 == 0 && I % 16 == 0,
           "adamw_update_fp8_weight: O = %d and I = %d must be positive multiples of 16", O, I);
     CHECK(step_dev != nullptr, "adamw_update_fp8_weight: step scalars (device) required");
     CHECK(layers.count >= 1 && layers.count <= AdamWFp8Layers::kMax, "adamw_update_fp8_weight: %d layers",
           layers.count);
-    CHECK(
-        aligned16(master) && aligned16(m) && aligned16(v) && aligned16(grads) && layers.layer_stride % 8 == 0,
-        "adamw_update_fp8_weight: pointers must be 16-byte aligned");
+    CHECK(aligned16(master_LOI) && aligned16(m_LOI) && aligned16(v_LOI) && aligned16(grads_LOI) &&
+              layers.layer_stride % 8 == 0,
+          "adamw_update_fp8_weight: pointers must be 16-byte aligned");
     for (int l = 0; l < layers.count; l++)
         CHECK(aligned16(layers.w[l]) && aligned16(layers.w_T[l]) && layers.staging[l] != nullptr &&
                   layers.scale[l] != nullptr && layers.scale_inv[l] != nullptr,
@@ -104,26 +114,12 @@ void launch_adamw_fp8(float* master, MT* m, MT* v, const bf16* grads, float beta
     const dim3 grid(ceil_div(I, kCtTile), ceil_div(O, kCtTile), layers.count);
     CHECK(grid.y <= 65535, "adamw_update_fp8_weight: O = %d too large", O);
     const AdamWCoefs coefs = adamw_coefs(beta1, beta2, eps);
-    const auto launch = [&](auto kernel) {
-        kernel<<<grid, kCtThreads, 0, stream>>>(master, m, v, grads, O, I, coefs, step_dev, grad_scale, apply,
-                                                layers);
+    fp8_dispatch_dtype(format, [&](auto tag) {
+        constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
+        adamw_fp8_weight_kernel<FMT, MT><<<grid, kCtThreads, 0, stream>>>(
+            master_LOI, m_LOI, v_LOI, grads_LOI, O, I, coefs, step_dev, grad_scale, apply, layers);
         CHECK_LAUNCH();
-    };
-    if (format == Fp8Dtype::E4M3)
-        launch(adamw_fp8_weight_kernel<__NV_E4M3, MT>);
-    else
-        launch(adamw_fp8_weight_kernel<__NV_E5M2, MT>);
-}
-
-}  // namespace
-
-void AdamWFp8Layers::add(const Fp8Tensor& w) {
-    CHECK(count < kMax, "AdamWFp8Layers: more than %d layers", kMax);
-    CHECK(w.slot.scale != nullptr && w.slot.scale_inv != nullptr && w.slot.amax != nullptr,
-          "fp8 tensor not bound to a slot of the scale state (fp8_bind)");
-    this->w[count] = w.data, w_T[count] = w.data_T, w_scale_inv[count] = w.scale_inv;
-    staging[count] = w.slot.amax, scale[count] = w.slot.scale, scale_inv[count] = w.slot.scale_inv;
-    count++;
+    });
 }
 
 template <class MT>
@@ -133,17 +129,8 @@ void adamw_update_fp8_weight(float* master_OI, MT* m_OI, MT* v_OI, const bf16* g
                              cudaStream_t stream) {
     AdamWFp8Layers layers;
     layers.add(w);
-    launch_adamw_fp8(master_OI, m_OI, v_OI, grads_OI, beta1, beta2, eps, step_dev, grad_scale, apply, layers,
-                     w.rows, w.cols, w.format, stream);
-}
-
-template <class MT>
-void adamw_update_fp8_weights(float* master_LOI, MT* m_LOI, MT* v_LOI, const bf16* grads_LOI, float beta1,
-                              float beta2, float eps, const AdamWStepScalars* step_dev,
-                              const float* grad_scale, const int* apply, const AdamWFp8Layers& layers, int O,
-                              int I, Fp8Dtype format, cudaStream_t stream) {
-    launch_adamw_fp8(master_LOI, m_LOI, v_LOI, grads_LOI, beta1, beta2, eps, step_dev, grad_scale, apply,
-                     layers, O, I, format, stream);
+    adamw_update_fp8_weights(master_OI, m_OI, v_OI, grads_OI, beta1, beta2, eps, step_dev, grad_scale, apply,
+                             layers, w.rows, w.cols, w.format, stream);
 }
 
 template void adamw_update_fp8_weight<float>(float*, float*, float*, const bf16*, float, float, float,
