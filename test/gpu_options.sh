@@ -8,8 +8,10 @@
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   profile_captured: --profile (after training) times a captured graph of the step with its phase marks as
 #     event nodes: the training losses are bitwise those of the run without it, the profile line says
-#     "captured", and its phases add up to the training loop's median step within a factor 0.5-2 (it would be
-#     ~0 with marks the graph never records, or an eager step's host gaps far above).
+#     "captured", and its phases add up to 0.5-1.1x the wall time of the same profiled steps (~0 with marks the
+#     graph never records; above the wall time with a phase counted twice). Not against the training loop's
+#     median: the multi-rank suite runs beside this script (scripts/run_tests.sh) and slows whichever window
+#     it overlaps, which once put the phases at 2.2x the loop's median.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
 #     2e-3 (fp32 atomics change the summation order of dQ: rounding-level differences; the tolerance of the
 #     data-parallel equivalence test, test/gpu_multi.sh, for the same kind of difference).
@@ -85,9 +87,10 @@ elif run prof --precision fp8 --recompute 0 --profile; then
 import json, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 prof = [r for r in rs if r.get("kind") == "profile"][-1]
+wall = prof["wall_step_ms"]
 step = [r for r in rs if r.get("kind") == "summary"][-1]["median_step_ms"]
-print(f"phases {prof['total']:.2f} ms, median step {step:.2f} ms")
-sys.exit(0 if 0.5 * step <= prof["total"] <= 2 * step else 1)
+print(f"phases {prof['total']:.2f} ms, wall time of the profiled steps {wall:.2f} ms (loop's median {step:.2f})")
+sys.exit(0 if 0.5 * wall <= prof["total"] <= 1.1 * wall else 1)
 PY
   ); then
     pass "profile_captured (fp8: $m; losses identical to the run without --profile)"
