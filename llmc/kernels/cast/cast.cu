@@ -100,9 +100,10 @@ struct GeluOutT {
 // blocks, and none during its math), L2-flushed launches, two rounds: dGELU + GELU output T at [12288, 6400]
 // 0.2095 -> 0.1820 ms (2 stages 0.185; 8 stages at 2 blocks 0.195), without the GELU output 0.1527 -> 0.1269.
 // The bf16 casts staged 8 rows deep: 12288 x 6400 0.0886 -> 0.0854 ms, dbias 12288 x 4800 0.0746 -> 0.0717,
-// the LM head's 50304 x 1600 0.0911 -> 0.0879, the smaller ones within the run's spread; tested bit for bit
-// (dev/test_fp8) but not yet fingerprinted in the step, so kCtCopyStages stays 0 for now
-// (docs/performance.md, 2026-12-05, fourth session).
+// the LM head's 50304 x 1600 0.0911 -> 0.0879, the smaller ones within the run's spread; bit for bit
+// (dev/test_fp8, fingerprints), but the step was not faster on an H100 (GPT-1.5B fp8 +0.28 ms, 124M +0.12 ms,
+// three alternated rounds), so kCtCopyStages stays 0 (docs/performance.md, 2026-12-05, fourth and thirteenth
+// sessions).
 constexpr int kCtDgeluStages = 4;
 constexpr int kCtCopyStages = 0;
 constexpr int kCtStagedBlocks = 3;
