@@ -5,10 +5,11 @@
 # A GPU test named *_multi.sh (the multi-rank suite) starts first, in the background, beside the GPU test
 # binaries: its two ranks spend most of their time waiting on each other (one GPU time-shared, ~0.36 s a
 # step at 124M), so it takes ~6 minutes whatever else runs. The test binaries, then the other scripts, run
-# beside it: none times anything (the binaries compare kernels and the model against references with
-# tolerances; the scripts compare runs of the binary with each other, and their runs share the tuned GEMM
-# choices through --gemm-cache, the first writer's choice winning, so a GPU shared with another process
-# does not make two runs choose differently).
+# beside it: none times anything against a fixed figure (the binaries compare kernels and the model against
+# references with tolerances; profile_captured compares a run's phase times with the wall time of the same
+# steps, which a shared GPU slows alike; the scripts compare runs of the binary with each other, sharing the
+# tuned GEMM choices through --gemm-cache, the first writer's choice winning, so a GPU shared with another
+# process does not make two runs choose differently).
 set -u
 host=(); gpu=(); seen_sep=0
 for a in "$@"; do
