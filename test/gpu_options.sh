@@ -8,8 +8,8 @@
 #     buffers. 2 micro-steps per step (--total-batch), so gradient accumulation is inside the graph too.
 #   profile_captured: --profile (after training) times a captured graph of the step with its phase marks as
 #     event nodes: the training losses are bitwise those of the run without it, the profile line says
-#     "captured", and its phases add up to 0.5-1.1x the wall time of the same profiled steps (~0 with marks the
-#     graph never records; above the wall time with a phase counted twice). Not against the training loop's
+#     "captured", and its phases add up to 0.5-1.1x the wall time of the same profiled steps (their median: the
+#     first also captures the graph; ~0 with marks the graph never records; above with a phase counted twice). Not against the training loop's
 #     median: the multi-rank suite runs beside this script (scripts/run_tests.sh) and slows whichever window
 #     it overlaps, which once put the phases at 2.2x the loop's median.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
