@@ -11,6 +11,10 @@
 #     each, last, status 1.
 #   script_arguments: kernel_census.sh without arguments, and with a flag the census sets itself (--steps,
 #     --no-cuda-graph, --gemm-cache, --total-batch): one line, status 2, before anything runs.
+#   script_plumbing: kernel_census.sh with a stand-in ./train_gpt and ncu (scripts that record their arguments;
+#     the ncu one writes the made-up log): the tuning run gets --steps 3 and the cache in OUTDIR, ncu gets the
+#     fixed clocks off, caches off and the one metric, its run --steps 2 --no-cuda-graph with the same cache and
+#     the user's flags; the table is printed and kept, status 0. A tuning run that fails: one line, status 2.
 set -u
 source "$(dirname "$0")/lib_host.sh" kernel_census python3  # ROOT, WORK, pass/fail/skip; python3 or skip
 CENSUS="$ROOT/scripts/bench/kernel_census.py"
@@ -130,4 +134,41 @@ if [ -z "$why" ] && ! [ -e out ]; then
   pass "script_arguments (no arguments, --steps, --no-cuda-graph, --gemm-cache=, --total-batch: one line, status 2, nothing made)"
 else
   fail script_arguments "${why#; }$([ -e out ] && echo '; the output folder was made')"
+fi
+
+# Stand-ins for train_gpt and ncu in a folder of their own (PATH first for ncu).
+mkdir -p "$WORK/plumb/bin" && cd "$WORK/plumb" || exit 1
+cat > train_gpt <<'SH'
+#!/usr/bin/env bash
+echo "$*" >> "$(dirname "$0")/train_gpt_args.txt"
+[ -z "${FAKE_TRAIN_FAIL:-}" ] || { echo "error: made-up failure"; exit 1; }
+SH
+cat > bin/ncu <<SH
+#!/usr/bin/env bash
+echo "\$*" > "$WORK/plumb/ncu_args.txt"
+while [ "\$1" != ./train_gpt ]; do [ "\$1" = --log-file ] && cp "$WORK/ns.csv" "\$2"; shift; done
+"\$@"
+SH
+chmod +x train_gpt bin/ncu
+PATH="$WORK/plumb/bin:$PATH" bash "$ROOT/scripts/bench/kernel_census.sh" out --model 124m --precision fp8 > run.txt 2>&1
+rc=$?
+tune=$(sed -n 1p train_gpt_args.txt 2>/dev/null) under=$(sed -n 2p train_gpt_args.txt 2>/dev/null)
+ncu_args=$(cat ncu_args.txt 2>/dev/null)
+why=""
+[ "$rc" = 0 ] || why="status $rc: $(tail -1 run.txt)"
+[[ "$tune" == *"--gemm-cache out/gemm_algos.tsv"*"--model 124m --precision fp8 --steps 3"* ]] || why="$why; tuning run: '$tune'"
+[[ "$under" == *"--gemm-cache out/gemm_algos.tsv"*"--model 124m --precision fp8 --steps 2 --no-cuda-graph"* ]] ||
+  why="$why; run under ncu: '$under'"
+[[ "$ncu_args" == "--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --log-file out/ncu.csv ./train_gpt "* ]] ||
+  why="$why; ncu: '$ncu_args'"
+grep -q "^last step: " out/census_table.txt 2>/dev/null && grep -q "^last step: " run.txt || why="$why; no table"
+rm -rf out train_gpt_args.txt
+FAKE_TRAIN_FAIL=1 PATH="$WORK/plumb/bin:$PATH" bash "$ROOT/scripts/bench/kernel_census.sh" out --model 124m > fail.txt 2>&1
+rc=$?
+{ [ "$rc" = 2 ] && [ "$(wc -l < fail.txt)" = 1 ] && grep -q "tuning run failed: error: made-up failure" fail.txt; } ||
+  why="$why; failing tuning run: status $rc, $(head -c 200 fail.txt)"
+if [ -z "$why" ]; then
+  pass "script_plumbing (tuning run, then ncu with the fixed flags over --steps 2 --no-cuda-graph, same cache; table kept; a failing run: one line, status 2)"
+else
+  fail script_plumbing "${why#; }"
 fi
