@@ -9,9 +9,9 @@
 #   profile_captured: --profile (after training) times a captured graph of the step with its phase marks as
 #     event nodes: the training losses are bitwise those of the run without it, the profile line says
 #     "captured", and its phases add up to 0.5-1.1x the wall time of the same profiled steps (their median: the
-#     first also captures the graph; ~0 with marks the graph never records; above with a phase counted twice). Not against the training loop's
-#     median: the multi-rank suite runs beside this script (scripts/run_tests.sh) and slows whichever window
-#     it overlaps, which once put the phases at 2.2x the loop's median.
+#     first also captures the graph; ~0 with marks the graph never records; above with a phase counted twice).
+#     Not against the training loop's median: the multi-rank suite runs beside this script
+#     (scripts/run_tests.sh) and slows whichever window it overlaps, which once put the phases at 2.2x it.
 #   nondeterministic_close: --no-deterministic (cuDNN's atomic dQ) trains to the deterministic run's losses within
 #     2e-3 (fp32 atomics change the summation order of dQ: rounding-level differences; the tolerance of the
 #     data-parallel equivalence test, test/gpu_multi.sh, for the same kind of difference).
