@@ -18,6 +18,8 @@ write_if_changed = mkdir -p $(dir $(1)) && printf '%s\n' '$(2)' > $(1).$$$$ && \
 CONFIG_STAMP := $(BUILD)/config.flags
 CUDNN_STAMP := $(BUILD)/cudnn.flags
 LINK_STAMP := $(BUILD)/link.flags
+# $(call link,ARCH): a binary's link line from its prerequisites, the stamps left out.
+link = $(NVCC) $(1) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
 
 first_dir_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/$(1)),$(d),)))
 INC_DIRS := $(CUDA_HOME)/include /usr/include/x86_64-linux-gnu /usr/include /usr/local/include
@@ -113,7 +115,7 @@ $(BUILD)/build_commit.o: $(BUILD)/build_commit.cpp $(CONFIG_STAMP)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/build_commit.o $(BUILD)/libllmc.a $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 
 # The GPU tests' side of the model: the one-call-at-a-time API (test/gpt_testing.h), an archive so that a
 # test binary takes it only when it calls it.
@@ -129,7 +131,7 @@ $(BUILD)/test/train_gpt_driver.o: train_gpt.cu $(CONFIG_STAMP)
 	$(NVCC) $(NVCCFLAGS) -DTRAIN_GPT_NO_MAIN $(DEPFLAGS) -c $< -o $@
 $(BUILD)/test/train_gpt_faults: $(BUILD)/test/train_gpt_faults.o $(BUILD)/test/train_gpt_driver.o \
                                 $(BUILD)/build_commit.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 
 $(BUILD)/test/host_%: test/host_%.cpp $(HOST_OBJS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -142,10 +144,10 @@ $(BUILD)/test/host_hellaswag_eval: test/host_hellaswag_eval.cpp $(BUILD)/llmc/ru
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) $< $(BUILD)/llmc/run/hellaswag_eval.o $(HOST_OBJS) -o $@ $(ZLIB_LIBS)
 
 $(BUILD)/dev/%: $(BUILD)/dev/%.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 
 $(BUILD)/test/gpu_%: $(BUILD)/test/gpu_%.o $(TESTING_LIB) $(BUILD)/libllmc.a $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 
 # The attention benchmark (dev/bench_attention.cu; a benchmark, not a test) links only the objects it needs,
 # so that a GPU machine builds it in about the time of its two cudnn-frontend translation units.
@@ -156,10 +158,10 @@ BENCH_ATTENTION_OBJS := $(BUILD)/dev/bench_attention.o $(BUILD)/llmc/gpu/context
                         $(BUILD)/llmc/gpu/sanitizer_marks.o
 $(BUILD)/dev/bench_attention: $(BENCH_ATTENTION_OBJS) $(BUILD)/dev/sdpa_layouts.o \
                               $(BUILD)/llmc/kernels/attention.o $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 $(BUILD)/dev/bench_attention_fe_new: $(BENCH_ATTENTION_OBJS) $(BUILD)/fe_new/dev/sdpa_layouts.o \
                                      $(BUILD)/fe_new/llmc/kernels/attention.o $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 $(BUILD)/fe_new/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(subst -I$(CUDNN_FRONTEND_INCLUDE),-I$(CUDNN_FRONTEND_NEW_INCLUDE),$(NVCCFLAGS)) $(DEPFLAGS) \
@@ -170,13 +172,13 @@ $(BUILD)/fe_new/%.o: %.cu $(CONFIG_STAMP)
 # another major version cannot run).
 PROBE_OTHER_ARCH ?= -gencode arch=compute_80,code=sm_80
 $(BUILD)/test/arch_probe: $(BUILD)/test/arch_probe.o $(BUILD)/llmc/gpu/context.o $(LINK_STAMP)
-	$(NVCC) $(GPU_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(GPU_ARCH))
 $(BUILD)/other_arch/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out $(GPU_ARCH),$(NVCCFLAGS)) $(PROBE_OTHER_ARCH) $(DEPFLAGS) -c $< -o $@
 $(BUILD)/test/arch_probe_other: $(BUILD)/other_arch/test/arch_probe.o $(BUILD)/other_arch/llmc/gpu/context.o \
                                 $(LINK_STAMP)
-	$(NVCC) $(PROBE_OTHER_ARCH) $(filter-out %.flags,$^) -o $@ $(LDLIBS)
+	$(call link,$(PROBE_OTHER_ARCH))
 
 # Host tests always (binaries, test/host_*.sh scripts, the formatting check); GPU tests (dev/ kernels, test/
 # model) only where a CUDA device is present.
