@@ -193,18 +193,28 @@ void Fp8Linear::weights_gathered() {
     else
         cast_weight();
 }
+
+namespace {
+// One launch of the AdamW + FP8 W/W^T kernel over a group of layers, with a's moments in BF16 or FP32.
+void adamw_fp8_layers(const LinearAdamW& a, const AdamWFp8Layers& group, const Fp8Tensor& w, cudaStream_t s) {
+    if (a.m16_OI)
+        adamw_update_fp8_weights(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
+                                 a.grad_scale, a.apply, group, w.rows, w.cols, w.format, s);
+    else
+        adamw_update_fp8_weights(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
+                                 a.grad_scale, a.apply, group, w.rows, w.cols, w.format, s);
+}
+}  // namespace
+
 // One GPU: AdamW writes the FP32 master and the FP8 W and W^T in one pass, with the just-updated scales.
 // Several: AdamW on this rank's rows (a: their shard of the master and moments, their rows of the gradient;
 // no BF16 copy, as on one GPU), then those rows of W quantized from the new master (the bytes the fused pass
 // writes there); the model gathers them.
 void Fp8Linear::optimizer_step(const LinearAdamW& a) {
     if (p_.master_OI) {
-        if (a.m16_OI)
-            adamw_update_fp8_weight(a.master_OI, a.m16_OI, a.v16_OI, a.grads_OI, a.beta1, a.beta2, a.eps,
-                                    a.step, a.grad_scale, a.apply, w_, stream());
-        else
-            adamw_update_fp8_weight(a.master_OI, a.m_OI, a.v_OI, a.grads_OI, a.beta1, a.beta2, a.eps, a.step,
-                                    a.grad_scale, a.apply, w_, stream());
+        AdamWFp8Layers one;  // a group of one layer (what adamw_update_fp8_weight launches)
+        one.add(w_);
+        adamw_fp8_layers(a, one, w_, stream());
         return;
     }
     if (!p_.master_shard_OI) return;
@@ -248,13 +258,6 @@ void Fp8Linear::optimizer_step_layers(Linear* const* layers, const LinearAdamW* 
         AdamWFp8Layers group;
         group.layer_stride = stride;
         for (int l = l0; l < count && l < l0 + AdamWFp8Layers::kMax; l++) group.add(fp8(l)->w_);
-        const LinearAdamW& b = a[l0];
-        if (b.m16_OI)
-            adamw_update_fp8_weights(b.master_OI, b.m16_OI, b.v16_OI, b.grads_OI, b.beta1, b.beta2, b.eps,
-                                     b.step, b.grad_scale, b.apply, group, w_.rows, w_.cols, w_.format,
-                                     stream());
-        else
-            adamw_update_fp8_weights(b.master_OI, b.m_OI, b.v_OI, b.grads_OI, b.beta1, b.beta2, b.eps, b.step,
-                                     b.grad_scale, b.apply, group, w_.rows, w_.cols, w_.format, stream());
+        adamw_fp8_layers(a[l0], group, w_, stream());
     }
 }
