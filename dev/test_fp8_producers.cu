@@ -123,14 +123,16 @@ struct LnCase {
     int N, C;
     Fp8Dtype d;
     bool residual, rowwise, saturate;
-    int tile_rows = 0;  // 0: the launcher's choice
+    int tile_rows = 0;      // 0: the launcher's choice
+    int warps_per_row = 0;  // 1, 2 (the pair kernel where C <= 2048) or 0: the launcher's choice
 };
 
 void ln_case(const LnCase& k) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;
-    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d\n", N, C, name(k.d), k.residual ? " residual" : "",
-           k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "", k.tile_rows);
+    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d warps per row %d\n", N, C, name(k.d),
+           k.residual ? " residual" : "", k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "",
+           k.tile_rows, k.warps_per_row);
     Fixture f;
     Allocs A;
     // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
@@ -171,7 +173,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), d_mean, d_rstd,
-                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows);
+                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows, k.warps_per_row);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -303,8 +305,8 @@ void gelu_case(const GeluCase& k, bool cpu_float64) {
 
 // Shapes: C = 80 / 144 (one 16-byte chunk per lane, most lanes idle), 768 / 1024 / 1280 / 1600 (K = 3, 4, 5,
 // 7: the residual loaded 3, 2, 1 and 4 chunks a round trip; 2 blocks per SM from K = 6), 2064 (K = 9 -> the
-// 16-chunk kernel, partial last chunk), 1600 at N = 12288 (GPT-1.5B: one-wave 48-row tiles) and N = 12304 (a
-// last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels).
+// 16-chunk kernel, partial last chunk), 1600 at N = 12288 (GPT-1.5B: the pair kernel, 32-row tiles) and N =
+// 12304 (a last 16-row tile), 3200 and 8192 (16-row tiles, > 48 KB of shared memory, register-heavy kernels).
 TEST(layernorm_fp8_bit_exact) {
     const int small[][2] = {{48, 80}, {272, 144}, {272, 768}, {272, 1024}, {272, 1280}, {272, 1600}};
     for (auto& s : small)
@@ -327,6 +329,28 @@ TEST(layernorm_fp8_bit_exact) {
         ln_case({272, 1600, Fp8Dtype::E5M2, false, false, false, rows});
     }
     ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, false, 64});
+}
+
+// A row over a pair of warps (each holding half of the row's chunks, the statistics handed between them in
+// the one-warp order): bit for bit the one-warp BF16 kernel, for every K <= 8 (odd K: the second half holds
+// one chunk fewer), partial chunks (C = 80, 144, 2064 falls back to the one-warp 16-chunk kernel), both
+// formats, with and without residual and row-wise output, other tile heights, a partial last tile.
+TEST(layernorm_fp8_pair_bit_exact) {
+    const int small[][2] = {{48, 80},    {272, 144},  {272, 512},  {272, 768},
+                            {272, 1024}, {272, 1280}, {272, 1600}, {64, 2048}};
+    for (auto& s : small)
+        for (int residual = 0; residual < 2; residual++)
+            ln_case(
+                {s[0], s[1], residual ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2, (bool)residual, true, true, 0, 2});
+    ln_case({48, 1600, Fp8Dtype::E4M3, true, false, false, 0, 2});  // no row-wise output
+    ln_case({80, 2064, Fp8Dtype::E4M3, true, true, true, 0, 2});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true, 0, 2});
+    ln_case({12304, 768, Fp8Dtype::E5M2, true, true, false, 0, 2});
+    for (int rows : {16, 48, 64}) ln_case({272, 1600, Fp8Dtype::E4M3, true, true, false, rows, 2});
+    // forced one warp where the pair kernel is the default (C = 1600), and the one-wave 48-row tiles
+    ln_case({272, 1600, Fp8Dtype::E4M3, true, true, true, 0, 1});
+    ln_case({12288, 1600, Fp8Dtype::E5M2, true, true, false, 0, 1});
+    ln_case({12288, 1600, Fp8Dtype::E4M3, false, false, false, 48, 1});
 }
 
 TEST(gelu_fp8_bit_exact) {
@@ -483,6 +507,19 @@ BENCH(fp8_residual_layernorm) {
         bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
                                 ms, 8 * nc);
     }
+    // One warp or a pair of warps per row, at GPT-1.5B's C and GPT-2 124M's (rows 0: the launcher's tiles).
+    for (int C : {kC, 768})
+        for (int warps : {1, 2})
+            for (int rows : {0, 32, 48}) {
+                const Fp8Tensor t = b.f.out(b.q, b.qT, b.sinv, b.s, kN, C);
+                ms = dev::time_ms([&] {
+                    fp8_residual_layernorm_forward(b.res, t, b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0, rows,
+                                                   warps);
+                });
+                bench::report_bandwidth("fp8_residual_layernorm_forward",
+                                        bench::fmt("%dx%d,e4m3,warps/row=%d,rows=%d", kN, C, warps, rows), ms,
+                                        8.0 * kN * C);
+            }
 }
 
 // Plain LayerNorm: fused 2 + 2 B/elem; unfused layernorm_forward (2 + 2) + cast_transpose (2 + 2).

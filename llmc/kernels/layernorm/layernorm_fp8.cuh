@@ -21,12 +21,14 @@
 // must not overlap the inputs.
 // One block per 32 rows (16 when C > 3072; for 1280 < C <= 2048 as many as put every block in one wave;
 // tile_rows > 0, a multiple of 16, sets it: the tests and the benchmark's sweep):
-// each warp normalizes whole rows held in registers, writes the row-wise FP8 bytes and stages them in shared
+// each warp normalizes whole rows held in registers (or, warps_per_row = 2 where C <= 2048, each pair of
+// warps a row, half of it each: the same bits), writes the row-wise FP8 bytes and stages them in shared
 // memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
-// [N, C] = [out.rows, out.cols].
+// warps_per_row 0: the tuned choice for C. [N, C] = [out.rows, out.cols].
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
                                     const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
-                                    const bf16* bias_C, cudaStream_t stream, int tile_rows = 0);
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows = 0,
+                                    int warps_per_row = 0);
 
 // Calibration: max |y| of the same LayerNorm outputs ([t.rows, t.cols]) into t's staging amax; nothing else
 // written.

@@ -32,7 +32,24 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
     }
 }
 
-// Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index):
+// A row shared by the two warps of a pair: warp `half` 0 holds the lane's chunks k < KH = ceil(K / 2), half 1
+// the rest (k >= KH), each in KH registers' worth of chunks, so a thread needs about half the registers. The
+// statistics keep the one-warp order exactly: half 0 sums its chunks, hands each lane's partial sum through
+// shared memory (xchg: 34 floats per pair), half 1 continues that lane's sum over its own chunks and reduces
+// across the lanes, and hands the mean back; the same for the variance. So every fp32 addition is the
+// one-warp kernel's, in its order, and the outputs are bit for bit the same. barrier: a named barrier (1..15)
+// of the pair's 64 threads.
+struct LnRowPair {
+    int half;     // 0 or 1
+    int barrier;  // named barrier id of this pair
+    float* xchg;  // [34] in shared memory: the lanes' partial sums, the mean, the rstd
+};
+__device__ __forceinline__ void ln_pair_sync(int barrier) {
+    asm volatile("bar.sync %0, 64;" ::"r"(barrier) : "memory");
+}
+
+// Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index), or with kPair
+// with this warp and the other of its pair (LnRowPair):
 // - x = inp1, or with kResidual x = bf16(inp1 + inp2) (fp32 add), stored to `residual` if kStoreResidual;
 // - two passes over the registers: mean = sum(x) / C, then rstd = 1/sqrt(sum((x - mean)^2) / C + eps) (the
 //   variance about the mean: no E[x^2] - E[x]^2 cancellation);
@@ -47,62 +64,107 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
 // residual_layernorm_forward 0.0636 (1) -> 0.0548 ms (K). The FP8 producer, capped at 80 registers for three
 // blocks per SM, spills with the whole row (K = 7) in flight; it takes smaller groups (layernorm_fp8.cu). The
 // bits are the same for every kInp2Batch.
-template <int K, bool kResidual, bool kStoreResidual, int kInp2Batch, class OnValue, class OnChunk>
+template <int K, bool kResidual, bool kStoreResidual, int kInp2Batch, bool kPair = false, class OnValue,
+          class OnChunk>
 __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, bf16* residual,
                                                       const bf16* inp1, const bf16* inp2, const bf16* weight,
                                                       const bf16* bias, size_t off, int C, int lane,
-                                                      OnValue on_value, OnChunk on_chunk) {
-    x128 x[K];
+                                                      OnValue on_value, OnChunk on_chunk,
+                                                      LnRowPair pair = {}) {
+    constexpr int KX = kPair ? (K + 1) / 2 : K;  // chunks this warp holds: k = k0 + j, j < KX
+    const int k0 = kPair ? pair.half * KX : 0;  // (half 1's last j is past the row when K is odd: predicated)
+    x128 x[KX];
 #pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
-        if (c < C) x[k] = load128cs(inp1 + off + c);
+    for (int j = 0; j < KX; j++) {
+        const int c = ((k0 + j) * 32 + lane) * x128::size;
+        if (c < C) x[j] = load128cs(inp1 + off + c);
     }
     if constexpr (kResidual) {
-        constexpr int G = kInp2Batch < 1 ? 1 : kInp2Batch > K ? K : kInp2Batch;  // chunks per group
+        constexpr int G = kInp2Batch < 1 ? 1 : kInp2Batch > KX ? KX : kInp2Batch;  // chunks per group
 #pragma unroll
-        for (int k0 = 0; k0 < K; k0 += G) {
+        for (int j0 = 0; j0 < KX; j0 += G) {
             x128 y[G];
 #pragma unroll
-            for (int j = 0; j < G; j++) {
-                const int k = k0 + j, c = (k * 32 + lane) * x128::size;
-                if (k < K && c < C) y[j] = load128cs(inp2 + off + c);
+            for (int g = 0; g < G; g++) {
+                const int j = j0 + g, c = ((k0 + j) * 32 + lane) * x128::size;
+                if (j < KX && c < C) y[g] = load128cs(inp2 + off + c);
             }
 #pragma unroll
-            for (int j = 0; j < G; j++) {
-                const int k = k0 + j, c = (k * 32 + lane) * x128::size;
-                if (k < K && c < C) {
-                    x128& xk = x[k < K ? k : 0];
+            for (int g = 0; g < G; g++) {
+                const int j = j0 + g, c = ((k0 + j) * 32 + lane) * x128::size;
+                if (j < KX && c < C) {
+                    x128& xj = x[j < KX ? j : 0];
 #pragma unroll
                     for (int i = 0; i < x128::size; i++)
-                        xk[i] = __float2bfloat16(__bfloat162float(xk[i]) + __bfloat162float(y[j][i]));
-                    if constexpr (kStoreResidual) store128(residual + off + c, xk);
+                        xj[i] = __float2bfloat16(__bfloat162float(xj[i]) + __bfloat162float(y[g][i]));
+                    if constexpr (kStoreResidual) store128(residual + off + c, xj);
                 }
             }
         }
     }
 
     const float inv_c = 1.0f / (float)C;
-    float sum = 0.0f;
-    layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
-    const float m = warp_reduce_sum(sum) * inv_c;
-    float sq = 0.0f;
-    layernorm_row_values<K>(x, C, lane, [&](float v) {
-        const float d = v - m;
-        sq += d * d;
-    });
-    const float s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
+    float m, s;
+    if constexpr (kPair) {
+        // Half 0's per-lane partials first, half 1 continues them and reduces across the lanes (see
+        // LnRowPair).
+        const int cx = C - k0 * 256;  // the row's columns from this warp's first chunk on
+        float sum = 0.0f;
+        if (pair.half == 0) {
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) { sum += v; });
+            pair.xchg[lane] = sum;
+        }
+        ln_pair_sync(pair.barrier);
+        if (pair.half == 1) {
+            sum = pair.xchg[lane];
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) { sum += v; });
+            m = warp_reduce_sum(sum) * inv_c;
+            if (lane == 0) pair.xchg[32] = m;
+        }
+        ln_pair_sync(pair.barrier);  // half 1 has read the partials: half 0 may write the next ones
+        if (pair.half == 0) m = pair.xchg[32];
+        float sq = 0.0f;
+        if (pair.half == 0) {
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) {
+                const float d = v - m;
+                sq += d * d;
+            });
+            pair.xchg[lane] = sq;
+        }
+        ln_pair_sync(pair.barrier);
+        if (pair.half == 1) {
+            sq = pair.xchg[lane];
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) {
+                const float d = v - m;
+                sq += d * d;
+            });
+            s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
+            if (lane == 0) pair.xchg[33] = s;
+        }
+        ln_pair_sync(pair.barrier);
+        if (pair.half == 0) s = pair.xchg[33];
+    } else {
+        float sum = 0.0f;
+        layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
+        m = warp_reduce_sum(sum) * inv_c;
+        float sq = 0.0f;
+        layernorm_row_values<K>(x, C, lane, [&](float v) {
+            const float d = v - m;
+            sq += d * d;
+        });
+        s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
+    }
 
 #pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int c = (k * 32 + lane) * x128::size;
+    for (int j = 0; j < KX; j++) {
+        const int c = ((k0 + j) * 32 + lane) * x128::size;
         if (c < C) {
             const x128 w = load128ldg(weight + c);
             const x128 b = load128ldg(bias + c);
             x128 o;
 #pragma unroll
             for (int i = 0; i < x128::size; i++) {
-                const float n = (__bfloat162float(x[k][i]) - m) * s;
+                const float n = (__bfloat162float(x[j][i]) - m) * s;
                 o[i] = __float2bfloat16(n * __bfloat162float(w[i]) + __bfloat162float(b[i]));
                 on_value(o[i]);
             }
