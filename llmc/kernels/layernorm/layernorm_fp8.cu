@@ -90,6 +90,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     extern __shared__ uint32_t tile[];        // [rows_per_block][pitch] words (kWrite only), then kPair: xchg
     constexpr int kRowWarps = kPair ? 2 : 1;  // warps per row
     constexpr int kRowGroups = kLnWarps / kRowWarps;  // rows in flight per block
+    static_assert(!kPair || kRowGroups <= 15, "a named barrier (1..15) per pair");
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int group = warp / kRowWarps;  // this warp's row group (the warp itself, or its pair)
     const int pitch = ln_pitch_words(C);
@@ -105,8 +106,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     }
     uint32_t amax_bits = 0;
 
-    // ---- phase 1: one row per warp (or pair) at a time (layernorm_forward_kernel's layernorm_row_forward)
-    // ----
+    // ---- phase 1: one row per warp (or pair) at a time (layernorm_row_forward, as the BF16 kernel) ----
     for (int r = group; r < rows_per_block; r += kRowGroups) {
         const int row = n0 + r;
         if (row >= N) break;  // uniform over the warp (and its pair): the pair's barriers stay matched
