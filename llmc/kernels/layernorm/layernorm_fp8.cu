@@ -65,6 +65,7 @@ struct LnTuning {
     static constexpr int row_chunks(int K, bool pair) { return pair ? (K + 1) / 2 : K; }
     static constexpr bool pair(int K) { return K == 7; }
 };
+constexpr int kLnPairMaxK = 8;  // pair kernels exist for rows of K <= 8 chunks (C <= 2048)
 
 __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 constexpr size_t ln_tile_bytes(int rows, int C) {
@@ -160,12 +161,12 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
 typedef void (*LnKernel)(bf16*, fp8s*, fp8s*, float*, float*, float*, float*, const bf16*, const bf16*,
                          const bf16*, const bf16*, const float*, const float*, int, int, int);
 
-// pair: the row over a pair of warps (only where K <= 8 and kWrite; elsewhere the one-warp kernel).
+// pair: the row over a pair of warps (only where K <= kLnPairMaxK and kWrite; elsewhere the one-warp kernel).
 template <bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
 LnKernel pick_ln_kernel(int C, bool pair) {
     return layernorm_pick_k(C, [pair](auto k) {
         constexpr int K = decltype(k)::value;
-        if constexpr (kWrite && K <= 8)
+        if constexpr (kWrite && K <= kLnPairMaxK)
             if (pair) return fp8_layernorm_kernel<K, kResidual, kWrite, FMT, true>;
         return fp8_layernorm_kernel<K, kResidual, kWrite, FMT>;
     });
@@ -173,7 +174,7 @@ LnKernel pick_ln_kernel(int C, bool pair) {
 // The launcher's choice for rows of C: warps_per_row 1 or 2 as given, 0: LnTuning::pair.
 bool ln_pair(int C, int warps_per_row) {
     const int K = layernorm_row_chunks(C);
-    return K <= 8 && (warps_per_row == 2 || (warps_per_row == 0 && LnTuning::pair(K)));
+    return K <= kLnPairMaxK && (warps_per_row == 2 || (warps_per_row == 0 && LnTuning::pair(K)));
 }
 
 void check_ln_shape(const char* who, int N, int C) {
