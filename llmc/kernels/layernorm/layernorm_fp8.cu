@@ -71,7 +71,6 @@ __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 constexpr size_t ln_tile_bytes(int rows, int C) {
     return (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t);
 }
-constexpr int kLnPairXchgFloats = 34;  // LnRowPair::xchg
 constexpr size_t ln_smem_bytes(int rows, int C, bool pair) {
     return ln_tile_bytes(rows, C) + (pair ? (size_t)(kLnWarps / 2) * kLnPairXchgFloats * sizeof(float) : 0);
 }

@@ -35,17 +35,48 @@ __device__ __forceinline__ void layernorm_row_values(const x128 (&x)[K], int C, 
 // A row shared by the two warps of a pair: warp `half` 0 holds the lane's chunks k < KH = ceil(K / 2), half 1
 // the rest (k >= KH), each in KH registers' worth of chunks, so a thread needs about half the registers. The
 // statistics keep the one-warp order exactly: half 0 sums its chunks, hands each lane's partial sum through
-// shared memory (xchg: 34 floats per pair), half 1 continues that lane's sum over its own chunks and reduces
-// across the lanes, and hands the mean back; the same for the variance. So every fp32 addition is the
+// shared memory (xchg), half 1 continues that lane's sum over its own chunks and reduces across the lanes,
+// and hands the mean back; the same for the variance (layernorm_row_stat). So every fp32 addition is the
 // one-warp kernel's, in its order, and the outputs are bit for bit the same. barrier: a named barrier (1..15)
-// of the pair's 64 threads.
+// of the pair's 64 threads. xchg: the 32 lanes' partial sums, then the mean and the rstd.
+constexpr int kLnPairMeanSlot = 32, kLnPairRstdSlot = 33, kLnPairXchgFloats = 34;
 struct LnRowPair {
     int half;     // 0 or 1
     int barrier;  // named barrier id of this pair
-    float* xchg;  // [34] in shared memory: the lanes' partial sums, the mean, the rstd
+    float* xchg;  // [kLnPairXchgFloats] in shared memory
 };
 __device__ __forceinline__ void ln_pair_sync(int barrier) {
     asm volatile("bar.sync %0, 64;" ::"r"(barrier) : "memory");
+}
+
+// finish(the sum of add(sum, v) over every value of the row), in every lane of this warp (and of its pair):
+// with one warp, each lane sums its values (the columns from cx on counted from its first chunk), then the
+// lanes reduce; with kPair, half 0's per-lane sums go through xchg to half 1, which continues them over its
+// values, reduces across the lanes, finishes and hands the result back through xchg[slot] (two barriers).
+template <int KX, bool kPair, class Add, class Finish>
+__device__ __forceinline__ float layernorm_row_stat(const x128 (&x)[KX], int cx, int lane, LnRowPair pair,
+                                                    int slot, Add add, Finish finish) {
+    float sum = 0.0f;
+    if constexpr (!kPair) {
+        layernorm_row_values<KX>(x, cx, lane, [&](float v) { add(sum, v); });
+        return finish(warp_reduce_sum(sum));
+    } else {
+        float result;  // half 1 finishes it, half 0 reads it back
+        if (pair.half == 0) {
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) { add(sum, v); });
+            pair.xchg[lane] = sum;
+        }
+        ln_pair_sync(pair.barrier);
+        if (pair.half == 1) {
+            sum = pair.xchg[lane];
+            layernorm_row_values<KX>(x, cx, lane, [&](float v) { add(sum, v); });
+            result = finish(warp_reduce_sum(sum));
+            if (lane == 0) pair.xchg[slot] = result;
+        }
+        ln_pair_sync(pair.barrier);  // also: half 1 has read the partials before half 0 writes the next ones
+        if (pair.half == 0) result = pair.xchg[slot];
+        return result;
+    }
 }
 
 // Normalizes the row at element offset `off` (= row * C) with this warp (`lane` = lane index), or with kPair
@@ -103,57 +134,19 @@ __device__ __forceinline__ void layernorm_row_forward(float& mean, float& rstd, 
         }
     }
 
+    // The mean, then the variance about it (both in the one-warp order; with kPair, see LnRowPair).
     const float inv_c = 1.0f / (float)C;
-    float m, s;
-    if constexpr (kPair) {
-        // Half 0's per-lane partials first, half 1 continues them and reduces across the lanes (see
-        // LnRowPair).
-        const int cx = C - k0 * 256;  // the row's columns from this warp's first chunk on
-        float sum = 0.0f;
-        if (pair.half == 0) {
-            layernorm_row_values<KX>(x, cx, lane, [&](float v) { sum += v; });
-            pair.xchg[lane] = sum;
-        }
-        ln_pair_sync(pair.barrier);
-        if (pair.half == 1) {
-            sum = pair.xchg[lane];
-            layernorm_row_values<KX>(x, cx, lane, [&](float v) { sum += v; });
-            m = warp_reduce_sum(sum) * inv_c;
-            if (lane == 0) pair.xchg[32] = m;
-        }
-        ln_pair_sync(pair.barrier);  // half 1 has read the partials: half 0 may write the next ones
-        if (pair.half == 0) m = pair.xchg[32];
-        float sq = 0.0f;
-        if (pair.half == 0) {
-            layernorm_row_values<KX>(x, cx, lane, [&](float v) {
-                const float d = v - m;
-                sq += d * d;
-            });
-            pair.xchg[lane] = sq;
-        }
-        ln_pair_sync(pair.barrier);
-        if (pair.half == 1) {
-            sq = pair.xchg[lane];
-            layernorm_row_values<KX>(x, cx, lane, [&](float v) {
-                const float d = v - m;
-                sq += d * d;
-            });
-            s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
-            if (lane == 0) pair.xchg[33] = s;
-        }
-        ln_pair_sync(pair.barrier);
-        if (pair.half == 0) s = pair.xchg[33];
-    } else {
-        float sum = 0.0f;
-        layernorm_row_values<K>(x, C, lane, [&](float v) { sum += v; });
-        m = warp_reduce_sum(sum) * inv_c;
-        float sq = 0.0f;
-        layernorm_row_values<K>(x, C, lane, [&](float v) {
+    const int cx = C - k0 * 256;  // the row's columns from this warp's first chunk on
+    const float m = layernorm_row_stat<KX, kPair>(
+        x, cx, lane, pair, kLnPairMeanSlot, [](float& sum, float v) { sum += v; },
+        [&](float sum) { return sum * inv_c; });
+    const float s = layernorm_row_stat<KX, kPair>(
+        x, cx, lane, pair, kLnPairRstdSlot,
+        [&](float& sq, float v) {
             const float d = v - m;
             sq += d * d;
-        });
-        s = rsqrtf(warp_reduce_sum(sq) * inv_c + kLayerNormEps);
-    }
+        },
+        [&](float sq) { return rsqrtf(sq * inv_c + kLayerNormEps); });
 
 #pragma unroll
     for (int j = 0; j < KX; j++) {
