@@ -185,6 +185,59 @@ void check_backward(int N, int C) {
         CHECK_CUDA(cudaFree(p));
 }
 
+// The backward's kernel variants (LayerNormBackwardOptions) against the per-thread loads with the loop over
+// the warps, the kernel they were derived from: bit for bit (dinp, dweight, dbias), not merely close, since
+// each variant claims the same fp32 operations in the same order. Shapes where the bulk loads apply (N a
+// multiple of 4) and where they fall back (odd N, mean/rstd off 16-byte alignment), one and two chunks a
+// thread, blocks of 1 to 8 warps (fixed slots) and more (their loop).
+void check_backward_variants_bitwise(int N, int C, bool aligned_stats) {
+    printf("  N = %d, C = %d%s\n", N, C, aligned_stats ? "" : ", mean/rstd 4 bytes off alignment");
+    const LnInputs in = make_inputs(N, C);
+    const RefLayerNorm fwd = ref_layernorm_forward(in.x, in.w, in.b, N, C);
+    std::vector<float> dout = dev::random_normal((size_t)N * C), dinp0 = dev::random_normal((size_t)N * C);
+    ref_round_to_bf16(dout);
+    ref_round_to_bf16(dinp0);
+    bf16* d_x = dev::to_device_bf16(in.x);
+    bf16* d_w = dev::to_device_bf16(in.w);
+    bf16* d_dout = dev::to_device_bf16(dout);
+    const int off = aligned_stats ? 0 : 1;
+    float* d_stats = dev::device_alloc<float>(2 * (size_t)(N + 4));
+    float *d_mean = d_stats + off, *d_rstd = d_stats + N + 4 + off;
+    CHECK_CUDA(cudaMemcpy(d_mean, fwd.mean.data(), N * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(d_rstd, fwd.rstd.data(), N * sizeof(float), cudaMemcpyHostToDevice));
+    float* d_scratch = dev::device_alloc<float>(layernorm_backward_scratch_bytes(N, C) / sizeof(float));
+    bf16* d_dinp = dev::device_alloc<bf16>((size_t)N * C);
+    bf16* d_dw = dev::device_alloc<bf16>(C);
+    bf16* d_db = dev::device_alloc<bf16>(C);
+    struct Out {
+        std::vector<uint16_t> dinp, dw, db;  // the bf16 bits
+    };
+    const auto run = [&](LayerNormBackwardOptions opt) {
+        dev::copy_to_device_bf16(d_dinp, dinp0);
+        CHECK_CUDA(cudaMemset(d_scratch, 0xFF, layernorm_backward_scratch_bytes(N, C)));
+        CHECK_CUDA(cudaMemset(d_dw, 0xFF, C * sizeof(bf16)));
+        CHECK_CUDA(cudaMemset(d_db, 0xFF, C * sizeof(bf16)));
+        layernorm_backward(d_dinp, d_dw, d_db, d_scratch, d_dout, d_x, d_w, d_mean, d_rstd, N, C, 0, false,
+                           opt);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        return Out{dev::from_device_bf16_bits(d_dinp, (size_t)N * C), dev::from_device_bf16_bits(d_dw, C),
+                   dev::from_device_bf16_bits(d_db, C)};
+    };
+    const Out base = run({/*bulk_loads=*/false, /*fixed_slots=*/false});
+    for (const LayerNormBackwardOptions opt :
+         {LayerNormBackwardOptions{false, true}, LayerNormBackwardOptions{true, false},
+          LayerNormBackwardOptions{true, true}}) {
+        const Out got = run(opt);
+        const bool same = got.dinp == base.dinp && got.dw == base.dw && got.db == base.db;
+        if (!same)
+            printf("  bulk_loads %d fixed_slots %d: not bit for bit\n", opt.bulk_loads, opt.fixed_slots);
+        EXPECT_TRUE(same);
+    }
+    for (void* p : {(void*)d_x, (void*)d_w, (void*)d_dout, (void*)d_stats, (void*)d_scratch, (void*)d_dinp,
+                    (void*)d_dw, (void*)d_db})
+        CHECK_CUDA(cudaFree(p));
+}
+
 // Shapes: N never a multiple of the 8 rows of a forward block; C = 768 and 1600 (GPT-2 small / 1.5B); small C
 // (40: 5 lanes of a warp, 128); C = 4096 (largest 1-chunk backward), 5000 and 8192 (2 chunks per thread).
 const int kShapes[][2] = {{1037, 768}, {515, 1600}, {77, 128}, {9, 40}, {67, 4096}, {29, 5000}, {45, 8192}};
@@ -199,6 +252,12 @@ TEST(residual_layernorm_forward_shapes) {
 }
 TEST(layernorm_backward_shapes) {
     for (auto& s : kShapes) check_backward(s[0], s[1]);
+}
+TEST(layernorm_backward_variants_bit_exact) {
+    const int shapes[][2] = {{1036, 768}, {516, 1600}, {76, 128},   {8, 40},       {68, 4096},  {28, 5000},
+                             {44, 8192},  {1037, 768}, {515, 1600}, {12288, 1600}, {12288, 768}};
+    for (auto& s : shapes) check_backward_variants_bitwise(s[0], s[1], true);
+    check_backward_variants_bitwise(516, 1600, false);
 }
 // GPT-1.5B sizes: B*T = 12 * 1024 rows, C = 1600; and GPT-2 small width.
 TEST(layernorm_forward_gpt1p5b) { check_forward(12288, 1600); }
@@ -264,7 +323,8 @@ BENCH(residual_layernorm_forward) {
     bench::report_bandwidth("residual_layernorm_forward", k.shape(), ms, bytes);
 }
 
-// Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted).
+// Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted). The
+// default, then each variant (LayerNormBackwardOptions) for the comparison.
 BENCH(layernorm_backward) {
     for (int C : {1600, 768}) {
         LnBench k(12288, C);
@@ -274,6 +334,17 @@ BENCH(layernorm_backward) {
         });
         // GPT-1.5B: ln1 and ln2 of every layer and the final LayerNorm
         bench::report_budget("layernorm_backward", k.shape(), ms, bytes, C == 1600 ? 97 : 0);
+        for (const LayerNormBackwardOptions opt :
+             {LayerNormBackwardOptions{false, false}, LayerNormBackwardOptions{false, true},
+              LayerNormBackwardOptions{true, false}, LayerNormBackwardOptions{true, true}}) {
+            const float vms = dev::time_ms([&] {
+                layernorm_backward(k.dinp, k.dw, k.db, k.scratch, k.dout, k.x, k.w, k.mean, k.rstd, k.N, k.C,
+                                   0, false, opt);
+            });
+            bench::report_bandwidth(
+                bench::fmt("layernorm_backward[bulk %d, slots %d]", opt.bulk_loads, opt.fixed_slots),
+                k.shape(), vms, bytes);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // LayerNorm kernels then launchers. See layernorm.cuh for the design.
 #include <cuda_pipeline_primitives.h>
 
+#include <array>
 #include <cstdint>
 
 #include "llmc/kernels/layernorm/layernorm.cuh"
@@ -64,14 +65,69 @@ __device__ __forceinline__ void store_weight_partials(float* part, const float (
 // so the grid, and with it the order of the dweight/dbias sums, is the one the register limit alone gives.
 constexpr int kBwdMaxStages = 4;
 
+// Bulk loads (kBulk): one thread copies each staged row whole (cp.async.bulk, the tensor memory accelerator),
+// completion counted in bytes on the stage's mbarrier, instead of every thread issuing its own cp.async per
+// chunk and statistic (about 50 of a warp's instructions a row) and waiting on its own groups. The stage
+// layout is the same: thread t's chunk j of a row is the row's 16-byte chunk t + j * threads, so the whole
+// row lies at the start of its tensor's slots. The statistics come as the aligned groups of 4 floats that
+// hold mean[r] and rstd[r]. The bits are the per-thread copies' (the same values read from the same slots).
+struct BwdBulkStats {
+    float mean4[4], rstd4[4];  // mean[r & ~3 ...], rstd[r & ~3 ...]
+};
+
 // The shared memory of one block: S stages of [dout, inp, dinp] x CH chunks x `threads` (16 bytes each,
-// thread-consecutive: conflict-free), then S x `threads` (mean, rstd) pairs.
-__host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int stages, int threads) {
-    return (size_t)stages * threads * (3 * ch * sizeof(x128) + sizeof(float2));
+// thread-consecutive: conflict-free), then S x `threads` (mean, rstd) pairs, or with bulk loads S
+// BwdBulkStats and S mbarriers.
+__host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int stages, int threads,
+                                                                   bool bulk = false) {
+    return (size_t)stages * threads * 3 * ch * sizeof(x128) +
+           (bulk ? (size_t)stages * (sizeof(BwdBulkStats) + sizeof(uint64_t))
+                 : (size_t)stages * threads * sizeof(float2));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+// S mbarriers whose phases complete on one arrival (and the bytes each is told to expect), initialized before
+// any thread of the block waits on them.
+template <int S>
+__device__ __forceinline__ void mbarriers_init(uint64_t* bars) {
+    if (threadIdx.x == 0)
+        for (int s = 0; s < S; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bars + s)) : "memory");
+    __syncthreads();
+}
+// The stage's mbarrier expects `bytes` more (and this thread's arrival: count 1).
+__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+// bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst, counted on bar.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,
+                                                    uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+}
+// Until the phase of bar with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n\t.reg .pred done;\n"
+        "WAIT:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra WAIT;\n}" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
 }
 
 // The two per-row sums over the whole block, in a fixed order: warp sums, then the warps' partials in warp
-// order (red: this row's half of the double buffer; one __syncthreads).
+// order (red: this row's half of the double buffer; one __syncthreads). kSlots > 0 (blocks of at most kSlots
+// warps): the sum runs over all kSlots slots, those past the block's warps holding +0.0f (layernorm_backward_
+// kernel sets them): t + 0.0f is t for every t this sum takes (it starts at +0.0f, so it is never -0.0f, and
+// flushed results are never denormal), so the bits are those of the loop over the block's warps, without its
+// run-time trip count (about 45 of a warp's ~360 instructions a row at 7 warps). kSlots = 0: that loop.
+constexpr int kBwdRedSlots = 8;
+template <int kSlots>
 __device__ __forceinline__ float2 block_sum_pair(float2* red, float s1, float s2, int lane, int warp,
                                                  int num_warps) {
     s1 = warp_reduce_sum(s1);
@@ -79,12 +135,30 @@ __device__ __forceinline__ float2 block_sum_pair(float2* red, float s1, float s2
     if (lane == 0) red[warp] = make_float2(s1, s2);
     __syncthreads();
     float t1 = 0.0f, t2 = 0.0f;
-    for (int i = 0; i < num_warps; i++) {
-        const float2 v = red[i];
-        t1 += v.x;
-        t2 += v.y;
+    if constexpr (kSlots > 0) {
+#pragma unroll
+        for (int i = 0; i < kSlots; i++) {
+            const float2 v = red[i];
+            t1 += v.x;
+            t2 += v.y;
+        }
+    } else {
+        for (int i = 0; i < num_warps; i++) {
+            const float2 v = red[i];
+            t1 += v.x;
+            t2 += v.y;
+        }
     }
     return make_float2(t1, t2);
+}
+
+// kSlots > 0: the slots of both buffers past the block's warps to +0.0f (visible after the first barrier).
+template <int kSlots>
+__device__ __forceinline__ void block_sum_pair_clear(float2 (&red)[2][32], int num_warps) {
+    if constexpr (kSlots > 0) {
+        if (threadIdx.x < 2 * kSlots && (int)threadIdx.x % kSlots >= num_warps)
+            red[threadIdx.x / kSlots][threadIdx.x % kSlots] = make_float2(0.0f, 0.0f);
+    }
 }
 
 // One 16-byte chunk of dinp: g + rstd (dnorm - mean(dnorm) - xhat mean(dnorm xhat)), g the gradient there.
@@ -100,6 +174,57 @@ __device__ __forceinline__ x128 dinp_chunk(const x128& d, const x128& x, const x
     return o;
 }
 
+// The bulk loads (one thread): row r of the three tensors whole to rows + tensor * pitch and the
+// statistics' aligned groups, counted on bar. (No proxy fence before the copies: the stage's readers read
+// it before the previous row's barrier, and reads followed by the copy's writes need none, as in the
+// usual TMA load pipelines.)
+__device__ __forceinline__ void bwd_fetch_row_bulk(x128* rows, size_t pitch, BwdBulkStats* stats,
+                                                   uint64_t* bar, const bf16* dout, const bf16* inp,
+                                                   const bf16* dinp, const float* mean, const float* rstd,
+                                                   int r, int C) {
+    const uint32_t row_bytes = (uint32_t)C * sizeof(bf16);
+    const size_t o = (size_t)r * C;
+    mbarrier_expect_bytes(bar, 3 * row_bytes + 2 * 4 * sizeof(float));
+    bulk_copy_to_shared(rows, dout + o, row_bytes, bar);
+    bulk_copy_to_shared(rows + pitch, inp + o, row_bytes, bar);
+    bulk_copy_to_shared(rows + 2 * pitch, dinp + o, row_bytes, bar);
+    bulk_copy_to_shared(stats->mean4, mean + (r & ~3), 4 * sizeof(float), bar);
+    bulk_copy_to_shared(stats->rstd4, rstd + (r & ~3), 4 * sizeof(float), bar);
+}
+
+// Waits for the stage's bulk loads (phase `parity` of its mbarrier) and reads row's mean and rstd.
+__device__ __forceinline__ void bwd_wait_row_bulk(float& m, float& r, uint64_t* bar, uint32_t parity,
+                                                  const BwdBulkStats& stats, int row) {
+    mbarrier_wait(bar, parity);
+    m = stats.mean4[row & 3];
+    r = stats.rstd4[row & 3];
+}
+
+// This thread's part of a row: (sum of dnorm, sum of dnorm * xhat) over its channels, and its channels'
+// dweight (dy * xhat) and dbias (dy) sums continued with this row.
+template <int CH>
+__device__ __forceinline__ float2 bwd_row_terms(float (&dw)[CH][x128::size], float (&db)[CH][x128::size],
+                                                const x128 (&d)[CH], const x128 (&x)[CH], const x128 (&w)[CH],
+                                                const bool (&act)[CH], float m, float r) {
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+        if (act[j]) {
+#pragma unroll
+            for (int i = 0; i < x128::size; i++) {
+                const float dy = __bfloat162float(d[j][i]);
+                const float xh = (__bfloat162float(x[j][i]) - m) * r;
+                const float dn = __bfloat162float(w[j][i]) * dy;
+                s1 += dn;
+                s2 += dn * xh;
+                dw[j][i] += dy * xh;
+                db[j][i] += dy;
+            }
+        }
+    }
+    return make_float2(s1, s2);
+}
+
 // Block b handles rows b, b + gridDim.x, ...; thread t owns the 16-byte chunks t, t + blockDim.x, ...
 // (CH of them) of every row, so dweight/dbias for its channels accumulate in registers in row order. Each
 // thread copies its own chunks of the next S - 1 rows (and the rows' mean and rstd) into its own
@@ -107,16 +232,21 @@ __device__ __forceinline__ x128 dinp_chunk(const x128& d, const x128& x, const x
 // one commit group per row (empty past N) keeps the group count uniform. Per row, the two sums over C (of
 // dnorm and dnorm*xhat) are reduced across the block in a fixed order, double-buffered so one __syncthreads
 // per row suffices. CH = 1: at most 64 registers (a 224-thread block for C = 1600 then fits 4 times per SM).
-template <int CH, int S>
+// kSlots: block_sum_pair's fixed slot count (blocks of at most kSlots warps), or 0. kBulk: the bulk loads
+// (BwdBulkStats; mean and rstd 16-byte aligned, N a multiple of 4).
+template <int CH, int S, int kSlots = 0, bool kBulk = false>
 __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     layernorm_backward_kernel(bf16* dinp, float* scratch, const bf16* dout, const bf16* inp,
                               const bf16* weight, const float* mean, const float* rstd, int N, int C) {
     __shared__ float2 red[2][32];
     extern __shared__ __align__(16) unsigned char stage_smem[];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
+    block_sum_pair_clear<kSlots>(red, num_warps);
     const int threads = blockDim.x;
     x128* stage_rows = reinterpret_cast<x128*>(stage_smem);  // [stage][tensor][j][thread]
     float2* stage_stats = reinterpret_cast<float2*>(stage_rows + (size_t)S * 3 * CH * threads);
+    BwdBulkStats* bulk_stats = reinterpret_cast<BwdBulkStats*>(stage_rows + (size_t)S * 3 * CH * threads);
+    uint64_t* bars = reinterpret_cast<uint64_t*>(bulk_stats + S);  // kBulk: one mbarrier a stage
     const auto slot = [&](int stage, int tensor, int j) -> x128* {
         return stage_rows + ((size_t)(stage * 3 + tensor) * CH + j) * threads + threadIdx.x;
     };
@@ -132,24 +262,32 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
 #pragma unroll
         for (int i = 0; i < x128::size; i++) dw[j][i] = db[j][i] = 0.0f;
     }
+    if constexpr (kBulk) mbarriers_init<S>(bars);
 
-    // Row r's chunks and statistics into stage s (nothing past N), then one commit group either way.
+    // Row r's chunks and statistics into stage s (nothing past N). Per thread: then one commit group either
+    // way. Bulk: thread 0 copies the row's three tensors and its statistics' groups.
     const auto fetch = [&](int r, int s) {
-        if (r < N) {
+        if constexpr (kBulk) {
+            if (threadIdx.x == 0 && r < N)  // the stage's three rows, each from its chunk 0
+                bwd_fetch_row_bulk(stage_rows + (size_t)s * 3 * CH * threads, (size_t)CH * threads,
+                                   bulk_stats + s, bars + s, dout, inp, dinp, mean, rstd, r, C);
+        } else {
+            if (r < N) {
 #pragma unroll
-            for (int j = 0; j < CH; j++) {
-                if (act[j]) {
-                    const size_t o = (size_t)r * C + cs[j];
-                    __pipeline_memcpy_async(slot(s, 0, j), dout + o, sizeof(x128));
-                    __pipeline_memcpy_async(slot(s, 1, j), inp + o, sizeof(x128));
-                    __pipeline_memcpy_async(slot(s, 2, j), dinp + o, sizeof(x128));
+                for (int j = 0; j < CH; j++) {
+                    if (act[j]) {
+                        const size_t o = (size_t)r * C + cs[j];
+                        __pipeline_memcpy_async(slot(s, 0, j), dout + o, sizeof(x128));
+                        __pipeline_memcpy_async(slot(s, 1, j), inp + o, sizeof(x128));
+                        __pipeline_memcpy_async(slot(s, 2, j), dinp + o, sizeof(x128));
+                    }
                 }
+                float2* st = stage_stats + (size_t)s * threads + threadIdx.x;
+                __pipeline_memcpy_async(&st->x, mean + r, sizeof(float));
+                __pipeline_memcpy_async(&st->y, rstd + r, sizeof(float));
             }
-            float2* st = stage_stats + (size_t)s * threads + threadIdx.x;
-            __pipeline_memcpy_async(&st->x, mean + r, sizeof(float));
-            __pipeline_memcpy_async(&st->y, rstd + r, sizeof(float));
+            __pipeline_commit();
         }
-        __pipeline_commit();
     };
     // The launcher guarantees gridDim.x <= N. Stage s holds rows blockIdx.x + (s + k S) gridDim.x.
 #pragma unroll
@@ -157,36 +295,30 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
 
     const float inv_c = 1.0f / (float)C;
     int buf = 0, stage = 0;
+    uint32_t parity = 0;  // kBulk: of the phase the current stage's mbarrier completes for this row
     for (int row = blockIdx.x; row < N; row += gridDim.x) {
-        // The row S - 1 ahead goes into the stage this thread read last (its reads of it are done).
+        // The row S - 1 ahead goes into the stage read last (per thread: this thread's reads of it are done;
+        // bulk: every thread's, before the previous row's barrier in block_sum_pair).
         fetch(row + (S - 1) * gridDim.x, stage == 0 ? S - 1 : stage - 1);
-        __pipeline_wait_prior(S - 1);  // this row's group (and the ones before it) have landed
+        float m, r;
+        if constexpr (kBulk)
+            bwd_wait_row_bulk(m, r, bars + stage, parity, bulk_stats[stage], row);
+        else
+            __pipeline_wait_prior(S - 1);  // this row's group (and the ones before it) have landed
         x128 d[CH], x[CH], g[CH];
 #pragma unroll
         for (int j = 0; j < CH; j++) {
             if (act[j]) d[j] = *slot(stage, 0, j), x[j] = *slot(stage, 1, j), g[j] = *slot(stage, 2, j);
         }
-        const float2 stats = stage_stats[(size_t)stage * threads + threadIdx.x];
-        const float m = stats.x, r = stats.y;
+        if constexpr (!kBulk) {
+            const float2 stats = stage_stats[(size_t)stage * threads + threadIdx.x];
+            m = stats.x, r = stats.y;
+        }
+        if (stage == S - 1) parity ^= 1;
         stage = stage == S - 1 ? 0 : stage + 1;
 
-        float s1 = 0.0f, s2 = 0.0f;  // sum of dnorm, sum of dnorm * xhat over this thread's channels
-#pragma unroll
-        for (int j = 0; j < CH; j++) {
-            if (act[j]) {
-#pragma unroll
-                for (int i = 0; i < x128::size; i++) {
-                    const float dy = __bfloat162float(d[j][i]);
-                    const float xh = (__bfloat162float(x[j][i]) - m) * r;
-                    const float dn = __bfloat162float(w[j][i]) * dy;
-                    s1 += dn;
-                    s2 += dn * xh;
-                    dw[j][i] += dy * xh;
-                    db[j][i] += dy;
-                }
-            }
-        }
-        const float2 t = block_sum_pair(red[buf], s1, s2, lane, warp, num_warps);
+        const float2 sums = bwd_row_terms<CH>(dw, db, d, x, w, act, m, r);
+        const float2 t = block_sum_pair<kSlots>(red[buf], sums.x, sums.y, lane, warp, num_warps);
         buf ^= 1;
         const float t1 = t.x * inv_c, t2 = t.y * inv_c;
 #pragma unroll
@@ -194,7 +326,8 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
             if (act[j])
                 store128(dinp + (size_t)row * C + cs[j], dinp_chunk(d[j], x[j], g[j], w[j], m, r, t1, t2));
     }
-    __pipeline_wait_prior(0);  // no copy may still be writing shared memory when the block exits
+    // No copy may still write shared memory when the block exits (bulk: every fetched row was waited for).
+    if constexpr (!kBulk) __pipeline_wait_prior(0);
 
     store_weight_partials<CH>(scratch + (size_t)blockIdx.x * 2 * C, dw, db, cs, act, C);
 }
@@ -261,6 +394,15 @@ void launch_forward(const char* who, bf16* residual_NC, bf16* out_NC, float* mea
     CHECK_LAUNCH();
 }
 
+using BwdKernel = void (*)(bf16*, float*, const bf16*, const bf16*, const bf16*, const float*, const float*,
+                           int, int);
+using BwdKernels = std::array<BwdKernel, kBwdMaxStages - 1>;  // S = 2, 3, ..., kBwdMaxStages
+template <int CH, int kSlots, bool kBulk>
+BwdKernels bwd_kernels() {
+    return {layernorm_backward_kernel<CH, 2, kSlots, kBulk>, layernorm_backward_kernel<CH, 3, kSlots, kBulk>,
+            layernorm_backward_kernel<CH, 4, kSlots, kBulk>};
+}
+
 }  // namespace
 
 void layernorm_forward(bf16* out_NC, float* mean_N, float* rstd_N, const bf16* inp_NC, const bf16* weight_C,
@@ -283,7 +425,8 @@ size_t layernorm_backward_scratch_bytes(int N, int C) {
 
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
                         const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
-                        int N, int C, cudaStream_t stream, bool accumulate) {
+                        int N, int C, cudaStream_t stream, bool accumulate,
+                        LayerNormBackwardOptions options) {
     check_c("layernorm_backward", C);
     CHECK(N > 0, "layernorm_backward: N = %d must be positive", N);
     CHECK(aligned16(dinp_NC) && aligned16(dweight_C) && aligned16(dbias_C) && aligned16(scratch) &&
@@ -292,26 +435,29 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     const int chunks = C / x128::size;
     const int ch = chunks <= kBwdMaxThreads ? 1 : 2;  // 16-byte chunks per thread (C <= 4096: 1)
     const int threads = ceil_div(ceil_div(chunks, ch), 32) * 32;
-    using BwdKernel =
-        void (*)(bf16*, float*, const bf16*, const bf16*, const bf16*, const float*, const float*, int, int);
-    const BwdKernel kernels[2][kBwdMaxStages - 1] = {
-        {layernorm_backward_kernel<1, 2>, layernorm_backward_kernel<1, 3>, layernorm_backward_kernel<1, 4>},
-        {layernorm_backward_kernel<2, 2>, layernorm_backward_kernel<2, 3>, layernorm_backward_kernel<2, 4>}};
+    const bool bulk = options.bulk_loads && aligned16(mean_N) && aligned16(rstd_N) && N % 4 == 0;
+    const bool slots = options.fixed_slots && threads <= kBwdRedSlots * 32;
+    const BwdKernels kernels =
+        ch == 2 ? (bulk ? bwd_kernels<2, 0, true>() : bwd_kernels<2, 0, false>())
+        : slots ? (bulk ? bwd_kernels<1, kBwdRedSlots, true>() : bwd_kernels<1, kBwdRedSlots, false>())
+                : (bulk ? bwd_kernels<1, 0, true>() : bwd_kernels<1, 0, false>());
 
     // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
     // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
-    // shape, so results are reproducible.
+    // shape (every kernel here is capped at 64 registers with one chunk a thread, 128 with two, so the
+    // registers allow the same blocks per SM for each), so results are reproducible and the same for every
+    // variant.
     const int sms = current_device_sms();
     int occupancy = 0;
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[ch - 1][0], threads, 0));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[0], threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
     if (per_sm < 1) per_sm = 1;
     BwdKernel kernel = nullptr;
     size_t smem = 0;
     for (int stages = kBwdMaxStages; stages >= 2 && kernel == nullptr; stages--) {
-        BwdKernel k = kernels[ch - 1][stages - 2];
-        const size_t bytes = layernorm_backward_smem_bytes(ch, stages, threads);
+        BwdKernel k = kernels[stages - 2];
+        const size_t bytes = layernorm_backward_smem_bytes(ch, stages, threads, bulk);
         allow_dynamic_smem(k, bytes);
         int resident = 0;
         CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k, threads, bytes));

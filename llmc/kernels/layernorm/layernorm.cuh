@@ -29,6 +29,16 @@ size_t layernorm_backward_scratch_bytes(int N, int C);
 // sums over the N rows (accumulate: dweight += sum, dbias += sum, for gradient accumulation). inp/mean/rstd
 // are the forward's input and saved statistics. `scratch` holds at least layernorm_backward_scratch_bytes(N,
 // C) bytes (contents on entry irrelevant).
+// options: how the backward kernel runs, every way with the same bits (dev/test_layernorm compares them):
+// bulk_loads, each staged row copied whole by the tensor memory accelerator (where mean_N and rstd_N are
+// 16-byte aligned and N a multiple of 4; else per-thread cp.async); fixed_slots, the per-row block sums
+// over a fixed 8 slots (blocks of at most 8 warps: C <= 2048). Both cut instructions per row (the kernel is
+// issue-bound: docs/performance.md, 2026-12-05 fifteenth session); off until measured on a GPU.
+struct LayerNormBackwardOptions {
+    bool bulk_loads = false;
+    bool fixed_slots = false;
+};
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
                         const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
-                        int N, int C, cudaStream_t stream, bool accumulate = false);
+                        int N, int C, cudaStream_t stream, bool accumulate = false,
+                        LayerNormBackwardOptions options = {});
