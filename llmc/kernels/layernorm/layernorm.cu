@@ -122,9 +122,9 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 
 // The two per-row sums over the whole block, in a fixed order: warp sums, then the warps' partials in warp
 // order (red: this row's half of the double buffer; one __syncthreads). kSlots > 0 (blocks of at most kSlots
-// warps): the sum runs over all kSlots slots, those past the block's warps holding +0.0f (layernorm_backward_
-// kernel sets them): t + 0.0f is t for every t this sum takes (it starts at +0.0f, so it is never -0.0f, and
-// flushed results are never denormal), so the bits are those of the loop over the block's warps, without its
+// warps): the sum runs over all kSlots slots, those past the block's warps holding -0.0f (set by
+// block_sum_pair_clear): t + (-0.0f) is t for every t, -0.0f, +0.0f and NaN included (round to nearest; t is
+// a flushed result, never denormal), so the bits are those of the loop over the block's warps, without its
 // run-time trip count (about 45 of a warp's ~360 instructions a row at 7 warps). kSlots = 0: that loop.
 constexpr int kBwdRedSlots = 8;
 template <int kSlots>
@@ -152,12 +152,12 @@ __device__ __forceinline__ float2 block_sum_pair(float2* red, float s1, float s2
     return make_float2(t1, t2);
 }
 
-// kSlots > 0: the slots of both buffers past the block's warps to +0.0f (visible after the first barrier).
+// kSlots > 0: the slots of both buffers past the block's warps to -0.0f (visible after the first barrier).
 template <int kSlots>
 __device__ __forceinline__ void block_sum_pair_clear(float2 (&red)[2][32], int num_warps) {
     if constexpr (kSlots > 0) {
         if (threadIdx.x < 2 * kSlots && (int)threadIdx.x % kSlots >= num_warps)
-            red[threadIdx.x / kSlots][threadIdx.x % kSlots] = make_float2(0.0f, 0.0f);
+            red[threadIdx.x / kSlots][threadIdx.x % kSlots] = make_float2(-0.0f, -0.0f);
     }
 }
 
