@@ -444,12 +444,12 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
 
     // About 32 resident warps per SM as the registers allow, one wave, so each block does N / grid rows; then
     // the deepest pipeline that keeps that many blocks resident. The grid depends only on the GPU and the
-    // shape (every kernel here is capped at 64 registers with one chunk a thread, 128 with two, so the
-    // registers allow the same blocks per SM for each), so results are reproducible and the same for every
-    // variant.
+    // shape (the registers of the per-thread kernel, whichever variant runs), so results are reproducible and
+    // the same for every variant (the rows of a block, and so the dweight/dbias order, follow the grid).
     const int sms = current_device_sms();
+    const BwdKernel grid_kernel = ch == 2 ? bwd_kernels<2, 0, false>()[0] : bwd_kernels<1, 0, false>()[0];
     int occupancy = 0;
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, kernels[0], threads, 0));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, grid_kernel, threads, 0));
     int per_sm = 1024 / threads;
     if (per_sm > occupancy) per_sm = occupancy;
     if (per_sm < 1) per_sm = 1;
