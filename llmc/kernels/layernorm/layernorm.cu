@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "llmc/gpu/bulk_copy.cuh"
 #include "llmc/kernels/layernorm/layernorm.cuh"
 #include "llmc/kernels/layernorm/layernorm_row.cuh"
 
@@ -83,41 +84,6 @@ __host__ __device__ constexpr size_t layernorm_backward_smem_bytes(int ch, int s
     return (size_t)stages * threads * 3 * ch * sizeof(x128) +
            (bulk ? (size_t)stages * (sizeof(BwdBulkStats) + sizeof(uint64_t))
                  : (size_t)stages * threads * sizeof(float2));
-}
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-// S mbarriers whose phases complete on one arrival (and the bytes each is told to expect), initialized before
-// any thread of the block waits on them.
-template <int S>
-__device__ __forceinline__ void mbarriers_init(uint64_t* bars) {
-    if (threadIdx.x == 0)
-        for (int s = 0; s < S; s++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bars + s)) : "memory");
-    __syncthreads();
-}
-// The stage's mbarrier expects `bytes` more (and this thread's arrival: count 1).
-__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
-}
-// bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst, counted on bar.
-__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,
-                                                    uint64_t* bar) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-            smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(smem_addr(bar))
-        : "memory");
-}
-// Until the phase of bar with this parity has completed.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
-    asm volatile(
-        "{\n\t.reg .pred done;\n"
-        "WAIT:\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-        "@!done bra WAIT;\n}" ::"r"(smem_addr(bar)),
-        "r"(parity)
-        : "memory");
 }
 
 // The two per-row sums over the whole block, in a fixed order: warp sums, then the warps' partials in warp
