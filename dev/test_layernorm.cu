@@ -185,6 +185,13 @@ void check_backward(int N, int C) {
         CHECK_CUDA(cudaFree(p));
 }
 
+// Each option alone and all three (LayerNormBackwardOptions: bulk_loads, fixed_slots, narrow_reduce).
+const LayerNormBackwardOptions kLnBackwardVariants[] = {
+    {true, false, false}, {false, true, false}, {false, false, true}, {true, true, true}};
+std::string ln_backward_variant_name(const LayerNormBackwardOptions& o) {
+    return bench::fmt("bulk %d, slots %d, narrow reduce %d", o.bulk_loads, o.fixed_slots, o.narrow_reduce);
+}
+
 // The backward's kernel variants (LayerNormBackwardOptions) against the per-thread loads with the loop over
 // the warps, the kernel they were derived from: bit for bit (dinp, dweight, dbias), not merely close, since
 // each variant claims the same fp32 operations in the same order. Shapes where the bulk loads apply (N a
@@ -223,14 +230,11 @@ void check_backward_variants_bitwise(int N, int C, bool aligned_stats) {
         return Out{dev::from_device_bf16_bits(d_dinp, (size_t)N * C), dev::from_device_bf16_bits(d_dw, C),
                    dev::from_device_bf16_bits(d_db, C)};
     };
-    const Out base = run({/*bulk_loads=*/false, /*fixed_slots=*/false});
-    for (const LayerNormBackwardOptions opt :
-         {LayerNormBackwardOptions{false, true}, LayerNormBackwardOptions{true, false},
-          LayerNormBackwardOptions{true, true}}) {
+    const Out base = run({/*bulk_loads=*/false, /*fixed_slots=*/false, /*narrow_reduce=*/false});
+    for (const LayerNormBackwardOptions opt : kLnBackwardVariants) {
         const Out got = run(opt);
         const bool same = got.dinp == base.dinp && got.dw == base.dw && got.db == base.db;
-        if (!same)
-            printf("  bulk_loads %d fixed_slots %d: not bit for bit\n", opt.bulk_loads, opt.fixed_slots);
+        if (!same) printf("  %s: not bit for bit\n", ln_backward_variant_name(opt).c_str());
         EXPECT_TRUE(same);
     }
     for (void* p : {(void*)d_x, (void*)d_w, (void*)d_dout, (void*)d_stats, (void*)d_scratch, (void*)d_dinp,
@@ -324,7 +328,7 @@ BENCH(residual_layernorm_forward) {
 }
 
 // Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted). The
-// default, then each variant (LayerNormBackwardOptions) for the comparison.
+// default, then the variants (kLnBackwardVariants) for the comparison.
 BENCH(layernorm_backward) {
     for (int C : {1600, 768}) {
         LnBench k(12288, C);
@@ -334,16 +338,13 @@ BENCH(layernorm_backward) {
         });
         // GPT-1.5B: ln1 and ln2 of every layer and the final LayerNorm
         bench::report_budget("layernorm_backward", k.shape(), ms, bytes, C == 1600 ? 97 : 0);
-        for (const LayerNormBackwardOptions opt :
-             {LayerNormBackwardOptions{false, false}, LayerNormBackwardOptions{false, true},
-              LayerNormBackwardOptions{true, false}, LayerNormBackwardOptions{true, true}}) {
+        for (const LayerNormBackwardOptions opt : kLnBackwardVariants) {
             const float vms = dev::time_ms([&] {
                 layernorm_backward(k.dinp, k.dw, k.db, k.scratch, k.dout, k.x, k.w, k.mean, k.rstd, k.N, k.C,
                                    0, false, opt);
             });
-            bench::report_bandwidth(
-                bench::fmt("layernorm_backward[bulk %d, slots %d]", opt.bulk_loads, opt.fixed_slots),
-                k.shape(), vms, bytes);
+            bench::report_bandwidth("layernorm_backward[" + ln_backward_variant_name(opt) + "]", k.shape(),
+                                    vms, bytes);
         }
     }
 }
