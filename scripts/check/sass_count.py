@@ -20,6 +20,7 @@ Exit status 0, 1 when no kernel matched, 2 for a usage error or a cubin that cou
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -145,4 +146,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     sys.exit(main(sys.argv[1:]))
