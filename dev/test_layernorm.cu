@@ -185,11 +185,10 @@ void check_backward(int N, int C) {
         CHECK_CUDA(cudaFree(p));
 }
 
-// Each option alone and all three (LayerNormBackwardOptions: bulk_loads, fixed_slots, narrow_reduce).
-const LayerNormBackwardOptions kLnBackwardVariants[] = {
-    {true, false, false}, {false, true, false}, {false, false, true}, {true, true, true}};
+// Each option alone and both (LayerNormBackwardOptions: bulk_loads, fixed_slots).
+const LayerNormBackwardOptions kLnBackwardVariants[] = {{true, false}, {false, true}, {true, true}};
 std::string ln_backward_variant_name(const LayerNormBackwardOptions& o) {
-    return bench::fmt("bulk %d, slots %d, narrow reduce %d", o.bulk_loads, o.fixed_slots, o.narrow_reduce);
+    return bench::fmt("bulk %d, slots %d", o.bulk_loads, o.fixed_slots);
 }
 
 // The backward's kernel variants (LayerNormBackwardOptions) against the per-thread loads with the loop over
@@ -230,7 +229,7 @@ void check_backward_variants_bitwise(int N, int C, bool aligned_stats) {
         return Out{dev::from_device_bf16_bits(d_dinp, (size_t)N * C), dev::from_device_bf16_bits(d_dw, C),
                    dev::from_device_bf16_bits(d_db, C)};
     };
-    const Out base = run({/*bulk_loads=*/false, /*fixed_slots=*/false, /*narrow_reduce=*/false});
+    const Out base = run({/*bulk_loads=*/false, /*fixed_slots=*/false});
     for (const LayerNormBackwardOptions opt : kLnBackwardVariants) {
         const Out got = run(opt);
         const bool same = got.dinp == base.dinp && got.dw == base.dw && got.db == base.db;
@@ -328,7 +327,7 @@ BENCH(residual_layernorm_forward) {
 }
 
 // Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted). The
-// default, then the variants (kLnBackwardVariants) for the comparison.
+// default, then the per-thread kernel and the variants (kLnBackwardVariants) for the comparison.
 BENCH(layernorm_backward) {
     for (int C : {1600, 768}) {
         LnBench k(12288, C);
@@ -338,7 +337,9 @@ BENCH(layernorm_backward) {
         });
         // GPT-1.5B: ln1 and ln2 of every layer and the final LayerNorm
         bench::report_budget("layernorm_backward", k.shape(), ms, bytes, C == 1600 ? 97 : 0);
-        for (const LayerNormBackwardOptions opt : kLnBackwardVariants) {
+        for (const LayerNormBackwardOptions opt :
+             {LayerNormBackwardOptions{false, false}, LayerNormBackwardOptions{true, false},
+              LayerNormBackwardOptions{false, true}}) {
             const float vms = dev::time_ms([&] {
                 layernorm_backward(k.dinp, k.dw, k.db, k.scratch, k.dout, k.x, k.w, k.mean, k.rstd, k.N, k.C,
                                    0, false, opt);

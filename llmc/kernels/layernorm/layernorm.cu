@@ -298,41 +298,20 @@ __global__ void __launch_bounds__(kBwdMaxThreads, CH == 1 ? 2 : 1)
     store_weight_partials<CH>(scratch + (size_t)blockIdx.x * 2 * C, dw, db, cs, act, C);
 }
 
-constexpr int kRedY = 16;
+constexpr int kRedX = 32, kRedY = 16;
 
 // Column j of the [parts, 2C] scratch is summed by the 16 threads of column j in this block (thread y takes
-// parts y, y+16, ...), then thread y=0 adds the 16 partial sums in order: a fixed order for a given `parts`,
-// whatever the block's width kCols (columns a block) and how the loads are issued:
-// - kBatch = 0: a loop unrolled by 16 (33 parts a thread at C = 1600: 16, 16, then 1; 83 at 124M's 1320
-//   parts: five batches, then the 3 left one dependent load at a time); 100 blocks of 32 columns at C = 1600.
-// - kBatch > 0: batches of kBatch loads, the last one's past `parts` predicated off, so no one-at-a-time
-//   tail: with 16 columns a block (200 blocks at C = 1600, every SM busy) and batches of 32, two round trips
-//   at C = 1600 and three at 124M instead of three and eight.
-template <int kCols, int kBatch>
-__global__ void __launch_bounds__(kCols* kRedY)
+// parts y, y+16, ...), then thread y=0 adds the 16 partial sums in order: a fixed order for a given `parts`.
+__global__ void __launch_bounds__(kRedX* kRedY)
     layernorm_backward_reduce_kernel(bf16* dweight, bf16* dbias, const float* scratch, int parts, int C,
                                      bool accumulate) {
-    __shared__ float sums[kRedY][kCols + 1];
-    const int j = blockIdx.x * kCols + threadIdx.x;
+    __shared__ float sums[kRedY][kRedX + 1];
+    const int j = blockIdx.x * kRedX + threadIdx.x;
     const int width = 2 * C;
     float acc = 0.0f;
-    if constexpr (kBatch == 0) {
-        if (j < width) {
-#pragma unroll 16
-            for (int p = threadIdx.y; p < parts; p += kRedY) acc += __ldcs(scratch + (size_t)p * width + j);
-        }
-    } else if (j < width) {
-        const size_t stride = (size_t)kRedY * width;  // from one of this thread's parts to its next
-        const float* q = scratch + (size_t)threadIdx.y * width + j;
-        for (int left = (parts - (int)threadIdx.y + kRedY - 1) / kRedY; left > 0; left -= kBatch) {
-            float v[kBatch];
-#pragma unroll
-            for (int u = 0; u < kBatch; u++) v[u] = u < left ? __ldcs(q + u * stride) : 0.0f;
-#pragma unroll
-            for (int u = 0; u < kBatch; u++)
-                if (u < left) acc += v[u];  // parts in order, as the loop above
-            q += kBatch * stride;
-        }
+    if (j < width) {
+#pragma unroll 16  // 528 parts at C = 1600: 33 per thread, their loads issued 16 at a time (same sum order)
+        for (int p = threadIdx.y; p < parts; p += kRedY) acc += __ldcs(scratch + (size_t)p * width + j);
     }
     sums[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
@@ -457,12 +436,8 @@ void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* sc
     kernel<<<(int)grid, threads, smem, stream>>>(dinp_NC, scratch, dout_NC, inp_NC, weight_C, mean_N, rstd_N,
                                                  N, C);
     CHECK_LAUNCH();
-    if (options.narrow_reduce) {
-        layernorm_backward_reduce_kernel<16, 32><<<ceil_div(2 * C, 16), dim3(16, kRedY), 0, stream>>>(
-            dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
-    } else {
-        layernorm_backward_reduce_kernel<32, 0><<<ceil_div(2 * C, 32), dim3(32, kRedY), 0, stream>>>(
-            dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
-    }
+    dim3 rblock(kRedX, kRedY);
+    layernorm_backward_reduce_kernel<<<ceil_div(2 * C, kRedX), rblock, 0, stream>>>(
+        dweight_C, dbias_C, scratch, (int)grid, C, accumulate);
     CHECK_LAUNCH();
 }

@@ -31,15 +31,12 @@ size_t layernorm_backward_scratch_bytes(int N, int C);
 // C) bytes (contents on entry irrelevant).
 // options: how the backward kernel runs, every way with the same bits (dev/test_layernorm compares them):
 // bulk_loads, each staged row copied whole by the tensor memory accelerator (where mean_N and rstd_N are
-// 16-byte aligned and N a multiple of 4; else per-thread cp.async); fixed_slots, the per-row block sums
-// over a fixed 8 slots (blocks of at most 8 warps: C <= 2048). Both cut instructions per row (the kernel is
-// issue-bound: docs/performance.md, 2026-12-05 fifteenth session). narrow_reduce: the dweight/dbias sums over
-// the blocks' partials in blocks of 16 columns instead of 32 (every SM busy at C = 1600) with 32 loads in
-// flight a thread. All off until measured on a GPU.
+// 16-byte aligned and N a multiple of 4; else per-thread cp.async); fixed_slots, the per-row block sums over
+// a fixed 8 slots (blocks of at most 8 warps: C <= 2048). Both cut instructions per row; together 2% faster
+// at 12288 x 1600 on an H100 (docs/performance.md, 2026-12-05, fifteenth session), so both on by default.
 struct LayerNormBackwardOptions {
-    bool bulk_loads = false;
-    bool fixed_slots = false;
-    bool narrow_reduce = false;
+    bool bulk_loads = true;
+    bool fixed_slots = true;
 };
 void layernorm_backward(bf16* dinp_NC, bf16* dweight_C, bf16* dbias_C, float* scratch, const bf16* dout_NC,
                         const bf16* inp_NC, const bf16* weight_C, const float* mean_N, const float* rstd_N,
