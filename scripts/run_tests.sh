@@ -18,6 +18,7 @@ for a in "$@"; do
   if [ "$a" = "--" ]; then seen_sep=1; elif [ $seen_sep = 0 ]; then host+=("$a"); else gpu+=("$a"); fi
 done
 passed=0; failed=0; skipped=0
+test_timeout=${TEST_TIMEOUT:-300}
 # run_one TEST [COMMAND...]: runs COMMAND (default: TEST itself) and counts TEST's verdict lines.
 run_one() {
   local bin=$1 out rc
@@ -29,7 +30,7 @@ run_one() {
   p=$(printf '%s\n' "$out" | grep -c '^\[PASS\]'); f=$(printf '%s\n' "$out" | grep -c '^\[FAIL\]')
   s=$(printf '%s\n' "$out" | grep -c '^\[SKIP\]')
   if [ "$rc" = 124 ]; then  # timeout's status: a hung kernel fails its binary, not the whole run
-    echo "[FAIL] $bin did not finish in ${TEST_TIMEOUT:-300} s (TEST_TIMEOUT)"; printf '%s\n' "$out" | tail -5
+    echo "[FAIL] $bin did not finish in $test_timeout s (TEST_TIMEOUT)"; printf '%s\n' "$out" | tail -5
     f=$((f + 1))
   elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then  # crashed or exited early: count it as a failure
     echo "[FAIL] $bin exited with status $rc"; printf '%s\n' "$out" | tail -5; f=1
@@ -48,7 +49,7 @@ if nvidia-smi -L >/dev/null 2>&1; then
   fi
   # each test binary within TEST_TIMEOUT seconds (default 300; the longest takes ~1-2 minutes on an H200)
   for b in "${gpu[@]}"; do
-    [[ "$b" == *.sh ]] || { echo "-- $b"; run_one "$b" timeout --kill-after=10 "${TEST_TIMEOUT:-300}" "$b"; }
+    [[ "$b" == *.sh ]] || { echo "-- $b"; run_one "$b" timeout --kill-after=10 "$test_timeout" "$b"; }
   done
   for b in "${gpu[@]}"; do [[ "$b" == *.sh && "$b" != *_multi.sh ]] && { echo "-- $b"; run_one "$b"; }; done
   if [ -n "$bg_pid" ]; then
