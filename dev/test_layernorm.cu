@@ -327,7 +327,7 @@ BENCH(residual_layernorm_forward) {
 }
 
 // Bytes: read dout, inp, dinp, write dinp; stats; dweight/dbias (the scratch traffic is not counted). The
-// default, then the per-thread kernel and the variants (kLnBackwardVariants) for the comparison.
+// default (both options), then the per-thread kernel and each option alone, for the comparison.
 BENCH(layernorm_backward) {
     for (int C : {1600, 768}) {
         LnBench k(12288, C);
