@@ -8,7 +8,7 @@
 // Time: CUDA events on the context's stream; per sample `launches` back-to-back calls after warm-up calls
 // (--flush: one call after writing 256 MiB, so nothing of the inputs is left in L2), median of the samples.
 // Usage: bench_attention [--shape gpt2_124m|gpt2_1p5b] [--samples N] [--launches N] [--flush] [--plans]
-//                        [--no-layouts]
+//                        [--no-layouts] [--chunks]
 // scripts/bench/bench_attention.sh runs it built against two cudnn-frontends and with two cuDNNs.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -43,7 +43,7 @@ const ModelShape kShapes[] = {{"gpt2_124m", {16, 1024, 12, 64}, 12}, {"gpt2_1p5b
 struct Options {
     std::vector<std::string> shapes;
     int samples = 9, launches = 10;
-    bool flush = false, plans = false, layouts = true;
+    bool flush = false, plans = false, layouts = true, chunks = false;
 };
 
 Options parse_options(int argc, char** argv) {
@@ -63,11 +63,13 @@ Options parse_options(int argc, char** argv) {
             o.plans = true;
         } else if (a == "--no-layouts") {
             o.layouts = false;
+        } else if (a == "--chunks") {
+            o.chunks = true;
         } else {
             fatal_usage(
                 "bench_attention: unknown argument '%s' (usage: bench_attention [--shape "
                 "gpt2_124m|gpt2_1p5b] "
-                "[--samples N] [--launches N] [--flush] [--plans] [--no-layouts])",
+                "[--samples N] [--launches N] [--flush] [--plans] [--no-layouts] [--chunks])",
                 a.c_str());
         }
     }
@@ -214,7 +216,7 @@ struct Row {  // one line of the closing table
 // The trainer's entry points: forward, deterministic and non-deterministic backward, and per step. Leaves the
 // forward's output and the deterministic backward's dQKV in `d` (the layouts are checked against them).
 void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Timer& timer,
-                        std::vector<Row>* rows) {
+                        std::vector<Row>* rows, uint64_t* dqkv_hash) {
     const SdpaShape s = m.s;
     const SdpaBuffers& b = d.buf;
     AttentionGraphs det(true), nondet(false);
@@ -229,6 +231,7 @@ void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Time
     const size_t nc = (size_t)s.B * s.T * s.H * s.D;
     const uint64_t hash =
         hash_device({{b.out, nc * 2}, {b.stats, (size_t)s.B * s.H * s.T * 4}, {b.dqkv, 3 * nc * 2}});
+    if (dqkv_hash) *dqkv_hash = hash_device({{b.dqkv, 3 * nc * 2}});
     printf("HASH\t%s\t%016llx\t(FNV-1a of O, stats and the deterministic dQKV: equal = bitwise the same)\n",
            label.c_str(), (unsigned long long)hash);
     const double ff = forward_flops(s), bf = backward_flops(s), L = m.layers;
@@ -246,6 +249,41 @@ void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Time
                      L * (ff + bf)});
     rows->push_back({m.name, bench::fmt("step: %d x (fwd + nondet bwd)", m.layers),
                      (float)L * (ms_fwd + ms_nondet), L * (ff + bf)});
+}
+
+// The deterministic backward over the batch in chunks of `chunk` sequences, one call each, against the whole
+// batch in one call. Why: its dP workspace (B*H*T*T*2 bytes, 403 MB at 124M, 629 MB at 1.5B) goes to DRAM and
+// back between the flash kernel and the dQ matmul; one sequence's (25 MB at 124M, 52 MB at 1.5B) may stay in
+// the 50 MB L2. Each (b, h) is computed alone, so the chunks should give the whole batch's bits: the hash
+// says.
+void bench_chunked_backward(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Timer& timer, uint64_t whole,
+                            std::vector<Row>* rows) {
+    const SdpaShape s = m.s;
+    const SdpaBuffers& b = d.buf;
+    const size_t nc_seq = (size_t)s.T * s.H * s.D;  // one sequence's elements of O (and of each of Q, K, V)
+    AttentionGraphs det(true);
+    const std::string label = shape_label(m);
+    for (int chunk : {1, 2, 3, 4, 6}) {
+        if (chunk >= s.B || s.B % chunk != 0) continue;
+        auto run = [&] {
+            for (int b0 = 0; b0 < s.B; b0 += chunk)
+                attention_backward(&det, ctx, b.dqkv + 3 * nc_seq * b0, b.dout + nc_seq * b0,
+                                   b.qkv + 3 * nc_seq * b0, b.out + nc_seq * b0,
+                                   b.stats + (size_t)s.H * s.T * b0, chunk, s.T, s.H, s.D, ctx->stream);
+        };
+        const float ms = timer.median_ms(run);
+        // NaN-fill dQKV and run once more, so that a chunk which wrote nothing cannot pass for the whole
+        // batch
+        CHECK_CUDA(cudaMemsetAsync(b.dqkv, 0xFF, 3 * nc_seq * s.B * 2, ctx->stream));
+        run();
+        const uint64_t h = hash_device({{b.dqkv, 3 * nc_seq * s.B * 2}});
+        const std::string what = bench::fmt("backward, det, %d-sequence calls", chunk);
+        printf("chunked backward at %s, %d sequences a call: %.4f ms, dQKV %s the whole batch's\n",
+               label.c_str(), chunk, ms, h == whole ? "bitwise" : "DIFFERENT from");
+        bench::report_flops(bench::fmt("attention_backward_det_chunk%d", chunk), label, ms, backward_flops(s),
+                            bench::kPeakBf16Tflops);
+        rows->push_back({m.name, what, ms, backward_flops(s)});
+    }
 }
 
 // Elements of one layout's output differing from the packed entry point's: "identical" or the count and the
@@ -366,7 +404,9 @@ int main(int argc, char** argv) {
         fill_normal_bf16<<<1024, 256, 0, ctx.stream>>>(d.buf.qkv, 3 * nc, 1);
         fill_normal_bf16<<<1024, 256, 0, ctx.stream>>>(d.buf.dout, nc, 2);
         CHECK_LAUNCH();
-        bench_entry_points(&ctx, m, d, timer, &rows);
+        uint64_t dqkv_hash = 0;
+        bench_entry_points(&ctx, m, d, timer, &rows, &dqkv_hash);
+        if (opt.chunks) bench_chunked_backward(&ctx, m, d, timer, dqkv_hash, &rows);
         if (opt.layouts) bench_layouts(&ctx, m, d, timer, &rows);
         if (opt.plans) bench_plans(&ctx, m, d);
         CHECK_CUDA(cudaDeviceSynchronize());
