@@ -319,7 +319,6 @@ static StepOptions step_options(const TrainConfig& cfg) {
     o.fc_proj_input = cfg.fc_proj_input();
     o.att_proj_input = cfg.att_proj_input();
     o.deterministic_attention = cfg.deterministic;
-    o.attention_chunk = cfg.attention_chunk;
     o.fuse_residual = cfg.fuse_residual;
     o.cuda_graph = cfg.cuda_graph;
     o.bf16_moments = cfg.adam_bf16_moments;

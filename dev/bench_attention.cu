@@ -251,35 +251,38 @@ void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Time
                      (float)L * (ms_fwd + ms_nondet), L * (ff + bf)});
 }
 
-// The deterministic backward in calls of `chunk` sequences (AttentionGraphs' backward_chunk, as the trainer's
-// --attention-chunk) against the whole batch in one call. Why: its dP workspace (B*H*T*T*2 bytes, 403 MB at
-// 124M, 629 MB at 1.5B) goes to DRAM and back between the flash kernel and the dQ matmul; one sequence's
-// (25 MB at 124M, 52 MB at 1.5B) may stay in the 50 MB L2. The hash says whether the bits are the same.
+// The deterministic backward over the batch in chunks of `chunk` sequences, one call each, against the whole
+// batch in one call. Why: its dP workspace (B*H*T*T*2 bytes, 403 MB at 124M, 629 MB at 1.5B) goes to DRAM and
+// back between the flash kernel and the dQ matmul; one sequence's (25 MB at 124M, 52 MB at 1.5B) may stay in
+// the 50 MB L2. Each (b, h) is computed alone, so the chunks should give the whole batch's bits: the hash
+// says.
 void bench_chunked_backward(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Timer& timer, uint64_t whole,
                             std::vector<Row>* rows) {
     const SdpaShape s = m.s;
     const SdpaBuffers& b = d.buf;
-    const size_t nc = (size_t)s.B * s.T * s.H * s.D;
+    const size_t nc_seq = (size_t)s.T * s.H * s.D;  // one sequence's elements of O (and of each of Q, K, V)
+    AttentionGraphs det(true);
     const std::string label = shape_label(m);
     for (int chunk : {1, 2, 3, 4, 6}) {
         if (chunk >= s.B || s.B % chunk != 0) continue;
-        AttentionGraphs det(true, chunk);
         auto run = [&] {
-            attention_backward(&det, ctx, b.dqkv, b.dout, b.qkv, b.out, b.stats, s.B, s.T, s.H, s.D,
-                               ctx->stream);
+            for (int b0 = 0; b0 < s.B; b0 += chunk)
+                attention_backward(&det, ctx, b.dqkv + 3 * nc_seq * b0, b.dout + nc_seq * b0,
+                                   b.qkv + 3 * nc_seq * b0, b.out + nc_seq * b0,
+                                   b.stats + (size_t)s.H * s.T * b0, chunk, s.T, s.H, s.D, ctx->stream);
         };
         const float ms = timer.median_ms(run);
         // NaN-fill dQKV and run once more, so that a chunk which wrote nothing cannot pass for the whole
         // batch
-        CHECK_CUDA(cudaMemsetAsync(b.dqkv, 0xFF, 3 * nc * 2, ctx->stream));
+        CHECK_CUDA(cudaMemsetAsync(b.dqkv, 0xFF, 3 * nc_seq * s.B * 2, ctx->stream));
         run();
-        const uint64_t h = hash_device({{b.dqkv, 3 * nc * 2}});
+        const uint64_t h = hash_device({{b.dqkv, 3 * nc_seq * s.B * 2}});
+        const std::string what = bench::fmt("backward, det, %d-sequence calls", chunk);
         printf("chunked backward at %s, %d sequences a call: %.4f ms, dQKV %s the whole batch's\n",
                label.c_str(), chunk, ms, h == whole ? "bitwise" : "DIFFERENT from");
         bench::report_flops(bench::fmt("attention_backward_det_chunk%d", chunk), label, ms, backward_flops(s),
                             bench::kPeakBf16Tflops);
-        rows->push_back(
-            {m.name, bench::fmt("backward, det, %d-sequence calls", chunk), ms, backward_flops(s)});
+        rows->push_back({m.name, what, ms, backward_flops(s)});
     }
 }
 

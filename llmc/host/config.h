@@ -113,7 +113,6 @@ struct TrainConfig {
     InputKeep fc_proj_input() const { return recompute >= 1 ? InputKeep::FromGelu : InputKeep::Saved; }
     InputKeep att_proj_input() const { return recompute >= 2 ? InputKeep::FromInput : InputKeep::Saved; }
     bool deterministic = true;   // cuDNN's deterministic attention backward (bitwise reproducible runs)
-    int attention_chunk = 0;     // sequences per attention backward call; 0: the whole micro-batch
     bool fuse_residual = false;  // the residual adds in the projection GEMMs' epilogue (docs/performance.md)
     bool cuda_graph = true;      // each training step replays one captured CUDA graph (same results)
     bool gemm_autotune = true;   // time cuBLASLt's best candidates per GEMM once, keep the fastest

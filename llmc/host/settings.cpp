@@ -135,14 +135,6 @@ void step_settings(std::vector<Setting>* rows) {
              .key("deterministic")
              .only_in({kTrain}),
          setting(
-             "--attention-chunk",
-             "sequences per cuDNN attention backward call (the deterministic backward's dP workspace "
-             "shrinks with it and may stay in L2; the same results); 0: the whole micro-batch in one call",
-             FIELD(attention_chunk))
-             .at_least(0)
-             .key("attention_chunk")
-             .only_in({kTrain}),
-         setting(
              "--fuse-residual,!--no-fuse-residual",
              "add the residual stream in the attention and MLP projection GEMMs' epilogue (one rounding of "
              "the sum; the LayerNorm after them reads one tensor, not two): faster (H200, GPT-1.5B: fp8 "

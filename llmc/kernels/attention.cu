@@ -9,7 +9,6 @@
 // (keep the line above before the frontend)
 #include <cudnn_frontend.h>
 
-#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -198,8 +197,8 @@ struct AttentionGraphs::Impl {
     std::map<GraphKey, BuiltGraph> graphs;
 };
 
-AttentionGraphs::AttentionGraphs(bool deterministic_backward, int backward_chunk)
-    : impl(new Impl()), deterministic_(deterministic_backward), backward_chunk_(backward_chunk) {}
+AttentionGraphs::AttentionGraphs(bool deterministic_backward)
+    : impl(new Impl()), deterministic_(deterministic_backward) {}
 AttentionGraphs::~AttentionGraphs() = default;
 
 namespace {
@@ -296,20 +295,12 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
 void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3, const bf16* dout_NC,
                         const bf16* qkv_NC3, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
                         int D, cudaStream_t stream) {
+    const GraphKey key{B, T, H, D, Pass::Backward};
+    const BuiltGraph& g = get_graph(graphs, ctx, key);
     const size_t C = (size_t)H * D;
-    const int chunk = graphs->backward_chunk() > 0 ? std::min(graphs->backward_chunk(), B) : B;
-    for (int b0 = 0; b0 < B;
-         b0 += chunk) {  // sequences b0 .. b0 + nb - 1: rows b0 * T on, stats b0 * H * T on
-        const int nb = std::min(chunk, B - b0);
-        const size_t row = (size_t)b0 * T;
-        const GraphKey key{nb, T, H, D, Pass::Backward};
-        const BuiltGraph& g = get_graph(graphs, ctx, key);
-        std::unordered_map<int64_t, void*> pack =
-            backward_pack(dqkv_NC3 + row * 3 * C, dout_NC + row * C, qkv_NC3 + row * 3 * C, out_NC + row * C,
-                          stats_BHT + (size_t)b0 * H * T, C);
-        add_seq_lens(g, key, &pack);
-        execute(g, ctx, key, pack, stream);
-    }
+    std::unordered_map<int64_t, void*> pack = backward_pack(dqkv_NC3, dout_NC, qkv_NC3, out_NC, stats_BHT, C);
+    add_seq_lens(g, key, &pack);
+    execute(g, ctx, key, pack, stream);
     mark_initialized(dqkv_NC3, (size_t)B * T * 3 * C * sizeof(bf16), stream);
 }
 

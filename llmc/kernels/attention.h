@@ -24,24 +24,19 @@ typedef __nv_bfloat16 bf16;  // same typedef as llmc/gpu/cuda_common.cuh
 // host time. Owned by the caller (one per GpuContext); not thread-safe.
 // deterministic_backward: ask cuDNN for its deterministic backward (bitwise reproducible dQ; it needs a
 // B*H*T*T*2-byte dP workspace, ~630 MB at B=12, H=25, T=1024). false: faster fp32 atomics for dQ.
-// backward_chunk: sequences per cuDNN backward call (0: the whole batch in one call). The deterministic
-// backward writes dP to its workspace and reads it back for dQ; a chunk's dP is smaller and may stay in L2.
-// Every (b, h) is computed alone, so the chunks give the whole batch's bits (dev/test_attention checks).
 class AttentionGraphs {
   public:
-    explicit AttentionGraphs(bool deterministic_backward = true, int backward_chunk = 0);
+    explicit AttentionGraphs(bool deterministic_backward = true);
     ~AttentionGraphs();
     AttentionGraphs(const AttentionGraphs&) = delete;
     AttentionGraphs& operator=(const AttentionGraphs&) = delete;
     bool deterministic_backward() const { return deterministic_; }
-    int backward_chunk() const { return backward_chunk_; }
 
     struct Impl;  // the graphs, keyed by shape (defined in attention.cpp)
     std::unique_ptr<Impl> impl;
 
   private:
     bool deterministic_;
-    int backward_chunk_;
 };
 
 // out_NC [B*T, C] = softmax(causal(q k^T / sqrt(D))) v per head; stats_BHT [B, H, T] fp32 log-sum-exp for
@@ -51,7 +46,7 @@ void attention_forward(AttentionGraphs* graphs, GpuContext* ctx, bf16* out_NC, f
                        const bf16* qkv_NC3, int B, int T, int H, int D, cudaStream_t stream);
 
 // dqkv_NC3 [B*T, 3C] = [dq | dk | dv] (overwritten, same packed layout as qkv_NC3), from dout_NC and the
-// forward's inputs, output and stats; in calls of graphs->backward_chunk() sequences when that is set.
+// forward's inputs, output and stats.
 void attention_backward(AttentionGraphs* graphs, GpuContext* ctx, bf16* dqkv_NC3, const bf16* dout_NC,
                         const bf16* qkv_NC3, const bf16* out_NC, const float* stats_BHT, int B, int T, int H,
                         int D, cudaStream_t stream);

@@ -18,7 +18,7 @@ GptModel::Impl::Impl(const ModelConfig& m, int B_, int T_, GpuContext* ctx_, con
       ctx(ctx_),
       options(opts),
       accum_steps(dpar.grad_accum_steps),
-      attention_graphs(std::make_unique<AttentionGraphs>(opts.deterministic_attention, opts.attention_chunk)),
+      attention_graphs(std::make_unique<AttentionGraphs>(opts.deterministic_attention)),
       params(m, rank_of(dpar), world_of(dpar), opts.bf16_moments),
       dp(dpar.comm, ctx_, &params, &timer),
       runtime(std::max(dpar.grad_accum_steps, 1), (size_t)B_ * T_) {

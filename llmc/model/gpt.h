@@ -24,12 +24,11 @@ struct StateTensorInfo {
     size_t bytes;
 };
 
-// Memory/speed/reproducibility options of the step (TrainConfig's --recompute, --deterministic, ...).
+// Memory/speed/reproducibility options of the step (TrainConfig's --recompute and --deterministic).
 struct StepOptions {
     InputKeep fc_proj_input = InputKeep::Saved;   // what the fc-proj keeps of its input (fp8: its X^T)
     InputKeep att_proj_input = InputKeep::Saved;  // what the attn-proj keeps of its input (fp8: its X^T)
     bool deterministic_attention = true;
-    int attention_chunk = 0;      // sequences per attention backward call (AttentionGraphs); 0: the batch
     bool fuse_residual = false;   // the residual adds in the projection GEMMs (Linear::forward's residual)
     bool cuda_graph = true;       // launch_step(): replay one captured CUDA graph per step
     bool bf16_moments = false;    // AdamW moments stored in BF16 (FP32 arithmetic)
