@@ -254,8 +254,8 @@ void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Time
 // The deterministic backward over the batch in chunks of `chunk` sequences, one call each, against the whole
 // batch in one call. Why: its dP workspace (B*H*T*T*2 bytes, 403 MB at 124M, 629 MB at 1.5B) goes to DRAM and
 // back between the flash kernel and the dQ matmul; one sequence's (25 MB at 124M, 52 MB at 1.5B) may stay in
-// the 50 MB L2. Each (b, h) is computed alone, so the chunks should give the whole batch's bits: the hash
-// says.
+// the 50 MB L2. Each (b, h) is computed alone, so the chunks give the whole batch's bits (the hash says).
+// Measured on an H100 (2026-12-06): bitwise at every chunk, and slower at every chunk (docs/dead_ends.md).
 void bench_chunked_backward(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Timer& timer, uint64_t whole,
                             std::vector<Row>* rows) {
     const SdpaShape s = m.s;
