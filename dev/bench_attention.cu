@@ -214,7 +214,8 @@ struct Row {  // one line of the closing table
 };
 
 // The trainer's entry points: forward, deterministic and non-deterministic backward, and per step. Leaves the
-// forward's output and the deterministic backward's dQKV in `d` (the layouts are checked against them).
+// forward's output and the deterministic backward's dQKV in `d` (the layouts are checked against them), and
+// that dQKV's hash in *dqkv_hash unless it is null (the chunked backward compares with it).
 void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Timer& timer,
                         std::vector<Row>* rows, uint64_t* dqkv_hash) {
     const SdpaShape s = m.s;
@@ -272,8 +273,7 @@ void bench_chunked_backward(GpuContext* ctx, const ModelShape& m, DeviceSet& d, 
                                    b.stats + (size_t)s.H * s.T * b0, chunk, s.T, s.H, s.D, ctx->stream);
         };
         const float ms = timer.median_ms(run);
-        // NaN-fill dQKV and run once more, so that a chunk which wrote nothing cannot pass for the whole
-        // batch
+        // NaN-fill dQKV and run once more: a sequence that no call wrote cannot pass
         CHECK_CUDA(cudaMemsetAsync(b.dqkv, 0xFF, 3 * nc_seq * s.B * 2, ctx->stream));
         run();
         const uint64_t h = hash_device({{b.dqkv, 3 * nc_seq * s.B * 2}});
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
         fill_normal_bf16<<<1024, 256, 0, ctx.stream>>>(d.buf.dout, nc, 2);
         CHECK_LAUNCH();
         uint64_t dqkv_hash = 0;
-        bench_entry_points(&ctx, m, d, timer, &rows, &dqkv_hash);
+        bench_entry_points(&ctx, m, d, timer, &rows, opt.chunks ? &dqkv_hash : nullptr);
         if (opt.chunks) bench_chunked_backward(&ctx, m, d, timer, dqkv_hash, &rows);
         if (opt.layouts) bench_layouts(&ctx, m, d, timer, &rows);
         if (opt.plans) bench_plans(&ctx, m, d);
