@@ -125,18 +125,14 @@ struct LnCase {
     bool residual, rowwise, saturate;
     int tile_rows = 0;      // 0: the launcher's choice
     int warps_per_row = 0;  // 1, 2 (the pair kernel where C <= 2048) or 0: the launcher's choice
-    LnTranspose transpose = LnTranspose::kTuned;
 };
 
 void ln_case(const LnCase& k) {
     const int N = k.N, C = k.C;
     const size_t NC = (size_t)N * C;
-    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d warps per row %d%s\n", N, C, name(k.d),
+    printf(" layernorm N=%d C=%d %s%s%s%s tile rows %d warps per row %d\n", N, C, name(k.d),
            k.residual ? " residual" : "", k.rowwise ? "" : " (no row-wise)", k.saturate ? " saturating" : "",
-           k.tile_rows, k.warps_per_row,
-           k.transpose == LnTranspose::kSeparate ? " separate transpose"
-           : k.transpose == LnTranspose::kInTile ? " transposed in the tile"
-                                                 : "");
+           k.tile_rows, k.warps_per_row);
     Fixture f;
     Allocs A;
     // Rows with mean 1.5 and std 2 (two-pass variance matters), LN weight ~1 and bias ~0 but random.
@@ -177,7 +173,7 @@ void ln_case(const LnCase& k) {
     float* d_mean = A(dev::device_alloc<float>(N));
     float* d_rstd = A(dev::device_alloc<float>(N));
     fp8_residual_layernorm_forward(d_res, f.out(fb.q, fb.qT, fb.sinv, f.slot(k.d), N, C), d_mean, d_rstd,
-                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows, k.warps_per_row, k.transpose);
+                                   d_x1, d_x2, d_w, d_b, 0, k.tile_rows, k.warps_per_row);
     CHECK_CUDA(cudaDeviceSynchronize());
 
     // 1. Against the shipped sequence: everything bit for bit.
@@ -357,23 +353,6 @@ TEST(layernorm_fp8_pair_bit_exact) {
     ln_case({12288, 1600, Fp8Dtype::E4M3, false, false, false, 48, 1});
 }
 
-// The row-wise bytes alone, then fp8_transpose of them (LnTranspose::kSeparate), and the tile forced
-// (kInTile): the same bytes either way, for the one-warp and the pair kernels, both formats, with and without
-// residual, partial chunks, a partial last tile, the GPT-2 widths at full height.
-TEST(layernorm_fp8_separate_transpose_bit_exact) {
-    const int small[][2] = {{48, 80}, {272, 144}, {272, 768}, {272, 1600}, {80, 2064}, {32, 8192}};
-    for (auto& s : small)
-        for (int warps = 1; warps <= 2; warps++)
-            for (int residual = 0; residual < 2; residual++)
-                ln_case({s[0], s[1], residual ? Fp8Dtype::E4M3 : Fp8Dtype::E5M2, (bool)residual, true,
-                         (bool)residual, 0, warps, LnTranspose::kSeparate});
-    ln_case({12304, 768, Fp8Dtype::E4M3, true, true, false, 0, 0, LnTranspose::kSeparate});
-    ln_case({12288, 1600, Fp8Dtype::E4M3, true, true, true, 0, 0, LnTranspose::kSeparate});
-    ln_case({12288, 1600, Fp8Dtype::E5M2, false, true, false, 48, 1, LnTranspose::kSeparate});
-    ln_case({272, 1600, Fp8Dtype::E4M3, true, true, false, 0, 0, LnTranspose::kInTile});
-    ln_case({48, 1600, Fp8Dtype::E4M3, true, false, false, 0, 0, LnTranspose::kTuned});  // no row-wise: tile
-}
-
 TEST(gelu_fp8_bit_exact) {
     const int small[][2] = {{48, 80}, {272, 144}, {144, 6400}};
     for (auto& s : small)
@@ -528,20 +507,6 @@ BENCH(fp8_residual_layernorm) {
         bench::report_bandwidth("fp8_residual_layernorm_forward", bench::fmt("12288x1600,e4m3,rows=%d", rows),
                                 ms, 8 * nc);
     }
-    // The transposed copy staged in the kernel's tile or written by fp8_transpose from the row-wise bytes
-    // (the same bytes), at GPT-1.5B's C and GPT-2 124M's, the launcher's warps and tiles.
-    for (int C : {kC, 768})
-        for (LnTranspose tr : {LnTranspose::kInTile, LnTranspose::kSeparate}) {
-            ms = dev::time_ms([&] {
-                fp8_residual_layernorm_forward(b.res, b.out(C), b.mean, b.rstd, b.a, b.b2, b.w, b.bias, 0, 0,
-                                               0, tr);
-            });
-            bench::report_bandwidth(
-                "fp8_residual_layernorm_forward",
-                bench::fmt("%dx%d,e4m3,%s", kN, C,
-                           tr == LnTranspose::kSeparate ? "separate-transpose" : "in-tile"),
-                ms, 8.0 * kN * C);
-        }
     // One warp or a pair of warps per row, at GPT-1.5B's C and GPT-2 124M's (rows 0: the launcher's tiles).
     for (int C : {kC, 768})
         for (int warps : {1, 2})

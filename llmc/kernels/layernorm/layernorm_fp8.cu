@@ -64,10 +64,6 @@ struct LnTuning {
     static constexpr int min_blocks(int K) { return K <= 5 ? 3 : K <= 8 ? 2 : 1; }
     static constexpr int row_chunks(int K, bool pair) { return pair ? (K + 1) / 2 : K; }
     static constexpr bool pair(int K) { return K == 7; }
-    // Whether the launcher's default writes the row-wise bytes only and then copies them transposed with
-    // fp8_transpose (LnTranspose::kSeparate: the same bytes, no shared tile, no second phase after the block
-    // barrier) instead of staging the tile in shared memory (kInTile).
-    static constexpr bool separate_transpose(int K) { return false; }
 };
 constexpr int kLnPairMaxK = 8;  // pair kernels exist for rows of K <= 8 chunks (C <= 2048)
 
@@ -75,16 +71,15 @@ __host__ __device__ constexpr int ln_pitch_words(int C) { return C / 4 + 1; }
 constexpr size_t ln_tile_bytes(int rows, int C) {
     return (size_t)rows * ln_pitch_words(C) * sizeof(uint32_t);
 }
-constexpr size_t ln_smem_bytes(int rows, int C, bool pair, bool tile = true) {
-    return (tile ? ln_tile_bytes(rows, C) : 0) +
-           (pair ? (size_t)(kLnWarps / 2) * kLnPairXchgFloats * sizeof(float) : 0);
+constexpr size_t ln_smem_bytes(int rows, int C, bool pair) {
+    return ln_tile_bytes(rows, C) + (pair ? (size_t)(kLnWarps / 2) * kLnPairXchgFloats * sizeof(float) : 0);
 }
 constexpr size_t kLnTileMaxBytes = 227 * 1024;      // the most shared memory one block may take on Hopper
 constexpr size_t kLnTwoTilesMaxBytes = 226 * 1024;  // two blocks' tiles on one SM (228 KB less 1 KB each)
 
 template <int K, bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT, bool kPair = false,
           int kInp2Batch = LnTuning::inp2_batch(LnTuning::row_chunks(K, kPair)),
-          int kMinBlocks = LnTuning::min_blocks(LnTuning::row_chunks(K, kPair)), bool kTile = true>
+          int kMinBlocks = LnTuning::min_blocks(LnTuning::row_chunks(K, kPair))>
 __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     fp8_layernorm_kernel(bf16* __restrict__ residual, fp8s* __restrict__ out_NC, fp8s* __restrict__ out_T,
                          float* __restrict__ out_scale_inv, float* __restrict__ mean,
@@ -92,8 +87,8 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
                          const bf16* __restrict__ inp2, const bf16* __restrict__ weight,
                          const bf16* __restrict__ bias, const float* __restrict__ scale_ptr,
                          const float* __restrict__ scale_inv_ptr, int N, int C, int rows_per_block) {
-    extern __shared__ uint32_t tile[];  // [rows_per_block][pitch] words (kWrite && kTile), then kPair: xchg
-    constexpr int kRowWarps = kPair ? 2 : 1;          // warps per row
+    extern __shared__ uint32_t tile[];        // [rows_per_block][pitch] words (kWrite only), then kPair: xchg
+    constexpr int kRowWarps = kPair ? 2 : 1;  // warps per row
     constexpr int kRowGroups = kLnWarps / kRowWarps;  // rows in flight per block
     static_assert(!kPair || kRowGroups <= 15, "a named barrier (1..15) per pair");
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -102,8 +97,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
     LnRowPair pair{};
     if constexpr (kPair)  // each pair's exchange floats after the tile; named barriers 1..4
         pair = {warp % 2, 1 + group,
-                reinterpret_cast<float*>(tile + (kTile ? rows_per_block * pitch : 0)) +
-                    kLnPairXchgFloats * group};
+                reinterpret_cast<float*>(tile + rows_per_block * pitch) + kLnPairXchgFloats * group};
     const int n0 = blockIdx.x * rows_per_block;
     float scale = 0.0f;
     if constexpr (kWrite) {
@@ -126,12 +120,10 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
                 for (int i = 0; i < x128::size; i++) y[i] = __bfloat162float(o[i]);
                 const uint2 q = to_fp8x8<FMT>(y, scale);
                 if (out_NC != nullptr) *reinterpret_cast<uint2*>(out_NC + off + c) = q;
-                if constexpr (kTile) {
-                    uint32_t* t = tile + r * pitch + c / 4;
-                    const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
-                    t[hi ? 1 : 0] = hi ? q.y : q.x;
-                    t[hi ? 0 : 1] = hi ? q.x : q.y;
-                }
+                uint32_t* t = tile + r * pitch + c / 4;
+                const bool hi = lane >= 16;  // bank-conflict-free store order (see above)
+                t[hi ? 1 : 0] = hi ? q.y : q.x;
+                t[hi ? 0 : 1] = hi ? q.x : q.y;
             }
         };
         float m, s;
@@ -145,7 +137,7 @@ __global__ void __launch_bounds__(kLnThreads, kMinBlocks)
         }
     }
     block_amax_atomic(amax_bits, staging);  // its __syncthreads also publishes tile[]
-    if constexpr (!kWrite || !kTile) return;
+    if constexpr (!kWrite) return;
 
     // ---- phase 2: transposed tile ----
     const int segs = rows_per_block / 16;  // 16-row segments of the tile
@@ -169,21 +161,12 @@ typedef void (*LnKernel)(bf16*, fp8s*, fp8s*, float*, float*, float*, float*, co
                          const bf16*, const bf16*, const float*, const float*, int, int, int);
 
 // pair: the row over a pair of warps (only where K <= kLnPairMaxK and kWrite; elsewhere the one-warp kernel).
-// tile = false (kWrite only): the row-wise bytes alone, the transposed copy left to fp8_transpose.
 template <bool kResidual, bool kWrite, __nv_fp8_interpretation_t FMT>
-LnKernel pick_ln_kernel(int C, bool pair, bool tile) {
-    return layernorm_pick_k(C, [pair, tile](auto k) {
+LnKernel pick_ln_kernel(int C, bool pair) {
+    return layernorm_pick_k(C, [pair](auto k) {
         constexpr int K = decltype(k)::value;
-        constexpr int KP = LnTuning::row_chunks(K, true);
         if constexpr (kWrite && K <= kLnPairMaxK)
-            if (pair)
-                return tile ? fp8_layernorm_kernel<K, kResidual, kWrite, FMT, true>
-                            : fp8_layernorm_kernel<K, kResidual, kWrite, FMT, true, LnTuning::inp2_batch(KP),
-                                                   LnTuning::min_blocks(KP), false>;
-        if constexpr (kWrite)
-            if (!tile)
-                return fp8_layernorm_kernel<K, kResidual, kWrite, FMT, false, LnTuning::inp2_batch(K),
-                                            LnTuning::min_blocks(K), false>;
+            if (pair) return fp8_layernorm_kernel<K, kResidual, kWrite, FMT, true>;
         return fp8_layernorm_kernel<K, kResidual, kWrite, FMT>;
     });
 }
@@ -191,13 +174,6 @@ LnKernel pick_ln_kernel(int C, bool pair, bool tile) {
 bool ln_pair(int C, int warps_per_row) {
     const int K = layernorm_row_chunks(C);
     return K <= kLnPairMaxK && (warps_per_row == 2 || (warps_per_row == 0 && LnTuning::pair(K)));
-}
-// Whether the kernel stages the transposed tile itself: kTuned takes LnTuning::separate_transpose where the
-// row-wise bytes are written (fp8_transpose reads them), else the tile.
-bool ln_in_tile(int C, bool rowwise, LnTranspose transpose) {
-    if (transpose == LnTranspose::kTuned)
-        return !(rowwise && LnTuning::separate_transpose(layernorm_row_chunks(C)));
-    return transpose == LnTranspose::kInTile;
 }
 
 void check_ln_shape(const char* who, int N, int C) {
@@ -223,36 +199,34 @@ int ln_tile_rows(int N, int C, bool pair) {
 template <bool kWrite>
 void launch_ln(bf16* residual, const Fp8Tensor& t, float* mean, float* rstd, const bf16* inp1,
                const bf16* inp2, const bf16* weight, const bf16* bias, cudaStream_t stream, int tile_rows = 0,
-               int warps_per_row = 0, bool in_tile = true) {
+               int warps_per_row = 0) {
     const int N = t.rows, C = t.cols;
     const bool pair = kWrite && ln_pair(C, warps_per_row);
-    const bool tile = !kWrite || in_tile;
     const int rows = tile_rows > 0 ? tile_rows : ln_tile_rows(N, C, pair);
-    CHECK(rows % 16 == 0 && ln_smem_bytes(rows, C, pair, tile) <= kLnTileMaxBytes,
+    CHECK(rows % 16 == 0 && ln_smem_bytes(rows, C, pair) <= kLnTileMaxBytes,
           "fp8 LayerNorm: %d tile rows (a multiple of 16 whose tile fits %zu KB of shared memory at C = %d)",
           rows, kLnTileMaxBytes / 1024, C);
     fp8_check_bound(t, "fp8 LayerNorm");
-    const size_t smem = kWrite ? ln_smem_bytes(rows, C, pair, tile) : 0;
+    const size_t smem = kWrite ? ln_smem_bytes(rows, C, pair) : 0;
     const int grid = ceil_div(N, rows);
     fp8_dispatch_written<kWrite>(t, [&](auto tag) {
         constexpr __nv_fp8_interpretation_t FMT = decltype(tag)::value;
-        const LnKernel kernel = inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C, pair, tile)
-                                                : pick_ln_kernel<false, kWrite, FMT>(C, pair, tile);
+        const LnKernel kernel = inp2 != nullptr ? pick_ln_kernel<true, kWrite, FMT>(C, pair)
+                                                : pick_ln_kernel<false, kWrite, FMT>(C, pair);
         allow_dynamic_smem(kernel, smem);
         kernel<<<grid, kLnThreads, smem, stream>>>(
             residual, kWrite ? t.data : nullptr, kWrite ? t.data_T : nullptr, kWrite ? t.scale_inv : nullptr,
             mean, rstd, t.slot.amax, inp1, inp2, weight, bias, t.slot.scale, t.slot.scale_inv, N, C, rows);
         CHECK_LAUNCH();
     });
-    if (kWrite && !tile) fp8_transpose(t, stream);  // the transposed copy of the bytes just written
 }
 
 }  // namespace
 
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
                                     const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
-                                    const bf16* bias_C, cudaStream_t stream, int tile_rows, int warps_per_row,
-                                    LnTranspose transpose) {
+                                    const bf16* bias_C, cudaStream_t stream, int tile_rows,
+                                    int warps_per_row) {
     check_ln_shape("fp8_residual_layernorm_forward", out.rows, out.cols);
     CHECK(out.data_T != nullptr && inp1_NC != nullptr && weight_C != nullptr && bias_C != nullptr,
           "fp8_residual_layernorm_forward: out_T, inp1, weight and bias are required");
@@ -263,10 +237,8 @@ void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, flo
           "fp8_residual_layernorm_forward: tensors must be 16-byte aligned");
     CHECK(warps_per_row >= 0 && warps_per_row <= 2, "fp8_residual_layernorm_forward: %d warps per row",
           warps_per_row);
-    CHECK(transpose != LnTranspose::kSeparate || out.data != nullptr,
-          "fp8_residual_layernorm_forward: the separate transpose needs the row-wise output");
     launch_ln<true>(residual_NC, out, mean_N, rstd_N, inp1_NC, inp2_NC, weight_C, bias_C, stream, tile_rows,
-                    warps_per_row, ln_in_tile(out.cols, out.data != nullptr, transpose));
+                    warps_per_row);
 }
 
 void fp8_layernorm_amax(const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C, const bf16* bias_C,

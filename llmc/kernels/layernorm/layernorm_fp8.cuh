@@ -24,17 +24,11 @@
 // each warp normalizes whole rows held in registers (or, warps_per_row = 2 where C <= 2048, each pair of
 // warps a row, half of it each: the same bits), writes the row-wise FP8 bytes and stages them in shared
 // memory; then the block writes the transposed tile (tile_rows contiguous bytes per transposed row).
-// warps_per_row 0: the tuned choice for C. transpose: where the transposed copy comes from (LnTranspose).
-// [N, C] = [out.rows, out.cols].
-enum class LnTranspose {
-    kTuned,     // the launcher's choice for C (kInTile where out.data is null)
-    kInTile,    // staged in shared memory by the LayerNorm kernel, written after its block barrier
-    kSeparate,  // the kernel writes the row-wise bytes only, fp8_transpose copies them (out.data required)
-};
+// warps_per_row 0: the tuned choice for C. [N, C] = [out.rows, out.cols].
 void fp8_residual_layernorm_forward(bf16* residual_NC, const Fp8Tensor& out, float* mean_N, float* rstd_N,
                                     const bf16* inp1_NC, const bf16* inp2_NC, const bf16* weight_C,
                                     const bf16* bias_C, cudaStream_t stream, int tile_rows = 0,
-                                    int warps_per_row = 0, LnTranspose transpose = LnTranspose::kTuned);
+                                    int warps_per_row = 0);
 
 // Calibration: max |y| of the same LayerNorm outputs ([t.rows, t.cols]) into t's staging amax; nothing else
 // written.
