@@ -7,8 +7,10 @@
 // backward 2.5x forward (five such products: S recomputed, dV, dP, dQ, dK).
 // Time: CUDA events on the context's stream; per sample `launches` back-to-back calls after warm-up calls
 // (--flush: one call after writing 256 MiB, so nothing of the inputs is left in L2), median of the samples.
-// Usage: bench_attention [--shape gpt2_124m|gpt2_1p5b] [--samples N] [--launches N] [--flush] [--plans]
-//                        [--no-layouts] [--chunks]
+// Usage: bench_attention [--shape gpt2_124m|gpt2_1p5b|B,T,H,D] [--samples N] [--launches N] [--flush]
+//                        [--plans] [--no-layouts] [--chunks]
+// --shape B,T,H,D times another shape (its step rows count one layer): the same kernels at longer sequences,
+// where published SDPA tables are measured, tell the shape's cost apart from the trainer's use of cuDNN.
 // scripts/bench/bench_attention.sh runs it built against two cudnn-frontends and with two cuDNNs.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -42,6 +45,7 @@ const ModelShape kShapes[] = {{"gpt2_124m", {16, 1024, 12, 64}, 12}, {"gpt2_1p5b
 
 struct Options {
     std::vector<std::string> shapes;
+    std::vector<ModelShape> custom;  // --shape B,T,H,D
     int samples = 9, launches = 10;
     bool flush = false, plans = false, layouts = true, chunks = false;
 };
@@ -73,12 +77,27 @@ Options parse_options(int argc, char** argv) {
                 a.c_str());
         }
     }
+    std::vector<std::string> named;
     for (const std::string& name : o.shapes) {
         bool known = false;
         for (const ModelShape& m : kShapes) known |= name == m.name;
-        if (!known)
-            fatal_usage("bench_attention: unknown --shape '%s' (gpt2_124m or gpt2_1p5b)", name.c_str());
+        SdpaShape c{};
+        char tail = 0;
+        if (known) {
+            named.push_back(name);
+        } else if (sscanf(name.c_str(), "%d,%d,%d,%d%c", &c.B, &c.T, &c.H, &c.D, &tail) == 4 && c.B > 0 &&
+                   c.T > 0 && c.T % 128 == 0 && c.H > 0 && (c.D == 64 || c.D == 128)) {
+            o.custom.push_back({"custom", c, 1});
+        } else {
+            fatal_usage(
+                "bench_attention: unknown --shape '%s' (gpt2_124m, gpt2_1p5b, or B,T,H,D with T a "
+                "multiple of 128 and D 64 or 128)",
+                name.c_str());
+        }
     }
+    // only custom shapes given: no model shape (an empty list means both)
+    if (named.empty() && !o.custom.empty()) named.push_back("none");
+    o.shapes = named;
     if (o.flush) o.launches = 1;
     return o;
 }
@@ -176,6 +195,12 @@ struct DeviceSet {  // one set of the buffers SDPA reads and writes
 double forward_flops(SdpaShape s) { return 2.0 * 2.0 * s.B * s.H * (double)s.T * s.T * s.D / 2; }
 double backward_flops(SdpaShape s) { return 2.5 * forward_flops(s); }
 
+// The table's shape column: the model's name, or B,T,H,D for a --shape given by its sizes.
+std::string short_name(const ModelShape& m) {
+    if (strcmp(m.name, "custom") != 0) return m.name;
+    return bench::fmt("%d,%d,%d,%d", m.s.B, m.s.T, m.s.H, m.s.D);
+}
+
 std::string shape_label(const ModelShape& m) {
     return bench::fmt("%s:B=%d,T=%d,H=%d,D=%d", m.name, m.s.B, m.s.T, m.s.H, m.s.D);
 }
@@ -243,12 +268,12 @@ void bench_entry_points(GpuContext* ctx, const ModelShape& m, DeviceSet& d, Time
                         bench::kPeakBf16Tflops);
     bench::report_flops("attention_step_nondet", label, L * (ms_fwd + ms_nondet), L * (ff + bf),
                         bench::kPeakBf16Tflops);
-    rows->push_back({m.name, "forward", ms_fwd, ff});
-    rows->push_back({m.name, "backward, deterministic", ms_det, bf});
-    rows->push_back({m.name, "backward, non-deterministic", ms_nondet, bf});
-    rows->push_back({m.name, bench::fmt("step: %d x (fwd + det bwd)", m.layers), (float)L * (ms_fwd + ms_det),
-                     L * (ff + bf)});
-    rows->push_back({m.name, bench::fmt("step: %d x (fwd + nondet bwd)", m.layers),
+    rows->push_back({short_name(m), "forward", ms_fwd, ff});
+    rows->push_back({short_name(m), "backward, deterministic", ms_det, bf});
+    rows->push_back({short_name(m), "backward, non-deterministic", ms_nondet, bf});
+    rows->push_back({short_name(m), bench::fmt("step: %d x (fwd + det bwd)", m.layers),
+                     (float)L * (ms_fwd + ms_det), L * (ff + bf)});
+    rows->push_back({short_name(m), bench::fmt("step: %d x (fwd + nondet bwd)", m.layers),
                      (float)L * (ms_fwd + ms_nondet), L * (ff + bf)});
 }
 
@@ -282,7 +307,7 @@ void bench_chunked_backward(GpuContext* ctx, const ModelShape& m, DeviceSet& d, 
                label.c_str(), chunk, ms, h == whole ? "bitwise" : "DIFFERENT from");
         bench::report_flops(bench::fmt("attention_backward_det_chunk%d", chunk), label, ms, backward_flops(s),
                             bench::kPeakBf16Tflops);
-        rows->push_back({m.name, what, ms, backward_flops(s)});
+        rows->push_back({short_name(m), what, ms, backward_flops(s)});
     }
 }
 
@@ -346,8 +371,9 @@ void bench_layouts(GpuContext* ctx, const ModelShape& m, DeviceSet& entry, Timer
                             bench::kPeakBf16Tflops);
         CHECK_CUDA(cudaStreamSynchronize(ctx->stream));
         printf("layout %s at %s: %s\n", name, label.c_str(), compare_outputs(entry, lay, layout, s).c_str());
-        rows->push_back({m.name, bench::fmt("layout %s: forward", name), ms_fwd, forward_flops(s)});
-        rows->push_back({m.name, bench::fmt("layout %s: backward, det", name), ms_bwd, backward_flops(s)});
+        rows->push_back({short_name(m), bench::fmt("layout %s: forward", name), ms_fwd, forward_flops(s)});
+        rows->push_back(
+            {short_name(m), bench::fmt("layout %s: backward, det", name), ms_bwd, backward_flops(s)});
     }
 }
 
@@ -374,9 +400,9 @@ void bench_plans(GpuContext* ctx, const ModelShape& m, DeviceSet& d) {
 
 void print_table(const std::vector<Row>& rows, const std::string& versions) {
     printf("\nattention alone (%s)\n", versions.c_str());
-    printf("%-10s  %-36s  %9s  %7s\n", "shape", "what", "ms", "TFLOP/s");
+    printf("%-14s  %-36s  %9s  %7s\n", "shape", "what", "ms", "TFLOP/s");
     for (const Row& r : rows)
-        printf("%-10s  %-36s  %9.4f  %7s\n", r.shape.c_str(), r.what.c_str(), r.ms,
+        printf("%-14s  %-36s  %9.4f  %7s\n", r.shape.c_str(), r.what.c_str(), r.ms,
                tflops(r.flops, r.ms).c_str());
     printf(
         "(FLOPs causal: forward 2*2*B*H*T*T*D/2, backward 2.5x forward; step rows: layers x the per-layer "
@@ -395,10 +421,12 @@ int main(int argc, char** argv) {
     fflush(stdout);
     Timer timer(opt, ctx.stream);
     std::vector<Row> rows;
-    for (const ModelShape& m : kShapes) {
-        if (!opt.shapes.empty() &&
-            std::find(opt.shapes.begin(), opt.shapes.end(), m.name) == opt.shapes.end())
-            continue;
+    std::vector<ModelShape> shapes;
+    for (const ModelShape& m : kShapes)
+        if (opt.shapes.empty() || std::find(opt.shapes.begin(), opt.shapes.end(), m.name) != opt.shapes.end())
+            shapes.push_back(m);
+    shapes.insert(shapes.end(), opt.custom.begin(), opt.custom.end());
+    for (const ModelShape& m : shapes) {
         DeviceSet d(m.s);
         const size_t nc = (size_t)m.s.B * m.s.T * m.s.H * m.s.D;
         fill_normal_bf16<<<1024, 256, 0, ctx.stream>>>(d.buf.qkv, 3 * nc, 1);
