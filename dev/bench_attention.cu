@@ -77,7 +77,7 @@ Options parse_options(int argc, char** argv) {
                 a.c_str());
         }
     }
-    std::vector<std::string> named;
+    std::vector<std::string> named;  // the model shapes asked for (none given and no B,T,H,D: both)
     for (const std::string& name : o.shapes) {
         bool known = false;
         for (const ModelShape& m : kShapes) known |= name == m.name;
@@ -95,8 +95,6 @@ Options parse_options(int argc, char** argv) {
                 name.c_str());
         }
     }
-    // only custom shapes given: no model shape (an empty list means both)
-    if (named.empty() && !o.custom.empty()) named.push_back("none");
     o.shapes = named;
     if (o.flush) o.launches = 1;
     return o;
@@ -422,8 +420,9 @@ int main(int argc, char** argv) {
     Timer timer(opt, ctx.stream);
     std::vector<Row> rows;
     std::vector<ModelShape> shapes;
+    const bool every_model = opt.shapes.empty() && opt.custom.empty();
     for (const ModelShape& m : kShapes)
-        if (opt.shapes.empty() || std::find(opt.shapes.begin(), opt.shapes.end(), m.name) != opt.shapes.end())
+        if (every_model || std::find(opt.shapes.begin(), opt.shapes.end(), m.name) != opt.shapes.end())
             shapes.push_back(m);
     shapes.insert(shapes.end(), opt.custom.begin(), opt.custom.end());
     for (const ModelShape& m : shapes) {

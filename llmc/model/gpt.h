@@ -24,7 +24,7 @@ struct StateTensorInfo {
     size_t bytes;
 };
 
-// Memory/speed/reproducibility options of the step (TrainConfig's --recompute and --deterministic).
+// Memory/speed/reproducibility options of the step (TrainConfig's --recompute, --deterministic, ...).
 struct StepOptions {
     InputKeep fc_proj_input = InputKeep::Saved;   // what the fc-proj keeps of its input (fp8: its X^T)
     InputKeep att_proj_input = InputKeep::Saved;  // what the attn-proj keeps of its input (fp8: its X^T)
